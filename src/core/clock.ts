@@ -1,0 +1,58 @@
+import { InvalidArgumentError } from './errors.js';
+
+/** A source of time in milliseconds. Pure algorithms take time as an argument; stores take a Clock. */
+export interface Clock {
+  /** Milliseconds, on whatever epoch the clock uses; only differences and order matter. */
+  now(): number;
+}
+
+/**
+ * The wall clock (`Date.now()`).
+ *
+ * @example
+ * ```ts
+ * const store = memoryStore({ clock: systemClock });
+ * ```
+ */
+export const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * A clock that moves only when told: for tests that must sit exactly on a window edge.
+ *
+ * @example
+ * ```ts
+ * const clock = new FakeClock(1_000);
+ * clock.advance(250);
+ * clock.now(); // 1250
+ * ```
+ */
+export class FakeClock implements Clock {
+  #now: number;
+
+  constructor(start = 0) {
+    this.#now = check('start', start);
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  /** Moves the clock forward by `ms` (never backward: use {@link FakeClock.set} for that). */
+  advance(ms: number): number {
+    if (check('ms', ms) < 0) throw new InvalidArgumentError('ms', 'a non-negative number', ms);
+    this.#now += ms;
+    return this.#now;
+  }
+
+  /** Sets the time, backward included (to test clock rollback). */
+  set(ms: number): void {
+    this.#now = check('ms', ms);
+  }
+}
+
+function check(path: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InvalidArgumentError(path, 'a finite number of milliseconds', value);
+  }
+  return value;
+}

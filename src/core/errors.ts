@@ -1,0 +1,132 @@
+/**
+ * One error family for everything onceflow throws. Expected outcomes (`duplicate`, `stale`,
+ * `limited`, `buffered`) are never thrown: they come back as values. An exception means invalid
+ * input, a broken store, or a bug.
+ *
+ * Check errors by `code`, not `instanceof`: two copies of the package in one process (a common
+ * result of nested `node_modules`) break `instanceof`, never the code.
+ */
+
+/** Every code onceflow throws, in one table. */
+export const ErrorCode = {
+  /** An option passed to a factory or constructor is missing or has the wrong shape. */
+  INVALID_OPTION: 'ERR_INVALID_OPTION',
+  /** An argument of a call (a payload, an entry, a saved window) is invalid. */
+  INVALID_ARGUMENT: 'ERR_INVALID_ARGUMENT',
+  /** A duration string or number could not be read. */
+  INVALID_DURATION: 'ERR_INVALID_DURATION',
+  /** The store failed to carry out an operation (driver error in `cause`). */
+  STORE: 'ERR_STORE',
+  /** The object was closed and cannot be used any more. */
+  CLOSED: 'ERR_CLOSED',
+} as const;
+
+/** The union of every code in {@link ErrorCode}. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/**
+ * The base of every error onceflow throws.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   createLedger({ capacity: 0 });
+ * } catch (err) {
+ *   if (err instanceof Error && (err as OnceflowError).code === 'ERR_INVALID_OPTION') {
+ *     console.error(err.message); // Expected `capacity` to be a positive safe integer, got `0` (number)
+ *   }
+ * }
+ * ```
+ */
+export class OnceflowError extends Error {
+  override readonly name = 'OnceflowError' as const;
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+  }
+
+  /** `OnceflowError [ERR_INVALID_OPTION]: Expected ...`, in the style of Node's own errors. */
+  override toString(): string {
+    return `${this.name} [${this.code}]: ${this.message}`;
+  }
+}
+
+/** An option is missing or has the wrong shape; the message names it, what was expected and what was got. */
+export class InvalidOptionError extends OnceflowError {
+  readonly option: string;
+  constructor(option: string, expected: string, got: unknown) {
+    super(ErrorCode.INVALID_OPTION, `Expected \`${option}\` to be ${expected}, got ${describe(got)}`);
+    this.option = option;
+  }
+}
+
+/** An argument is invalid; `path` names the field (for example `deltas.net` or `payload.round`). */
+export class InvalidArgumentError extends OnceflowError {
+  readonly path: string;
+  constructor(path: string, expected: string, got: unknown) {
+    super(ErrorCode.INVALID_ARGUMENT, `Expected \`${path}\` to be ${expected}, got ${describe(got)}`);
+    this.path = path;
+  }
+}
+
+/** A duration could not be read. */
+export class InvalidDurationError extends OnceflowError {
+  readonly option: string;
+  constructor(option: string, got: unknown, why: string) {
+    super(
+      ErrorCode.INVALID_DURATION,
+      `Expected \`${option}\` to be a duration like '250ms', '3s', '1m', '1h' or a number of milliseconds (${why}), got ${describe(got)}`,
+    );
+    this.option = option;
+  }
+}
+
+/** A store call failed. The driver's error is in `cause`. */
+export class StoreError extends OnceflowError {
+  constructor(operation: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(ErrorCode.STORE, `Store operation \`${operation}\` failed: ${reason}`, { cause });
+  }
+}
+
+/** Use after close. */
+export class ClosedError extends OnceflowError {
+  constructor(what: string) {
+    super(ErrorCode.CLOSED, `${what} is closed`);
+  }
+}
+
+/**
+ * Renders a value for an error message: `` `0` (number) ``, `` `"a"` (string) ``, `` `5n` (bigint) ``.
+ * Long renderings are cut so one bad payload cannot flood a log.
+ */
+export function describe(value: unknown): string {
+  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  let text: string;
+  if (typeof value === 'bigint') text = `${value}n`;
+  else if (typeof value === 'string') text = JSON.stringify(value);
+  else if (typeof value === 'function') text = value.name ? `[function ${value.name}]` : '[function]';
+  else if (typeof value === 'object' && value !== null) {
+    try {
+      text = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)) ?? String(value);
+    } catch {
+      text = Object.prototype.toString.call(value);
+    }
+  } else text = String(value);
+  // 80 characters is enough to recognise a value; the full payload belongs in a debug log, not an error.
+  if (text.length > 80) text = `${text.slice(0, 77)}...`;
+  return type === 'undefined' || type === 'null' ? `\`${text}\`` : `\`${text}\` (${type})`;
+}
+
+/** True when `err` is an onceflow error, optionally of one code. Works across package copies. */
+export function isOnceflowError(err: unknown, code?: ErrorCode): err is OnceflowError {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    (err as { name?: unknown }).name === 'OnceflowError' &&
+    typeof (err as { code?: unknown }).code === 'string' &&
+    (code === undefined || (err as { code: unknown }).code === code)
+  );
+}

@@ -1,0 +1,171 @@
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import {
+  amount,
+  isPlainObject,
+  nonEmptyString,
+  nonEmptyStringArg,
+  type Order,
+  optionalOrder,
+  positiveInt,
+} from '../core/validate.js';
+import { memoryStore } from '../store/memory-store.js';
+import type {
+  Balances,
+  JournalEntry,
+  JournalQuery,
+  JsonValue,
+  LedgerApplyCommand,
+  LedgerApplyResult,
+  Store,
+  WindowState,
+} from '../store/store.js';
+
+/** Options of {@link createLedger}. */
+export interface LedgerOptions {
+  /** Where the windows, balances and journal live. Default: a new {@link memoryStore}. */
+  store?: Store;
+  /**
+   * Window capacity per owner. Derive it from your delivery bound and write the derivation
+   * beside it (DESIGN §3.2). For settlements: 4 = 2 settlements per round x 2 rounds.
+   */
+  capacity: number;
+  /**
+   * Track the highest evicted order and answer `stale` for an absent signature at or below it
+   * (only for entries that carry an `order`). Default `true`: a too-small window fails safe.
+   */
+  horizon?: boolean;
+  /** The ledger's name; several ledgers can share one store. Default `'default'`. */
+  name?: string;
+}
+
+/** One event to apply exactly once. */
+export interface LedgerEntry {
+  /** Whose window and balances (a player, an account). The window has one writer: this owner. */
+  owner: string;
+  /** The event's self-contained dedup key, usually from {@link defineSignature}. */
+  signature: string;
+  /** Field → change, in integer minor units (`bigint` or safe integer). Applied all or nothing. */
+  deltas: Record<string, bigint | number>;
+  /** Where the money is booked (a room, a merchant) for per-scope reconciliation. */
+  scope?: string;
+  /** A per-owner monotonic-ish key (e.g. the time part of a snowflake id), for the horizon. */
+  order?: Order;
+  /** Free JSON kept in the journal. */
+  meta?: JsonValue;
+}
+
+/** What {@link Ledger.apply} returns: an outcome, never an exception, for duplicates and stale. */
+export type ApplyResult = LedgerApplyResult;
+
+/** An exactly-once ledger: see {@link createLedger}. */
+export interface Ledger {
+  readonly name: string;
+  readonly capacity: number;
+  readonly store: Store;
+  /** Window check, balance change and journal append in one atomic step of the store. */
+  apply(entry: LedgerEntry): Promise<ApplyResult>;
+  /** An owner's balances (`{}` when it never had an entry). */
+  balances(owner: string): Promise<Balances>;
+  /** An owner's window, oldest first, and its horizon. */
+  window(owner: string): Promise<WindowState>;
+  /** Applied entries, oldest first, filtered by owner and/or scope. */
+  journal(query?: JournalQuery): Promise<JournalEntry[]>;
+  /** Everything booked under `scope`: must equal what that scope settled. */
+  totals(scope: string): Promise<Balances>;
+}
+
+/**
+ * Creates a ledger that applies each event's deltas **exactly once** per owner, whatever the
+ * delivery does (repeats, replays after a queue recovery, late arrivals from another room).
+ *
+ * Duplicates and stale entries are outcomes, not errors. Invalid input (a float amount, NaN, a
+ * missing owner) throws an `ERR_INVALID_ARGUMENT` that names the field and changes nothing.
+ *
+ * @example
+ * ```ts
+ * const settlement = defineSignature([
+ *   ['room', 'string'], ['round', 'int'], ['net', 'int'], ['final', 'bool'],
+ * ]);
+ * // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap (DESIGN §3.2).
+ * const ledger = createLedger({ capacity: 4 });
+ * const s = { room: 'lobby-7', round: 42, net: -300, final: false };
+ * await ledger.apply({ owner: 'player-1', signature: settlement(s), deltas: { coins: s.net }, scope: s.room });
+ * const again = await ledger.apply({ owner: 'player-1', signature: settlement(s), deltas: { coins: s.net }, scope: s.room });
+ * again.outcome; // 'duplicate'
+ * again.balances; // { coins: -300n }
+ * ```
+ */
+export function createLedger(options: LedgerOptions): Ledger {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  const capacity = positiveInt('capacity', options.capacity);
+  const store = options.store ?? memoryStore();
+  if (typeof store?.ledgerApply !== 'function') {
+    throw new InvalidOptionError('store', 'a Store (memoryStore(), createRedisStore(...), ...)', store);
+  }
+  const horizon = options.horizon ?? true;
+  if (typeof horizon !== 'boolean') throw new InvalidOptionError('horizon', 'a boolean', horizon);
+  const name = options.name === undefined ? 'default' : nonEmptyString('name', options.name);
+
+  return {
+    name,
+    capacity,
+    store,
+    async apply(entry) {
+      return store.ledgerApply(toCommand(entry));
+    },
+    async balances(owner) {
+      return store.ledgerBalances(name, nonEmptyStringArg('owner', owner));
+    },
+    async window(owner) {
+      return store.ledgerWindow(name, nonEmptyStringArg('owner', owner));
+    },
+    async journal(query = {}) {
+      return store.ledgerJournal(name, checkQuery(query));
+    },
+    async totals(scope) {
+      return store.ledgerScopeTotals(name, nonEmptyStringArg('scope', scope));
+    },
+  };
+
+  // Validation happens before the store is called, so invalid input never changes state.
+  function toCommand(entry: LedgerEntry): LedgerApplyCommand {
+    if (!isPlainObject(entry)) throw new InvalidArgumentError('entry', 'an object', entry);
+    const owner = nonEmptyStringArg('owner', entry.owner);
+    const signature = nonEmptyStringArg('signature', entry.signature);
+    const rawDeltas = entry.deltas;
+    if (!isPlainObject(rawDeltas)) {
+      throw new InvalidArgumentError('deltas', 'an object of field → bigint or safe integer', rawDeltas);
+    }
+    const deltas: (readonly [string, bigint])[] = [];
+    for (const field in rawDeltas) {
+      if (field.length === 0)
+        throw new InvalidArgumentError('deltas', 'field names that are not empty', field);
+      deltas.push([field, amount(`deltas.${field}`, rawDeltas[field])]);
+    }
+    const scope = entry.scope === undefined ? undefined : nonEmptyStringArg('scope', entry.scope);
+    const order = optionalOrder('order', entry.order);
+    if (entry.meta !== undefined) checkJson(entry.meta);
+    return { ledger: name, capacity, horizon, owner, signature, deltas, scope, order, meta: entry.meta };
+  }
+}
+
+function checkJson(meta: unknown): void {
+  try {
+    if (JSON.stringify(meta) === undefined) throw new Error('not serialisable');
+  } catch {
+    throw new InvalidArgumentError('meta', 'a JSON value (no bigint, function or cycle)', meta);
+  }
+}
+
+function checkQuery(query: JournalQuery): JournalQuery {
+  if (!isPlainObject(query)) throw new InvalidArgumentError('query', 'an object', query);
+  if (query.owner !== undefined) nonEmptyStringArg('query.owner', query.owner);
+  if (query.scope !== undefined) nonEmptyStringArg('query.scope', query.scope);
+  for (const key of ['after', 'limit'] as const) {
+    const v = query[key];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) {
+      throw new InvalidArgumentError(`query.${key}`, 'a non-negative safe integer', v);
+    }
+  }
+  return query;
+}

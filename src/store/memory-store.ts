@@ -1,0 +1,163 @@
+import { type Clock, systemClock } from '../core/clock.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, nonNegativeInt } from '../core/validate.js';
+import { SignatureWindow } from '../windows/signature-window.js';
+import type {
+  Balances,
+  JournalEntry,
+  JournalQuery,
+  LedgerApplyCommand,
+  LedgerApplyResult,
+  Store,
+  WindowState,
+} from './store.js';
+
+/** Options of {@link memoryStore}. */
+export interface MemoryStoreOptions {
+  /** Time source for journal timestamps (and, later, limiter decisions). Default: the wall clock. */
+  clock?: Clock;
+  /**
+   * Journal retention. `maxEntries` bounds the journal per ledger: the oldest entries are dropped
+   * one at a time (the journal is a record for reconciliation, not dedup state: dropping it never
+   * lets a repeat through, and scope totals stay exact). Default: keep every entry.
+   */
+  journal?: { maxEntries?: number };
+}
+
+interface OwnerState {
+  window: SignatureWindow;
+  balances: Map<string, bigint>;
+}
+
+interface LedgerState {
+  owners: Map<string, OwnerState>;
+  journal: JournalEntry[];
+  journalHead: number;
+  nextSeq: number;
+  scopeTotals: Map<string, Map<string, bigint>>;
+}
+
+/**
+ * The embedded, in-process store: the default, and the reference model every other store is
+ * tested against. Each operation is one synchronous block, so it is atomic by construction.
+ * State lives as long as the process; use `onceflow/redis` or `onceflow/postgres` to share it.
+ *
+ * @example
+ * ```ts
+ * const ledger = createLedger({ store: memoryStore({ journal: { maxEntries: 100_000 } }), capacity: 4 });
+ * ```
+ */
+export function memoryStore(options: MemoryStoreOptions = {}): Store {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  const clock: Clock = (options as MemoryStoreOptions).clock ?? systemClock;
+  if (typeof clock?.now !== 'function') throw new InvalidOptionError('clock', 'an object with now()', clock);
+  if (options.journal !== undefined && !isPlainObject(options.journal)) {
+    throw new InvalidOptionError('journal', 'an object like { maxEntries: 100000 }', options.journal);
+  }
+  const maxEntries =
+    options.journal?.maxEntries === undefined
+      ? Number.POSITIVE_INFINITY
+      : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
+  const ledgers = new Map<string, LedgerState>();
+
+  const ledgerOf = (name: string): LedgerState => {
+    let state = ledgers.get(name);
+    if (state === undefined) {
+      state = { owners: new Map(), journal: [], journalHead: 0, nextSeq: 1, scopeTotals: new Map() };
+      ledgers.set(name, state);
+    }
+    return state;
+  };
+
+  const applySync = (cmd: LedgerApplyCommand): LedgerApplyResult => {
+    const state = ledgerOf(cmd.ledger);
+    let owner = state.owners.get(cmd.owner);
+    if (owner === undefined) {
+      owner = { window: new SignatureWindow({ capacity: cmd.capacity }), balances: new Map() };
+      state.owners.set(cmd.owner, owner);
+    } else if (owner.window.capacity !== cmd.capacity) {
+      // A new capacity keeps every entry; an over-full window shrinks one eviction at a time on
+      // its next insert, exactly as a window loaded from an over-capacity save does.
+      owner.window = SignatureWindow.from(owner.window.toJSON(), { capacity: cmd.capacity });
+    }
+    const outcome = owner.window.admit(cmd.signature, cmd.horizon ? cmd.order : undefined);
+    if (outcome !== 'fresh') return { outcome, balances: toRecord(owner.balances) };
+
+    const deltas: Balances = {};
+    for (const [field, amount] of cmd.deltas) {
+      owner.balances.set(field, (owner.balances.get(field) ?? 0n) + amount);
+      deltas[field] = amount;
+    }
+    if (cmd.scope !== undefined) {
+      let totals = state.scopeTotals.get(cmd.scope);
+      if (totals === undefined) state.scopeTotals.set(cmd.scope, (totals = new Map()));
+      for (const [field, amount] of cmd.deltas) totals.set(field, (totals.get(field) ?? 0n) + amount);
+    }
+    const seq = state.nextSeq++;
+    if (maxEntries > 0) {
+      const entry: { -readonly [K in keyof JournalEntry]: JournalEntry[K] } = {
+        seq,
+        owner: cmd.owner,
+        signature: cmd.signature,
+        deltas,
+        at: clock.now(),
+      };
+      if (cmd.scope !== undefined) entry.scope = cmd.scope;
+      if (cmd.order !== undefined) entry.order = cmd.order;
+      if (cmd.meta !== undefined) entry.meta = structuredClone(cmd.meta);
+      state.journal.push(entry);
+      trimJournal(state, maxEntries);
+    }
+    return { outcome: 'applied', balances: toRecord(owner.balances), seq };
+  };
+
+  return {
+    kind: 'memory',
+    ledgerApply: (cmd) => Promise.resolve(applySync(cmd)),
+    async ledgerBalances(ledger, owner) {
+      return toRecord(ledgers.get(ledger)?.owners.get(owner)?.balances);
+    },
+    async ledgerWindow(ledger, owner): Promise<WindowState> {
+      const window = ledgers.get(ledger)?.owners.get(owner)?.window;
+      if (window === undefined) return { signatures: [] };
+      const horizon = window.horizon;
+      return horizon === undefined
+        ? { signatures: window.signatures() }
+        : { signatures: window.signatures(), horizon };
+    },
+    async ledgerJournal(ledger, query: JournalQuery) {
+      const state = ledgers.get(ledger);
+      if (state === undefined) return [];
+      const limit = query.limit ?? Number.POSITIVE_INFINITY;
+      const out: JournalEntry[] = [];
+      for (let i = state.journalHead; i < state.journal.length && out.length < limit; i++) {
+        const e = state.journal[i] as JournalEntry;
+        if (query.after !== undefined && e.seq <= query.after) continue;
+        if (query.owner !== undefined && e.owner !== query.owner) continue;
+        if (query.scope !== undefined && e.scope !== query.scope) continue;
+        const copy = { ...e, deltas: { ...e.deltas } };
+        out.push(e.meta === undefined ? copy : { ...copy, meta: structuredClone(e.meta) });
+      }
+      return out;
+    },
+    async ledgerScopeTotals(ledger, scope) {
+      return toRecord(ledgers.get(ledger)?.scopeTotals.get(scope));
+    },
+  };
+}
+
+function trimJournal(state: LedgerState, maxEntries: number): void {
+  if (state.journal.length - state.journalHead <= maxEntries) return;
+  state.journalHead++;
+  // Drop the dead prefix once it is as long as the live part: amortised O(1), memory <= 2x.
+  if (state.journalHead * 2 >= state.journal.length) {
+    state.journal = state.journal.slice(state.journalHead);
+    state.journalHead = 0;
+  }
+}
+
+function toRecord(map: Map<string, bigint> | undefined): Balances {
+  const out: Balances = {};
+  if (map) for (const [k, v] of map) out[k] = v;
+  return out;
+}

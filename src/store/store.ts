@@ -1,0 +1,90 @@
+import type { Order } from '../core/validate.js';
+
+/** A JSON value, as kept in a journal entry's `meta`. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** Balances of one owner: field → amount in minor units. */
+export type Balances = Record<string, bigint>;
+
+/** What a ledger apply decided. */
+export type ApplyOutcome = 'applied' | 'duplicate' | 'stale';
+
+/** One validated ledger apply, as a store receives it. */
+export interface LedgerApplyCommand {
+  /** The ledger's name: stores keep ledgers of different names apart. */
+  readonly ledger: string;
+  /** The window capacity (derived from a business limit, see DESIGN §3.2). */
+  readonly capacity: number;
+  /** Whether the window answers `stale` below its horizon. */
+  readonly horizon: boolean;
+  readonly owner: string;
+  readonly signature: string;
+  /** Field/amount pairs, validated; applied together or not at all. */
+  readonly deltas: ReadonlyArray<readonly [field: string, amount: bigint]>;
+  readonly scope?: string | undefined;
+  readonly order?: Order | undefined;
+  readonly meta?: JsonValue | undefined;
+}
+
+/** The result of a ledger apply. */
+export interface LedgerApplyResult {
+  readonly outcome: ApplyOutcome;
+  /** The owner's balances after the call (unchanged unless `applied`). */
+  readonly balances: Balances;
+  /** The journal sequence number of the entry written, when `applied`. */
+  readonly seq?: number;
+}
+
+/** One applied entry, as kept for reconciliation. */
+export interface JournalEntry {
+  /** Per-ledger, strictly increasing. */
+  readonly seq: number;
+  readonly owner: string;
+  readonly signature: string;
+  readonly scope?: string;
+  readonly order?: Order;
+  readonly deltas: Balances;
+  readonly meta?: JsonValue;
+  /** Store time (ms) of the apply. */
+  readonly at: number;
+}
+
+/** A journal query; every given field must match. */
+export interface JournalQuery {
+  readonly owner?: string | undefined;
+  readonly scope?: string | undefined;
+  /** Only entries with `seq` greater than this (for paging). */
+  readonly after?: number | undefined;
+  /** At most this many entries, oldest first. */
+  readonly limit?: number | undefined;
+}
+
+/** The window of one owner as a store reports it. */
+export interface WindowState {
+  /** Oldest first. */
+  readonly signatures: string[];
+  /** The highest order ever evicted, when one was. */
+  readonly horizon?: Order;
+}
+
+/**
+ * The contract every store implements: semantic operations, each one **atomic** (a single
+ * synchronous call in memory, one Lua script in Redis, one transaction in PostgreSQL). There is
+ * no crash point inside an operation: either all of its effects happen or none does.
+ *
+ * The memory store is the reference model; `onceflow/testing` holds the cases every store
+ * must pass.
+ */
+export interface Store {
+  /** A short name for logs and metrics (`'memory'`, `'redis'`, ...). */
+  readonly kind: string;
+  /** Window check (with horizon), balance change and journal append, in one atomic step. */
+  ledgerApply(command: LedgerApplyCommand): Promise<LedgerApplyResult>;
+  ledgerBalances(ledger: string, owner: string): Promise<Balances>;
+  ledgerWindow(ledger: string, owner: string): Promise<WindowState>;
+  ledgerJournal(ledger: string, query: JournalQuery): Promise<JournalEntry[]>;
+  /** Sum of every applied delta booked under `scope`, kept exact whatever the journal retention. */
+  ledgerScopeTotals(ledger: string, scope: string): Promise<Balances>;
+  /** Releases what the store holds (connections are the caller's: they are not closed). */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,231 @@
+import { InvalidArgumentError } from '../core/errors.js';
+import {
+  isPlainObject,
+  type Order,
+  optionalOrder,
+  orderFromString,
+  orderToString,
+  positiveInt,
+} from '../core/validate.js';
+
+/** What {@link SignatureWindow.admit} decided. */
+export type AdmitOutcome = 'fresh' | 'duplicate' | 'stale';
+
+/** Options of {@link SignatureWindow}. */
+export interface SignatureWindowOptions {
+  /**
+   * How many signatures the window keeps. Derive it from a business limit and write the
+   * derivation beside it (DESIGN §3.2): a FIFO window of capacity C never lets a repeat through
+   * iff, for every signature X, fewer than C distinct other signatures are first seen between
+   * X's first delivery and X's last repeat.
+   */
+  capacity: number;
+}
+
+/** The saved form written by {@link SignatureWindow.toJSON} (format `onceflow.window.v1`). */
+export interface SavedWindow {
+  format: 'onceflow.window.v1';
+  /** Oldest first. */
+  signatures: string[];
+  /** The order of each signature as a decimal string, or `null` when it had none. */
+  orders: (string | null)[];
+  /** The highest order ever evicted, or `null` while no ordered entry was evicted. */
+  horizon: string | null;
+}
+
+const FORMAT = 'onceflow.window.v1';
+
+/**
+ * A per-owner, count-bounded FIFO window of signatures: the dedup state of one owner.
+ *
+ * - A present signature is a `duplicate` and changes nothing: a repeat does not refresh its
+ *   position (FIFO, not LRU), so a storm of repeats cannot keep an old entry alive forever.
+ * - An absent signature is inserted as the newest; while the window holds more than `capacity`
+ *   entries, the oldest is evicted, one at a time. The window is never cleared wholesale:
+ *   clearing a dedup window is forgetting what was processed.
+ * - With orders, the window remembers the highest order it ever evicted (its *horizon*). An absent
+ *   signature whose order is at or below the horizon is `stale`: it may be a repeat the window
+ *   has already forgotten, so it is not admitted and goes to reconciliation instead of being
+ *   applied a second time. A too-small window thus fails safe.
+ *
+ * Pure: no I/O, no time. It is the reference model every store is tested against.
+ *
+ * @example
+ * ```ts
+ * // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap (DESIGN §3.2).
+ * const w = new SignatureWindow({ capacity: 4 });
+ * w.admit('v1|room=a|round=1|net=5|final=false', 1); // 'fresh'
+ * w.admit('v1|room=a|round=1|net=5|final=false', 1); // 'duplicate'
+ * ```
+ */
+export class SignatureWindow {
+  readonly capacity: number;
+  // Oldest first, from `#head`. Shifting a plain array is O(n); a head index keeps eviction O(1)
+  // amortised for large capacities, and compaction keeps memory bounded by ~2x capacity.
+  #signatures: string[] = [];
+  #orders: (Order | undefined)[] = [];
+  #head = 0;
+  // For small windows a linear scan beats hashing; past INDEX_THRESHOLD a Set keeps admit O(1).
+  #index: Set<string> | undefined;
+  #horizon: Order | undefined;
+
+  constructor(options: SignatureWindowOptions) {
+    this.capacity = positiveInt('capacity', options?.capacity);
+    if (this.capacity > INDEX_THRESHOLD) this.#index = new Set();
+  }
+
+  /** The number of signatures held (may exceed `capacity` for a loaded over-capacity legacy save). */
+  get size(): number {
+    return this.#signatures.length - this.#head;
+  }
+
+  /** The highest order ever evicted, or `undefined`. */
+  get horizon(): Order | undefined {
+    return this.#horizon;
+  }
+
+  /** True when the window holds `signature`. */
+  has(signature: string): boolean {
+    if (this.#index) return this.#index.has(signature);
+    const list = this.#signatures;
+    for (let i = this.#head; i < list.length; i++) if (list[i] === signature) return true;
+    return false;
+  }
+
+  /**
+   * Decides whether `signature` is `fresh` (now recorded), a `duplicate` or `stale`, and records
+   * it when fresh. `order` is any per-owner monotonic-ish key (a safe integer or a bigint).
+   */
+  admit(signature: string, order?: Order): AdmitOutcome {
+    if (typeof signature !== 'string' || signature.length === 0) {
+      throw new InvalidArgumentError('signature', 'a non-empty string', signature);
+    }
+    if (order !== undefined) optionalOrder('order', order);
+    if (this.has(signature)) return 'duplicate';
+    if (order !== undefined && this.#horizon !== undefined && order <= this.#horizon) return 'stale';
+    this.#push(signature, order);
+    while (this.size > this.capacity) this.#evictOldest();
+    return 'fresh';
+  }
+
+  /** The signatures held, oldest first. */
+  signatures(): string[] {
+    return this.#signatures.slice(this.#head);
+  }
+
+  /** The saved form; {@link SignatureWindow.from} reads it back. */
+  toJSON(): SavedWindow {
+    return {
+      format: FORMAT,
+      signatures: this.signatures(),
+      orders: this.#orders.slice(this.#head).map((o) => (o === undefined ? null : orderToString(o))),
+      horizon: this.#horizon === undefined ? null : orderToString(this.#horizon),
+    };
+  }
+
+  /**
+   * Reads a saved window without losing an entry. Accepted forms:
+   * - the current format (`toJSON()` output);
+   * - a plain array of signatures, oldest first;
+   * - an object whose keys are exactly `"1".."n"` (an array that went through a Lua table or a
+   *   sparse JSON encoder), read in numeric key order;
+   * - any other object: a legacy map whose **keys** are signatures (values ignored), read in
+   *   sorted key order so the result does not depend on insertion order.
+   *
+   * A window saved over capacity is kept whole and shrinks to capacity at the next insert.
+   *
+   * @example
+   * ```ts
+   * const legacy = { 'v1|room=a|round=1|net=5|final=true': 1700000000 };
+   * const w = SignatureWindow.from(legacy, { capacity: 4 });
+   * w.admit('v1|room=a|round=1|net=5|final=true'); // 'duplicate'
+   * ```
+   */
+  static from(saved: unknown, options: SignatureWindowOptions): SignatureWindow {
+    const window = new SignatureWindow(options);
+    if (Array.isArray(saved)) {
+      for (const [i, sig] of saved.entries()) window.#load(`saved[${i}]`, sig, undefined);
+      return window;
+    }
+    if (!isPlainObject(saved)) {
+      throw new InvalidArgumentError('saved', 'a saved window (array or object)', saved);
+    }
+    if (saved.format === FORMAT) return loadCurrent(window, saved);
+    const keys = Object.keys(saved);
+    if (isOneToN(keys)) {
+      for (let i = 1; i <= keys.length; i++) window.#load(`saved["${i}"]`, saved[String(i)], undefined);
+      return window;
+    }
+    for (const key of keys.sort()) window.#load('saved', key, undefined);
+    return window;
+
+    function loadCurrent(w: SignatureWindow, s: Record<string, unknown>): SignatureWindow {
+      const { signatures, orders, horizon } = s;
+      if (!Array.isArray(signatures))
+        throw new InvalidArgumentError('saved.signatures', 'an array', signatures);
+      if (orders !== undefined && (!Array.isArray(orders) || orders.length !== signatures.length)) {
+        throw new InvalidArgumentError('saved.orders', 'an array as long as saved.signatures', orders);
+      }
+      for (const [i, sig] of signatures.entries()) {
+        const o = (orders as unknown[] | undefined)?.[i];
+        w.#load(`saved.signatures[${i}]`, sig, parseSavedOrder(`saved.orders[${i}]`, o));
+      }
+      w.#horizon = parseSavedOrder('saved.horizon', horizon);
+      return w;
+    }
+  }
+
+  #load(path: string, signature: unknown, order: Order | undefined): void {
+    if (typeof signature !== 'string' || signature.length === 0) {
+      throw new InvalidArgumentError(path, 'a non-empty signature string', signature);
+    }
+    // A save that holds a signature twice keeps its first (oldest) position.
+    if (!this.has(signature)) this.#push(signature, order);
+  }
+
+  #push(signature: string, order: Order | undefined): void {
+    this.#signatures.push(signature);
+    this.#orders.push(order);
+    this.#index?.add(signature);
+  }
+
+  #evictOldest(): void {
+    let signature: string;
+    let order: Order | undefined;
+    if (this.#index === undefined) {
+      // Small windows: shifting a handful of slots is cheaper than tracking a head.
+      signature = this.#signatures.shift() as string;
+      order = this.#orders.shift();
+    } else {
+      signature = this.#signatures[this.#head] as string;
+      order = this.#orders[this.#head];
+      this.#head++;
+      this.#index.delete(signature);
+      // Compact once the dead prefix is as long as the live part: amortised O(1), memory <= 2x.
+      if (this.#head * 2 >= this.#signatures.length) {
+        this.#signatures = this.#signatures.slice(this.#head);
+        this.#orders = this.#orders.slice(this.#head);
+        this.#head = 0;
+      }
+    }
+    if (order !== undefined && (this.#horizon === undefined || order > this.#horizon)) this.#horizon = order;
+  }
+}
+
+// A scan compares string pointers first, so up to a few dozen entries it costs less than hashing
+// the signature; 32 keeps the worst scan short while every realistic dedup window (4..16) scans.
+const INDEX_THRESHOLD = 32;
+
+function isOneToN(keys: string[]): boolean {
+  if (keys.length === 0) return false;
+  const set = new Set(keys);
+  for (let i = 1; i <= keys.length; i++) if (!set.has(String(i))) return false;
+  return true;
+}
+
+function parseSavedOrder(path: string, value: unknown): Order | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'string' && /^-?\d+$/.test(value)) return orderFromString(value);
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
+  throw new InvalidArgumentError(path, 'null or an integer string', value);
+}
