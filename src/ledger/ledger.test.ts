@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { isOnceflowError } from '../core/errors.js';
+import { defineSignature } from '../signature/define-signature.js';
+import { memoryStore } from '../store/memory-store.js';
+import { createLedger } from './ledger.js';
+
+const settlement = defineSignature([
+  ['room', 'string'],
+  ['round', 'int'],
+  ['net', 'int'],
+  ['final', 'bool'],
+]);
+
+function thrown(fn: () => unknown): { code: string; message: string } {
+  try {
+    fn();
+  } catch (err) {
+    if (isOnceflowError(err)) return { code: err.code, message: err.message };
+    throw err;
+  }
+  throw new Error('expected a throw');
+}
+
+async function rejected(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    if (isOnceflowError(err)) return { code: err.code, message: err.message };
+    throw err;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('createLedger', () => {
+  it('runs the README example: a repeat is a duplicate and balances stay exact', async () => {
+    // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap (DESIGN §3.2).
+    const ledger = createLedger({ capacity: 4 });
+    const s = { room: 'lobby-7', round: 42, net: -300, final: false };
+    const entry = { owner: 'player-1', signature: settlement(s), deltas: { coins: s.net }, scope: s.room };
+    expect((await ledger.apply(entry)).outcome).toBe('applied');
+    const again = await ledger.apply(entry);
+    expect(again.outcome).toBe('duplicate');
+    expect(again.balances).toEqual({ coins: -300n });
+    expect(await ledger.totals('lobby-7')).toEqual({ coins: -300n });
+  });
+
+  it('validates options once, naming the option', () => {
+    expect(thrown(() => createLedger({ capacity: 0 }))).toEqual({
+      code: 'ERR_INVALID_OPTION',
+      message: 'Expected `capacity` to be a positive safe integer, got `0` (number)',
+    });
+    expect(thrown(() => createLedger({ capacity: 2.5 })).message).toContain('`capacity`');
+    expect(thrown(() => createLedger({} as never)).message).toContain('got `undefined`');
+    expect(thrown(() => createLedger({ capacity: 4, store: {} as never })).message).toContain('`store`');
+    expect(thrown(() => createLedger({ capacity: 4, horizon: 'yes' as never })).message).toContain(
+      '`horizon`',
+    );
+    expect(thrown(() => createLedger({ capacity: 4, name: '' })).message).toContain('`name`');
+  });
+
+  it('rejects money that is not an integer, naming the field, and changes nothing', async () => {
+    const ledger = createLedger({ capacity: 4 });
+    await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } });
+    for (const bad of [0.1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, '5', null]) {
+      const err = await rejected(
+        ledger.apply({ owner: 'p', signature: 'b', deltas: { coins: 1, gems: bad as never } }),
+      );
+      expect(err.code).toBe('ERR_INVALID_ARGUMENT');
+      expect(err.message).toContain('`deltas.gems`');
+    }
+    // Nothing of the rejected entries landed: not the valid `coins` field, not the signature.
+    expect(await ledger.balances('p')).toEqual({ coins: 5n });
+    expect((await ledger.window('p')).signatures).toEqual(['a']);
+    expect((await ledger.apply({ owner: 'p', signature: 'b', deltas: { coins: 1 } })).outcome).toBe(
+      'applied',
+    );
+  });
+
+  it('rejects bad owner, signature, scope, order, meta and deltas shapes', async () => {
+    const ledger = createLedger({ capacity: 4 });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ signature: 's', deltas: {} }, '`owner`'],
+      [{ owner: '', signature: 's', deltas: {} }, '`owner`'],
+      [{ owner: 'p', signature: 7, deltas: {} }, '`signature`'],
+      [{ owner: 'p', signature: 's', deltas: [1] }, '`deltas`'],
+      [{ owner: 'p', signature: 's', deltas: { '': 1 } }, '`deltas`'],
+      [{ owner: 'p', signature: 's', deltas: {}, scope: 3 }, '`scope`'],
+      [{ owner: 'p', signature: 's', deltas: {}, order: '3' }, '`order`'],
+      [{ owner: 'p', signature: 's', deltas: {}, meta: { n: 1n } }, '`meta`'],
+    ];
+    for (const [entry, name] of cases) {
+      const err = await rejected(ledger.apply(entry as never));
+      expect(err.code).toBe('ERR_INVALID_ARGUMENT');
+      expect(err.message).toContain(name);
+    }
+    expect(await ledger.journal()).toEqual([]);
+  });
+
+  it('validates journal queries and reader arguments', async () => {
+    const ledger = createLedger({ capacity: 4 });
+    expect((await rejected(ledger.journal({ limit: -1 }))).message).toContain('`query.limit`');
+    expect((await rejected(ledger.journal({ owner: '' }))).message).toContain('`query.owner`');
+    expect((await rejected(ledger.balances(''))).message).toContain('`owner`');
+    expect((await rejected(ledger.totals(undefined as never))).message).toContain('`scope`');
+  });
+
+  it('keeps ledgers of different names apart on one store', async () => {
+    const store = memoryStore();
+    const a = createLedger({ store, capacity: 4, name: 'a' });
+    const b = createLedger({ store, capacity: 4, name: 'b' });
+    await a.apply({ owner: 'p', signature: 's', deltas: { coins: 1 } });
+    expect((await b.apply({ owner: 'p', signature: 's', deltas: { coins: 2 } })).outcome).toBe('applied');
+    expect(await a.balances('p')).toEqual({ coins: 1n });
+    expect(await b.balances('p')).toEqual({ coins: 2n });
+  });
+
+  it('books each entry under its own scope: per-scope totals equal what each scope settled', async () => {
+    const ledger = createLedger({ capacity: 4 });
+    // Player moves from room A to room B while A's final settlement is still in flight.
+    const log = [
+      { room: 'A', round: 1, net: 50, final: false },
+      { room: 'B', round: 9, net: -20, final: false },
+      { room: 'A', round: 1, net: -5, final: true },
+      { room: 'A', round: 1, net: 50, final: false },
+      { room: 'B', round: 9, net: 80, final: true },
+    ];
+    for (const s of log) {
+      await ledger.apply({ owner: 'p', signature: settlement(s), deltas: { coins: s.net }, scope: s.room });
+    }
+    expect(await ledger.totals('A')).toEqual({ coins: 45n });
+    expect(await ledger.totals('B')).toEqual({ coins: 60n });
+    expect(await ledger.balances('p')).toEqual({ coins: 105n });
+    expect((await ledger.journal({ scope: 'A' })).map((e) => e.deltas['coins'])).toEqual([50n, -5n]);
+  });
+
+  it('returns copies: a caller mutating results cannot change the ledger', async () => {
+    const ledger = createLedger({ capacity: 4 });
+    const r = await ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 1 }, meta: { k: 1 } });
+    r.balances['coins'] = 1000n;
+    const [entry] = await ledger.journal();
+    if (!entry) throw new Error('journal empty');
+    (entry.deltas as Record<string, bigint>)['coins'] = 1000n;
+    (entry.meta as { k: number }).k = 2;
+    expect(await ledger.balances('p')).toEqual({ coins: 1n });
+    const [again] = await ledger.journal();
+    expect(again?.deltas).toEqual({ coins: 1n });
+    expect(again?.meta).toEqual({ k: 1 });
+  });
+});

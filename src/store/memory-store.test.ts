@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/clock.js';
+import { isOnceflowError } from '../core/errors.js';
+import { createLedger } from '../ledger/ledger.js';
+import { memoryStore } from './memory-store.js';
+
+describe('memoryStore', () => {
+  it('stamps journal entries with its clock', async () => {
+    const clock = new FakeClock(1_000);
+    const ledger = createLedger({ store: memoryStore({ clock }), capacity: 4 });
+    await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 1 } });
+    clock.advance(250);
+    await ledger.apply({ owner: 'p', signature: 'b', deltas: { coins: 1 } });
+    expect((await ledger.journal()).map((e) => e.at)).toEqual([1_000, 1_250]);
+  });
+
+  it('bounds the journal, dropping the oldest, while dedup and scope totals stay exact', async () => {
+    const ledger = createLedger({ store: memoryStore({ journal: { maxEntries: 3 } }), capacity: 2 });
+    for (let i = 0; i < 100; i++) {
+      await ledger.apply({
+        owner: 'p',
+        signature: `s${i}`,
+        deltas: { coins: i },
+        scope: `r${i % 2}`,
+        order: i,
+      });
+    }
+    const journal = await ledger.journal();
+    expect(journal.map((e) => e.signature)).toEqual(['s97', 's98', 's99']);
+    expect(journal.map((e) => e.seq)).toEqual([98, 99, 100]);
+    expect(await ledger.totals('r0')).toEqual({ coins: 2450n }); // 0 + 2 + ... + 98
+    expect(await ledger.totals('r1')).toEqual({ coins: 2500n }); // 1 + 3 + ... + 99
+    expect(
+      (await ledger.apply({ owner: 'p', signature: 's5', deltas: { coins: 5 }, order: 5 })).outcome,
+    ).toBe('stale');
+    expect(
+      (await ledger.apply({ owner: 'p', signature: 's99', deltas: { coins: 5 }, order: 99 })).outcome,
+    ).toBe('duplicate');
+  });
+
+  it('keeps no journal with maxEntries 0, and still answers totals', async () => {
+    const ledger = createLedger({ store: memoryStore({ journal: { maxEntries: 0 } }), capacity: 2 });
+    const r = await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 3 }, scope: 'x' });
+    expect(r.seq).toBe(1);
+    expect(await ledger.journal()).toEqual([]);
+    expect(await ledger.totals('x')).toEqual({ coins: 3n });
+  });
+
+  it('a capacity change keeps every entry and shrinks one eviction at a time on the next insert', async () => {
+    const store = memoryStore();
+    const wide = createLedger({ store, capacity: 4 });
+    for (const s of ['a', 'b', 'c', 'd']) await wide.apply({ owner: 'p', signature: s, deltas: {} });
+    const narrow = createLedger({ store, capacity: 2 });
+    expect((await narrow.apply({ owner: 'p', signature: 'a', deltas: {} })).outcome).toBe('duplicate');
+    expect((await narrow.window('p')).signatures).toEqual(['a', 'b', 'c', 'd']);
+    await narrow.apply({ owner: 'p', signature: 'e', deltas: {} });
+    expect((await narrow.window('p')).signatures).toEqual(['d', 'e']);
+  });
+
+  it('rejects bad options with the option name', () => {
+    for (const [opts, name] of [
+      [{ journal: { maxEntries: -1 } }, 'journal.maxEntries'],
+      [{ journal: 5 }, 'journal'],
+      [{ clock: {} }, 'clock'],
+    ] as const) {
+      try {
+        memoryStore(opts as never);
+        expect.unreachable();
+      } catch (err) {
+        expect(isOnceflowError(err, 'ERR_INVALID_OPTION')).toBe(true);
+        expect((err as Error).message).toContain(`\`${name}\``);
+      }
+    }
+  });
+});

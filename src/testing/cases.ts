@@ -1,0 +1,235 @@
+/**
+ * The ledger and window conformance cases, as plain data: every store must give these outcomes.
+ * Amounts are decimal strings (JSON has no bigint); they are turned into bigints when run.
+ * Signatures are short opaque strings here: a store must not care what they look like.
+ */
+
+/** One step of a case. */
+export type ConformanceStep =
+  | {
+      op: 'apply';
+      entry: {
+        owner: string;
+        signature: string;
+        deltas: Record<string, string>;
+        scope?: string;
+        order?: string;
+        meta?: unknown;
+      };
+      expect: { outcome: 'applied' | 'duplicate' | 'stale'; balances: Record<string, string> };
+    }
+  | { op: 'balances'; owner: string; expect: Record<string, string> }
+  | { op: 'window'; owner: string; expect: { signatures: string[]; horizon?: string } }
+  | {
+      op: 'journal';
+      query: { owner?: string; scope?: string; after?: number; limit?: number };
+      expect: { signatures: string[]; scopes?: (string | null)[]; metas?: unknown[] };
+    }
+  | { op: 'totals'; scope: string; expect: Record<string, string> }
+  | { op: 'invalid'; entry: Record<string, unknown>; code: string };
+
+/** One case: a fresh ledger with `capacity` (and `horizon`), then the steps in order. */
+export interface ConformanceCase {
+  name: string;
+  /** Which rule of DESIGN §3.2–3.3 the case pins down. */
+  rule: string;
+  capacity: number;
+  horizon?: boolean;
+  steps: ConformanceStep[];
+}
+
+type Apply = Extract<ConformanceStep, { op: 'apply' }>;
+const apply = (
+  owner: string,
+  signature: string,
+  deltas: Record<string, string>,
+  outcome: Apply['expect']['outcome'],
+  balances: Record<string, string>,
+  extra: { scope?: string; order?: string; meta?: unknown } = {},
+): Apply => ({ op: 'apply', entry: { owner, signature, deltas, ...extra }, expect: { outcome, balances } });
+
+/** The cases. Add to them when a rule is added; never edit one to make a store pass. */
+export const cases: readonly ConformanceCase[] = [
+  {
+    name: 'fresh-then-duplicate',
+    rule: 'a present signature is a duplicate and changes nothing',
+    capacity: 4,
+    steps: [
+      apply('p1', 's1', { coins: '100' }, 'applied', { coins: '100' }),
+      apply('p1', 's1', { coins: '100' }, 'duplicate', { coins: '100' }),
+      apply('p1', 's1', { coins: '999' }, 'duplicate', { coins: '100' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['s1'] } },
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['s1'] } },
+    ],
+  },
+  {
+    name: 'fifo-not-lru',
+    rule: 'a duplicate does not refresh its position; the oldest is evicted one at a time',
+    capacity: 2,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }),
+      apply('p1', 'b', { coins: '2' }, 'applied', { coins: '3' }),
+      apply('p1', 'a', { coins: '1' }, 'duplicate', { coins: '3' }),
+      apply('p1', 'c', { coins: '4' }, 'applied', { coins: '7' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['b', 'c'] } },
+      // Without orders the window cannot know `a` was seen: the capacity bound is the whole defence.
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '8' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['c', 'a'] } },
+    ],
+  },
+  {
+    name: 'horizon-stale',
+    rule: 'an absent signature with order at or below the highest evicted order is stale and not applied',
+    capacity: 2,
+    steps: [
+      apply('p1', 'a', { coins: '10' }, 'applied', { coins: '10' }, { order: '1' }),
+      apply('p1', 'b', { coins: '20' }, 'applied', { coins: '30' }, { order: '2' }),
+      apply('p1', 'c', { coins: '30' }, 'applied', { coins: '60' }, { order: '3' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['b', 'c'], horizon: '1' } },
+      apply('p1', 'a', { coins: '10' }, 'stale', { coins: '60' }, { order: '1' }),
+      apply('p1', 'z', { coins: '5' }, 'stale', { coins: '60' }, { order: '0' }),
+      apply('p1', 'b', { coins: '20' }, 'duplicate', { coins: '60' }, { order: '2' }),
+      apply('p1', 'd', { coins: '1' }, 'applied', { coins: '61' }, { order: '4' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['c', 'd'], horizon: '2' } },
+      // An entry without an order is not judged by the horizon.
+      apply('p1', 'e', { coins: '1' }, 'applied', { coins: '62' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['d', 'e'], horizon: '3' } },
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['a', 'b', 'c', 'd', 'e'] } },
+    ],
+  },
+  {
+    name: 'horizon-off',
+    rule: 'with horizon off, orders are kept but never make an entry stale',
+    capacity: 1,
+    horizon: false,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }, { order: '5' }),
+      apply('p1', 'b', { coins: '1' }, 'applied', { coins: '2' }, { order: '6' }),
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '3' }, { order: '5' }),
+    ],
+  },
+  {
+    name: 'horizon-bigint-order',
+    rule: 'orders beyond 2^53 compare exactly',
+    capacity: 1,
+    steps: [
+      apply('p1', 'a', {}, 'applied', {}, { order: '9007199254740993' }),
+      apply('p1', 'b', {}, 'applied', {}, { order: '9007199254740994' }),
+      apply('p1', 'c', {}, 'stale', {}, { order: '9007199254740993' }),
+      apply('p1', 'd', {}, 'applied', {}, { order: '9007199254740995' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['d'], horizon: '9007199254740994' } },
+    ],
+  },
+  {
+    name: 'deltas-all-or-nothing',
+    rule: 'every field of deltas changes together; negative and bigint amounts are exact',
+    capacity: 4,
+    steps: [
+      apply('p1', 's1', { coins: '-300', gems: '2' }, 'applied', { coins: '-300', gems: '2' }),
+      apply('p1', 's2', { coins: '9007199254740993' }, 'applied', { coins: '9007199254740693', gems: '2' }),
+      apply('p1', 's2', { coins: '1', gems: '1' }, 'duplicate', { coins: '9007199254740693', gems: '2' }),
+      apply('p1', 's3', {}, 'applied', { coins: '9007199254740693', gems: '2' }),
+      { op: 'balances', owner: 'p1', expect: { coins: '9007199254740693', gems: '2' } },
+      { op: 'balances', owner: 'nobody', expect: {} },
+    ],
+  },
+  {
+    name: 'owners-independent',
+    rule: 'each owner has its own window and balances',
+    capacity: 1,
+    steps: [
+      apply('p1', 's', { coins: '5' }, 'applied', { coins: '5' }),
+      apply('p2', 's', { coins: '7' }, 'applied', { coins: '7' }),
+      apply('p1', 't', { coins: '1' }, 'applied', { coins: '6' }),
+      apply('p2', 's', { coins: '7' }, 'duplicate', { coins: '7' }),
+      { op: 'window', owner: 'p2', expect: { signatures: ['s'] } },
+      { op: 'window', owner: 'unknown', expect: { signatures: [] } },
+    ],
+  },
+  {
+    name: 'cross-room-late-final',
+    rule: 'a late final from the old room is credited once, under the old room (the seed case, capacity 4)',
+    capacity: 4,
+    steps: [
+      apply('p1', 'A|1|+50|i', { coins: '50' }, 'applied', { coins: '50' }, { scope: 'A', order: '10' }),
+      apply('p1', 'B|7|-20|i', { coins: '-20' }, 'applied', { coins: '30' }, { scope: 'B', order: '30' }),
+      apply('p1', 'A|1|-5|f', { coins: '-5' }, 'applied', { coins: '25' }, { scope: 'A', order: '20' }),
+      apply('p1', 'A|1|+50|i', { coins: '50' }, 'duplicate', { coins: '25' }, { scope: 'A', order: '10' }),
+      apply('p1', 'B|7|+80|f', { coins: '80' }, 'applied', { coins: '105' }, { scope: 'B', order: '40' }),
+      apply('p1', 'A|1|-5|f', { coins: '-5' }, 'duplicate', { coins: '105' }, { scope: 'A', order: '20' }),
+      { op: 'totals', scope: 'A', expect: { coins: '45' } },
+      { op: 'totals', scope: 'B', expect: { coins: '60' } },
+      { op: 'totals', scope: 'C', expect: {} },
+      {
+        op: 'journal',
+        query: { scope: 'A' },
+        expect: { signatures: ['A|1|+50|i', 'A|1|-5|f'], scopes: ['A', 'A'] },
+      },
+    ],
+  },
+  {
+    name: 'journal-query',
+    rule: 'the journal keeps applied entries oldest first, filtered by owner and scope, paged by seq',
+    capacity: 4,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }, { scope: 'r1', meta: { n: 1 } }),
+      apply('p2', 'b', { coins: '2' }, 'applied', { coins: '2' }, { scope: 'r1' }),
+      apply('p1', 'c', { coins: '3' }, 'applied', { coins: '4' }, { scope: 'r2', meta: ['x', null] }),
+      apply('p1', 'c', { coins: '3' }, 'duplicate', { coins: '4' }, { scope: 'r2' }),
+      apply('p2', 'd', { coins: '4' }, 'applied', { coins: '6' }),
+      {
+        op: 'journal',
+        query: {},
+        expect: { signatures: ['a', 'b', 'c', 'd'], scopes: ['r1', 'r1', 'r2', null] },
+      },
+      {
+        op: 'journal',
+        query: { owner: 'p1' },
+        expect: { signatures: ['a', 'c'], metas: [{ n: 1 }, ['x', null]] },
+      },
+      { op: 'journal', query: { scope: 'r1' }, expect: { signatures: ['a', 'b'] } },
+      { op: 'journal', query: { owner: 'p2', scope: 'r1' }, expect: { signatures: ['b'] } },
+      { op: 'journal', query: { limit: 2 }, expect: { signatures: ['a', 'b'] } },
+      { op: 'totals', scope: 'r1', expect: { coins: '3' } },
+    ],
+  },
+  {
+    name: 'invalid-input-changes-nothing',
+    rule: 'bad input is a typed error naming the field, and changes no state',
+    capacity: 2,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }),
+      {
+        op: 'invalid',
+        entry: { owner: 'p1', signature: 'b', deltas: { coins: 1.5 } },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
+      {
+        op: 'invalid',
+        entry: { owner: 'p1', signature: 'b', deltas: { coins: Number.NaN } },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
+      {
+        op: 'invalid',
+        entry: { owner: 'p1', signature: 'b', deltas: { coins: '1' } },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
+      { op: 'invalid', entry: { signature: 'b', deltas: { coins: 1 } }, code: 'ERR_INVALID_ARGUMENT' },
+      { op: 'invalid', entry: { owner: 'p1', deltas: { coins: 1 } }, code: 'ERR_INVALID_ARGUMENT' },
+      { op: 'invalid', entry: { owner: 'p1', signature: 'b' }, code: 'ERR_INVALID_ARGUMENT' },
+      {
+        op: 'invalid',
+        entry: { owner: 'p1', signature: 'b', deltas: {}, order: 1.5 },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
+      {
+        op: 'invalid',
+        entry: { owner: 'p1', signature: 'b', deltas: {}, scope: '' },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
+      { op: 'window', owner: 'p1', expect: { signatures: ['a'] } },
+      { op: 'balances', owner: 'p1', expect: { coins: '1' } },
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['a'] } },
+    ],
+  },
+];

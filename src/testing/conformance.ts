@@ -1,0 +1,170 @@
+import { isOnceflowError } from '../core/errors.js';
+import { orderFromString } from '../core/validate.js';
+import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
+import type { Balances, Store } from '../store/store.js';
+import { type ConformanceCase, type ConformanceStep, cases } from './cases.js';
+
+/** The result of one case on one store. */
+export interface CaseResult {
+  name: string;
+  rule: string;
+  /** Empty when the store passed; otherwise one line per step that differed. */
+  failures: string[];
+}
+
+/** Options of {@link run} and {@link runCase}. */
+export interface RunOptions {
+  /**
+   * Prefix of the ledger names the cases use, so runs never see each other's state on a shared
+   * server. Default: a random one.
+   */
+  prefix?: string;
+}
+
+/**
+ * Runs one case on `store` with a fresh ledger named `prefix + case.name`. Runner-agnostic:
+ * it returns the differences instead of throwing, so any test runner can report them.
+ */
+export async function runCase(
+  store: Store,
+  c: ConformanceCase,
+  options: RunOptions = {},
+): Promise<CaseResult> {
+  const prefix = options.prefix ?? randomPrefix();
+  const ledger = createLedger({
+    store,
+    capacity: c.capacity,
+    horizon: c.horizon ?? true,
+    name: `${prefix}${c.name}`,
+  });
+  const failures: string[] = [];
+  for (const [i, step] of c.steps.entries()) {
+    const where = `step ${i} (${step.op})`;
+    try {
+      const problem = await runStep(ledger, step);
+      if (problem) failures.push(`${where}: ${problem}`);
+    } catch (err) {
+      failures.push(`${where}: threw ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return { name: c.name, rule: c.rule, failures };
+}
+
+/**
+ * Runs every case on `store`; resolves to one result per case.
+ *
+ * @example
+ * ```ts
+ * import { conformance } from 'onceflow/testing';
+ * const results = await conformance.run(memoryStore());
+ * const failed = results.filter((r) => r.failures.length > 0); // []
+ * ```
+ */
+export async function run(store: Store, options: RunOptions = {}): Promise<CaseResult[]> {
+  const prefix = options.prefix ?? randomPrefix();
+  const results: CaseResult[] = [];
+  for (const c of cases) results.push(await runCase(store, c, { prefix }));
+  return results;
+}
+
+type AnyLedger = ReturnType<typeof createLedger>;
+
+async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string | undefined> {
+  switch (step.op) {
+    case 'apply': {
+      const e = step.entry;
+      const entry: LedgerEntry = { owner: e.owner, signature: e.signature, deltas: toBigints(e.deltas) };
+      if (e.scope !== undefined) entry.scope = e.scope;
+      if (e.order !== undefined) entry.order = orderFromString(e.order);
+      if (e.meta !== undefined) entry.meta = e.meta as NonNullable<LedgerEntry['meta']>;
+      const got = await ledger.apply(entry);
+      return (
+        differ('outcome', got.outcome, step.expect.outcome) ??
+        differ('balances', fromBigints(got.balances), step.expect.balances)
+      );
+    }
+    case 'balances':
+      return differ('balances', fromBigints(await ledger.balances(step.owner)), step.expect);
+    case 'window': {
+      const got = await ledger.window(step.owner);
+      const shown: { signatures: string[]; horizon?: string } = { signatures: got.signatures };
+      if (got.horizon !== undefined) shown.horizon = String(got.horizon);
+      return differ('window', shown, step.expect);
+    }
+    case 'journal': {
+      const got = await ledger.journal(step.query);
+      const { signatures, scopes, metas } = step.expect;
+      return (
+        differ(
+          'journal signatures',
+          got.map((e) => e.signature),
+          signatures,
+        ) ??
+        (scopes &&
+          differ(
+            'journal scopes',
+            got.map((e) => e.scope ?? null),
+            scopes,
+          )) ??
+        (metas &&
+          differ(
+            'journal metas',
+            got.map((e) => e.meta),
+            metas,
+          )) ??
+        checkSeqs(got.map((e) => e.seq))
+      );
+    }
+    case 'totals':
+      return differ('totals', fromBigints(await ledger.totals(step.scope)), step.expect);
+    case 'invalid': {
+      const before = await Promise.all([ledger.journal({}), ledger.window(String(step.entry.owner ?? 'p1'))]);
+      try {
+        await ledger.apply(step.entry as unknown as LedgerEntry);
+        return `expected ${step.code}, but the apply was accepted`;
+      } catch (err) {
+        if (!isOnceflowError(err)) return `expected ${step.code}, got ${String(err)}`;
+        if (err.code !== step.code) return `expected ${step.code}, got ${err.code}`;
+      }
+      const after = await Promise.all([ledger.journal({}), ledger.window(String(step.entry.owner ?? 'p1'))]);
+      return differ('state after invalid input', json(after), json(before));
+    }
+  }
+}
+
+function checkSeqs(seqs: number[]): string | undefined {
+  for (let i = 1; i < seqs.length; i++) {
+    if ((seqs[i] as number) <= (seqs[i - 1] as number))
+      return `journal seqs not increasing: ${seqs.join(',')}`;
+  }
+  return undefined;
+}
+
+function differ(what: string, got: unknown, expected: unknown): string | undefined {
+  const g = json(got);
+  const e = json(expected);
+  return g === e ? undefined : `${what}: expected ${e}, got ${g}`;
+}
+
+/** Stable JSON: object keys sorted, bigints as strings. */
+function json(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => {
+    if (typeof v === 'bigint') return v.toString();
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      return Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    }
+    return v;
+  });
+}
+
+function toBigints(deltas: Record<string, string>): Record<string, bigint> {
+  return Object.fromEntries(Object.entries(deltas).map(([k, v]) => [k, BigInt(v)]));
+}
+
+function fromBigints(balances: Balances): Record<string, string> {
+  return Object.fromEntries(Object.entries(balances).map(([k, v]) => [k, v.toString()]));
+}
+
+function randomPrefix(): string {
+  return `conf-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}:`;
+}

@@ -1,0 +1,23 @@
+// onceflow/testing: the store conformance kit, runner-agnostic. Re-exports only.
+import { cases } from './cases.js';
+import { run, runCase } from './conformance.js';
+
+export type { ConformanceCase, ConformanceStep } from './cases.js';
+export type { CaseResult, RunOptions } from './conformance.js';
+
+/**
+ * The conformance kit every store must pass: `cases` as plain data, `run(store)` for all of
+ * them, `runCase(store, case)` for one. Results list differences; nothing throws on a mismatch.
+ *
+ * @example
+ * ```ts
+ * import { conformance } from 'onceflow/testing';
+ * for (const c of conformance.cases) {
+ *   test(c.name, async () => {
+ *     const { failures } = await conformance.runCase(myStore, c);
+ *     expect(failures).toEqual([]);
+ *   });
+ * }
+ * ```
+ */
+export const conformance = { cases, run, runCase } as const;
