@@ -113,8 +113,10 @@ export function interleave<T>(logs: T[][], picks: number[]): T[] {
     const slot = (picks[p++ % Math.max(1, picks.length)] ?? 0) % active.length;
     const who = active[slot] as number;
     const log = logs[who] as T[];
-    out.push(log[cursors[who]++] as T);
-    if (cursors[who] === log.length) active.splice(slot, 1);
+    const at = cursors[who] ?? 0;
+    out.push(log[at] as T);
+    cursors[who] = at + 1;
+    if (at + 1 === log.length) active.splice(slot, 1);
   }
   return out;
 }
