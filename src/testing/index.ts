@@ -12,12 +12,10 @@ export type { CaseResult, RunOptions } from './conformance.js';
  * @example
  * ```ts
  * import { conformance } from 'onceflow/testing';
- * for (const c of conformance.cases) {
- *   test(c.name, async () => {
- *     const { failures } = await conformance.runCase(myStore, c);
- *     expect(failures).toEqual([]);
- *   });
- * }
+ * // In a test runner, one test per case: `for (const c of conformance.cases) test(c.name, ...)`.
+ * const store = memoryStore();
+ * const [first] = conformance.cases;
+ * (await conformance.runCase(store, first)).failures; // []
  * ```
  */
 export const conformance = { cases, run, runCase } as const;
