@@ -167,5 +167,9 @@ function checkQuery(query: JournalQuery): JournalQuery {
       throw new InvalidArgumentError(`query.${key}`, 'a non-negative safe integer', v);
     }
   }
+  if (query.after !== undefined && query.owner === undefined) {
+    // Sequence numbers are only comparable within one owner's journal (DESIGN §1 principle 5).
+    throw new InvalidArgumentError('query.after', 'used together with `query.owner`', query.after);
+  }
   return query;
 }

@@ -31,13 +31,17 @@ export interface LedgerApplyResult {
   readonly outcome: ApplyOutcome;
   /** The owner's balances after the call (unchanged unless `applied`). */
   readonly balances: Balances;
-  /** The journal sequence number of the entry written, when `applied`. */
+  /** The journal sequence number of the entry written (see {@link JournalEntry.seq}), when `applied`. */
   readonly seq?: number;
 }
 
 /** One applied entry, as kept for reconciliation. */
 export interface JournalEntry {
-  /** Per-ledger, strictly increasing. */
+  /**
+   * Strictly increasing per owner, starting at 1. Stores may number per ledger (memory) or per
+   * owner (Redis, where a ledger-wide counter would be a cross-slot key); across owners, entries
+   * come in the order the store applied them.
+   */
   readonly seq: number;
   readonly owner: string;
   readonly signature: string;
@@ -53,7 +57,7 @@ export interface JournalEntry {
 export interface JournalQuery {
   readonly owner?: string | undefined;
   readonly scope?: string | undefined;
-  /** Only entries with `seq` greater than this (for paging). */
+  /** Only entries with `seq` greater than this, for paging one owner's journal (needs `owner`). */
   readonly after?: number | undefined;
   /** At most this many entries, oldest first. */
   readonly limit?: number | undefined;

@@ -25,6 +25,7 @@ export type ConformanceStep =
       query: { owner?: string; scope?: string; after?: number; limit?: number };
       expect: { signatures: string[]; scopes?: (string | null)[]; metas?: unknown[] };
     }
+  | { op: 'journal-pages'; owner: string; pageSize: number; expect: string[][] }
   | { op: 'totals'; scope: string; expect: Record<string, string> }
   | { op: 'invalid'; entry: Record<string, unknown>; code: string };
 
@@ -190,6 +191,8 @@ export const cases: readonly ConformanceCase[] = [
       { op: 'journal', query: { scope: 'r1' }, expect: { signatures: ['a', 'b'] } },
       { op: 'journal', query: { owner: 'p2', scope: 'r1' }, expect: { signatures: ['b'] } },
       { op: 'journal', query: { limit: 2 }, expect: { signatures: ['a', 'b'] } },
+      { op: 'journal-pages', owner: 'p1', pageSize: 1, expect: [['a'], ['c'], []] },
+      { op: 'journal-pages', owner: 'p2', pageSize: 5, expect: [['b', 'd'], []] },
       { op: 'totals', scope: 'r1', expect: { coins: '3' } },
     ],
   },

@@ -112,8 +112,20 @@ async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string
             got.map((e) => e.meta),
             metas,
           )) ??
-        checkSeqs(got.map((e) => e.seq))
+        checkSeqs(got)
       );
+    }
+    case 'journal-pages': {
+      // Pages through one owner's journal with `after` = the last seq seen, until a page is empty.
+      const pages: string[][] = [];
+      let after = 0;
+      for (let i = 0; i <= step.expect.length; i++) {
+        const page = await ledger.journal({ owner: step.owner, after, limit: step.pageSize });
+        pages.push(page.map((e) => e.signature));
+        if (page.length === 0) break;
+        after = (page.at(-1) as { seq: number }).seq;
+      }
+      return differ('journal pages', pages, step.expect);
     }
     case 'totals':
       return differ('totals', fromBigints(await ledger.totals(step.scope)), step.expect);
@@ -132,10 +144,12 @@ async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string
   }
 }
 
-function checkSeqs(seqs: number[]): string | undefined {
-  for (let i = 1; i < seqs.length; i++) {
-    if ((seqs[i] as number) <= (seqs[i - 1] as number))
-      return `journal seqs not increasing: ${seqs.join(',')}`;
+/** Per owner, journal seqs strictly increase (stores may number per ledger or per owner). */
+function checkSeqs(entries: { owner: string; seq: number }[]): string | undefined {
+  const last = new Map<string, number>();
+  for (const { owner, seq } of entries) {
+    if (seq <= (last.get(owner) ?? 0)) return `journal seqs of ${owner} not increasing at ${seq}`;
+    last.set(owner, seq);
   }
   return undefined;
 }

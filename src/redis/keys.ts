@@ -1,0 +1,43 @@
+/**
+ * The key layout of the Redis store. Every key of one owner carries the same `{hash tag}`, built
+ * from the ledger name and the owner, so each ledger step is one script on one Cluster node:
+ *
+ *   <prefix>{<ledger>:<owner>}:w   list    window signatures, oldest first
+ *   <prefix>{<ledger>:<owner>}:o   list    window orders, parallel to :w
+ *   <prefix>{<ledger>:<owner>}:b   hash    balances
+ *   <prefix>{<ledger>:<owner>}:s   hash    horizon and journal counter
+ *   <prefix>{<ledger>:<owner>}:t   hash    this owner's totals per scope ('<#scope>:<scope><field>')
+ *   <prefix>{<ledger>:<owner>}:j   stream  journal
+ *   <prefix>{<ledger>}:owners      set     registry of owners (for journal queries over all owners)
+ *   <prefix>{<ledger>|<scope>}:owners set  registry of owners that booked under a scope
+ *
+ * Per-scope reconciliation never needs a cross-slot script: an owner is added to the scope's
+ * registry (an idempotent SADD) *before* its first apply under that scope, so the registry is
+ * always a superset of the owners with a share; `totals(scope)` sums those owners' `:t` fields.
+ * A crash between the two steps leaves an owner registered with nothing booked, which adds 0.
+ *
+ * Ledger names, owners and scopes are escaped (`%`, `{`, `}`, `:`, `|`), so no id can end a hash
+ * tag early or imitate another id's key.
+ */
+export function escapeId(id: string): string {
+  return id.replace(/[%{}:|]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}
+
+/** The six keys of one owner, in the order ledger-apply.lua takes them. */
+export function ownerKeys(prefix: string, ledger: string, owner: string): string[] {
+  const base = `${prefix}{${escapeId(ledger)}:${escapeId(owner)}}:`;
+  return [`${base}w`, `${base}o`, `${base}b`, `${base}s`, `${base}t`, `${base}j`];
+}
+
+export function ledgerOwnersKey(prefix: string, ledger: string): string {
+  return `${prefix}{${escapeId(ledger)}}:owners`;
+}
+
+export function scopeOwnersKey(prefix: string, ledger: string, scope: string): string {
+  return `${prefix}{${escapeId(ledger)}|${escapeId(scope)}}:owners`;
+}
+
+/** The field of `:t` that holds `field`'s total under `scope` (prefixed with its UTF-8 byte length, as Lua counts it: injective). */
+export function scopeField(scope: string, field: string): string {
+  return `${Buffer.byteLength(scope, 'utf8')}:${scope}${field}`;
+}

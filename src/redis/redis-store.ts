@@ -1,0 +1,227 @@
+import { InvalidOptionError, StoreError } from '../core/errors.js';
+import { isPlainObject, nonNegativeInt, orderFromString, orderToString } from '../core/validate.js';
+import type {
+  Balances,
+  JournalEntry,
+  JournalQuery,
+  LedgerApplyCommand,
+  LedgerApplyResult,
+  Store,
+  WindowState,
+} from '../store/store.js';
+import { evalScript, type RedisLike } from './eval.js';
+import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
+import { scripts } from './scripts.generated.js';
+
+/** Options of {@link createRedisStore}. */
+export interface RedisStoreOptions {
+  /** An ioredis `Redis` or `Cluster` (anything with `call(command, ...args)`). Not closed by the store. */
+  client: RedisLike;
+  /** Prefix of every key, so runs and applications never meet. No `{` or `}`. Default `'onceflow:'`. */
+  prefix?: string;
+  /**
+   * Journal retention **per owner**: `maxEntries` keeps the newest n entries of each owner's
+   * stream (XADD MAXLEN, exact), 0 keeps none. Dedup windows and scope totals do not depend on it.
+   * Default: keep every entry.
+   */
+  journal?: { maxEntries?: number };
+}
+
+// Each process remembers which (ledger, owner) and (ledger, scope, owner) registrations it has
+// already made, so the registry SADD is paid once per pair and process, not once per apply.
+// 50 000 entries x ~100 bytes = ~5 MB per process at most; a forgotten entry costs one more
+// idempotent SADD round trip, never a wrong answer.
+const REGISTERED_CACHE = 50_000;
+
+/**
+ * The ledger on Redis or Redis Cluster: every apply is one Lua script on the owner's hash slot
+ * (window check with horizon, balance change, scope share, journal append), with time from Redis
+ * `TIME`. Many processes on many machines share one exact ledger.
+ *
+ * A retried apply whose first reply was lost (a killed connection) finds its signature in the
+ * window and answers `duplicate`: the effect happened once.
+ *
+ * @example
+ * ```ts
+ * import Redis from 'ioredis';
+ * import { createRedisStore } from 'onceflow/redis';
+ * const client = new Redis('redis://127.0.0.1:6379');
+ * const ledger = createLedger({ store: createRedisStore({ client, prefix: 'game:' }), capacity: 4 });
+ * ```
+ */
+export function createRedisStore(options: RedisStoreOptions): Store {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  const { client } = options;
+  if (typeof (client as RedisLike | undefined)?.call !== 'function') {
+    throw new InvalidOptionError('client', 'an ioredis Redis or Cluster client (with call())', client);
+  }
+  const prefix = options.prefix ?? 'onceflow:';
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    throw new InvalidOptionError(
+      'prefix',
+      'a string without `{` or `}` (they would move the hash tag)',
+      prefix,
+    );
+  }
+  if (options.journal !== undefined && !isPlainObject(options.journal)) {
+    throw new InvalidOptionError('journal', 'an object like { maxEntries: 1000 }', options.journal);
+  }
+  const maxEntries =
+    options.journal?.maxEntries === undefined
+      ? ''
+      : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
+  const registered = new Set<string>();
+
+  async function register(key: string, owner: string): Promise<void> {
+    const memo = `${key}\n${owner}`;
+    if (registered.has(memo)) return;
+    await client.call('SADD', key, owner);
+    if (registered.size >= REGISTERED_CACHE) registered.delete(registered.values().next().value as string);
+    registered.add(memo);
+  }
+
+  async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw new StoreError(operation, err);
+    }
+  }
+
+  async function journalOf(ledger: string, owner: string): Promise<(JournalEntry & { us: bigint })[]> {
+    const keys = ownerKeys(prefix, ledger, owner);
+    const raw = (await client.call('XRANGE', keys[5] as string, '-', '+')) as [string, string[]][];
+    return raw.map(([, fields]) => parseEntry(owner, fields));
+  }
+
+  return {
+    kind: 'redis',
+    ledgerApply: (cmd: LedgerApplyCommand) =>
+      guarded('ledgerApply', async (): Promise<LedgerApplyResult> => {
+        // Registries first: a crash after them and before the script only adds an owner with no share.
+        await register(ledgerOwnersKey(prefix, cmd.ledger), cmd.owner);
+        if (cmd.scope !== undefined) await register(scopeOwnersKey(prefix, cmd.ledger, cmd.scope), cmd.owner);
+        const args: string[] = [
+          cmd.signature,
+          String(cmd.capacity),
+          cmd.order === undefined ? '' : orderToString(cmd.order),
+          cmd.horizon ? '1' : '0',
+          cmd.scope ?? '',
+          cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
+          maxEntries,
+        ];
+        for (const [field, amount] of cmd.deltas) args.push(field, amount.toString());
+        const reply = (await evalScript(
+          client,
+          scripts.ledgerApply,
+          ownerKeys(prefix, cmd.ledger, cmd.owner),
+          args,
+        )) as string[];
+        const [outcome, seq] = reply;
+        const balances: Balances = {};
+        for (let i = 2; i < reply.length; i += 2)
+          balances[reply[i] as string] = BigInt(reply[i + 1] as string);
+        const result = { outcome: outcome as LedgerApplyResult['outcome'], balances };
+        return seq ? { ...result, seq: Number(seq) } : result;
+      }),
+
+    ledgerBalances: (ledger, owner) =>
+      guarded('ledgerBalances', async () => {
+        const flat = (await client.call(
+          'HGETALL',
+          ownerKeys(prefix, ledger, owner)[2] as string,
+        )) as string[];
+        const out: Balances = {};
+        for (let i = 0; i < flat.length; i += 2) out[flat[i] as string] = BigInt(flat[i + 1] as string);
+        return out;
+      }),
+
+    ledgerWindow: (ledger, owner) =>
+      guarded('ledgerWindow', async (): Promise<WindowState> => {
+        const keys = ownerKeys(prefix, ledger, owner);
+        // Two reads of one slot; a concurrent apply between them can only move the horizon forward.
+        const signatures = (await client.call('LRANGE', keys[0] as string, 0, -1)) as string[];
+        const horizon = (await client.call('HGET', keys[3] as string, 'h')) as string | null;
+        return horizon === null ? { signatures } : { signatures, horizon: orderFromString(horizon) };
+      }),
+
+    ledgerJournal: (ledger, query: JournalQuery) =>
+      guarded('ledgerJournal', async () => {
+        const owners =
+          query.owner !== undefined
+            ? [query.owner]
+            : ((await client.call(
+                'SMEMBERS',
+                query.scope !== undefined
+                  ? scopeOwnersKey(prefix, ledger, query.scope)
+                  : ledgerOwnersKey(prefix, ledger),
+              )) as string[]);
+        const all = (await Promise.all(owners.map((o) => journalOf(ledger, o)))).flat();
+        // Across owners, entries are ordered by server time (microseconds), then owner and seq.
+        all.sort((a, b) =>
+          a.us !== b.us
+            ? a.us < b.us
+              ? -1
+              : 1
+            : a.owner !== b.owner
+              ? a.owner < b.owner
+                ? -1
+                : 1
+              : a.seq - b.seq,
+        );
+        const out: JournalEntry[] = [];
+        for (const { us: _us, ...e } of all) {
+          if (query.scope !== undefined && e.scope !== query.scope) continue;
+          if (query.after !== undefined && e.seq <= query.after) continue;
+          if (query.limit !== undefined && out.length >= query.limit) break;
+          out.push(e);
+        }
+        return out;
+      }),
+
+    ledgerScopeTotals: (ledger, scope) =>
+      guarded('ledgerScopeTotals', async () => {
+        const owners = (await client.call('SMEMBERS', scopeOwnersKey(prefix, ledger, scope))) as string[];
+        const prefixOfScope = scopeField(scope, '');
+        const totals: Balances = {};
+        const shares = await Promise.all(
+          owners.map(
+            (o) => client.call('HGETALL', ownerKeys(prefix, ledger, o)[4] as string) as Promise<string[]>,
+          ),
+        );
+        for (const flat of shares) {
+          for (let i = 0; i < flat.length; i += 2) {
+            const key = flat[i] as string;
+            if (!key.startsWith(prefixOfScope)) continue;
+            const field = key.slice(prefixOfScope.length);
+            totals[field] = (totals[field] ?? 0n) + BigInt(flat[i + 1] as string);
+          }
+        }
+        return totals;
+      }),
+  };
+}
+
+function parseEntry(owner: string, fields: string[]): JournalEntry & { us: bigint } {
+  const map = new Map<string, string>();
+  for (let i = 0; i < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  const deltas: Balances = {};
+  for (const [k, v] of map) if (k.startsWith('d:')) deltas[k.slice(2)] = BigInt(v);
+  const seconds = BigInt(map.get('s') ?? '0');
+  const micros = BigInt(map.get('us') ?? '0');
+  const entry: { -readonly [K in keyof JournalEntry]: JournalEntry[K] } & { us: bigint } = {
+    seq: Number(map.get('seq')),
+    owner,
+    signature: map.get('sig') ?? '',
+    deltas,
+    at: Number(seconds * 1000n + micros / 1000n),
+    us: seconds * 1_000_000n + micros,
+  };
+  const scope = map.get('scope');
+  if (scope !== undefined) entry.scope = scope;
+  const order = map.get('order');
+  if (order !== undefined) entry.order = orderFromString(order);
+  const meta = map.get('meta');
+  if (meta !== undefined) entry.meta = JSON.parse(meta);
+  return entry;
+}
