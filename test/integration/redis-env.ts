@@ -1,19 +1,32 @@
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import { inject } from 'vitest';
 
-/** The shared Redis of this machine kind; CI starts it when it is not running. */
-export const REDIS_URL = process.env['ONCEFLOW_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+/** The standalone Redis for this run (the shared 6379, or one the global setup started). */
+export const REDIS_URL = inject('redisUrl');
+
+/** A client for the 3-master cluster the global setup started. */
+export function clusterClient(): Cluster {
+  return new Cluster(
+    inject('clusterPorts').map((port) => ({ host: '127.0.0.1', port })),
+    { redisOptions: { maxRetriesPerRequest: 20 } },
+  );
+}
 
 /** A key prefix unique to this test run: the shared server is never flushed. */
 export function runPrefix(name: string): string {
   return `onceflow-test:${name}:${process.pid}:${Date.now().toString(36)}:`;
 }
 
-/** Deletes every key under `prefix` (SCAN, never FLUSHALL). */
-export async function cleanupPrefix(client: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await client.unlink(...keys);
-  } while (cursor !== '0');
+/** Deletes every key under `prefix` on one node (SCAN + UNLINK, never FLUSHALL). */
+export async function cleanupPrefix(client: Redis | Cluster, prefix: string): Promise<void> {
+  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      // One UNLINK per key: keys of different slots cannot share a command on a cluster node.
+      for (const key of keys) await node.unlink(key);
+    } while (cursor !== '0');
+  }
 }
