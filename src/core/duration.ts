@@ -26,7 +26,7 @@ export function parseDuration(input: Duration | string | number, option = 'durat
       throw new InvalidDurationError(option, input, 'a number must be a whole count of milliseconds');
     }
     if (input < 0) throw new InvalidDurationError(option, input, 'it must not be negative');
-    return input;
+    return input === 0 ? 0 : input; // -0 passes both checks above; hand back a plain 0
   }
   if (typeof input !== 'string') {
     throw new InvalidDurationError(option, input, 'a string or a number is needed');
@@ -35,14 +35,17 @@ export function parseDuration(input: Duration | string | number, option = 'durat
   if (!match) {
     throw new InvalidDurationError(option, input, 'one number followed by one of ms, s, m, h, d');
   }
-  const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
-  // Compare with a tolerance: 0.1 * 1000 is 100.00000000000001 in binary floating point.
-  const rounded = Math.round(ms);
-  if (Math.abs(ms - rounded) > 1e-6) {
+  // Exact decimal arithmetic: a float product with a tolerance would read '1.0000000001s' as 1000
+  // and '0.0000000001ms' as 0, though neither lands on a whole millisecond.
+  const [whole = '0', fraction = ''] = (match[1] as string).split('.');
+  const scale = 10n ** BigInt(fraction.length);
+  const scaled = BigInt(whole + fraction) * BigInt(UNIT_MS[match[2] as keyof typeof UNIT_MS]);
+  if (scaled % scale !== 0n) {
     throw new InvalidDurationError(option, input, 'it must be a whole number of milliseconds');
   }
-  if (!Number.isSafeInteger(rounded)) {
+  const ms = scaled / scale;
+  if (ms > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new InvalidDurationError(option, input, 'it is too large');
   }
-  return rounded;
+  return Number(ms);
 }

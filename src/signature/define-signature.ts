@@ -29,6 +29,8 @@ const TYPES: ReadonlySet<string> = new Set(['string', 'int', 'decimal', 'bool'])
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const INT = /^-?\d+$/;
 const DECIMAL = /^-?\d+(?:\.\d+)?$/;
+// With the `u` flag a valid surrogate pair reads as one astral code point, so only lone halves match.
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
  * Defines a versioned, injective signature over a payload's own fields, so that every party
@@ -42,7 +44,8 @@ const DECIMAL = /^-?\d+(?:\.\d+)?$/;
  * machine, the locale or the payload's key order.
  *
  * Fields of the payload that are not in the schema are ignored. A missing field or a value of
- * the wrong type throws an `ERR_INVALID_ARGUMENT` that names the field.
+ * the wrong type throws an `ERR_INVALID_ARGUMENT` that names the field; so does a string holding
+ * a lone surrogate, which has no UTF-8 form and would otherwise collide with U+FFFD.
  *
  * @example
  * ```ts
@@ -104,6 +107,11 @@ function encodeField(name: string, type: FieldType, value: unknown): string {
   switch (type) {
     case 'string':
       if (typeof value !== 'string') throw new InvalidArgumentError(path, 'a string', value);
+      // A lone surrogate has no UTF-8 form: hashing (and any store that writes UTF-8) turns every one
+      // of them into U+FFFD, so '\uD800' and '\uFFFD' would share a signature. Refuse, do not guess.
+      if (LONE_SURROGATE.test(value)) {
+        throw new InvalidArgumentError(path, 'a well-formed Unicode string (no lone surrogate)', value);
+      }
       return value.replaceAll('%', '%25').replaceAll('|', '%7C');
     case 'int':
       return canonicalInt(path, value);

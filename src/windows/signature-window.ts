@@ -34,6 +34,7 @@ export interface SavedWindow {
 }
 
 const FORMAT = 'onceflow.window.v1';
+const FORMAT_FAMILY = 'onceflow.window.';
 
 /**
  * A per-owner, count-bounded FIFO window of signatures: the dedup state of one owner.
@@ -151,12 +152,18 @@ export class SignatureWindow {
       throw new InvalidArgumentError('saved', 'a saved window (array or object)', saved);
     }
     if (saved.format === FORMAT) return loadCurrent(window, saved);
+    // A save in a format this version does not know (a newer one, or a typo) must not fall through
+    // to the legacy map reading: its keys (`format`, `signatures`, ...) would become the window and
+    // every real entry would be forgotten, so each one would be applied again.
+    if (typeof saved.format === 'string' && saved.format.startsWith(FORMAT_FAMILY)) {
+      throw new InvalidArgumentError('saved.format', `'${FORMAT}'`, saved.format);
+    }
     const keys = Object.keys(saved);
     if (isOneToN(keys)) {
       for (let i = 1; i <= keys.length; i++) window.#load(`saved["${i}"]`, saved[String(i)], undefined);
       return window;
     }
-    for (const key of keys.sort()) window.#load('saved', key, undefined);
+    for (const key of keys.sort()) window.#load(`saved[${JSON.stringify(key)}]`, key, undefined);
     return window;
 
     function loadCurrent(w: SignatureWindow, s: Record<string, unknown>): SignatureWindow {
