@@ -6,6 +6,8 @@ import {
   nonEmptyStringArg,
   type Order,
   optionalOrder,
+  orderFromString,
+  orderToString,
   positiveInt,
 } from '../core/validate.js';
 import { memoryStore } from '../store/memory-store.js';
@@ -143,7 +145,10 @@ export function createLedger(options: LedgerOptions): Ledger {
       deltas.push([field, amount(`deltas.${field}`, rawDeltas[field])]);
     }
     const scope = entry.scope === undefined ? undefined : nonEmptyStringArg('scope', entry.scope);
-    const order = optionalOrder('order', entry.order);
+    const raw = optionalOrder('order', entry.order);
+    // One representation per value (a safe integer when it fits, else a bigint), whatever the
+    // caller passed: `0n` and `0` are the same order in every store.
+    const order = raw === undefined ? undefined : orderFromString(orderToString(raw));
     if (entry.meta !== undefined) checkJson(entry.meta);
     return { ledger: name, capacity, horizon, owner, signature, deltas, scope, order, meta: entry.meta };
   }

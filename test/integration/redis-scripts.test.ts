@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain .mjs build script without types
+import { render } from '../../scripts/gen-lua.mjs';
+import { createLedger } from '../../src/index.js';
+import { createRedisStore, escapeId, scripts } from '../../src/redis/index.js';
+import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+
+const generated = fileURLToPath(new URL('../../src/redis/scripts.generated.ts', import.meta.url));
+
+describe('Lua scripts', () => {
+  const client = new Redis(REDIS_URL);
+  const prefix = runPrefix('scripts');
+  afterAll(async () => {
+    await cleanupPrefix(client, prefix);
+    client.disconnect();
+  });
+
+  it('the committed generated module is not stale', () => {
+    expect(readFileSync(generated, 'utf8')).toBe((render as () => string)());
+  });
+
+  it("each script's sha1 is the one Redis computes in SCRIPT LOAD", async () => {
+    for (const script of Object.values(scripts)) {
+      expect(await client.script('LOAD', script.text)).toBe(script.sha1);
+    }
+  });
+
+  it('recovers from NOSCRIPT (SCRIPT FLUSH) by EVAL, without applying twice', async () => {
+    const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4 });
+    await client.script('FLUSH');
+    expect((await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } })).outcome).toBe(
+      'applied',
+    );
+    await client.script('FLUSH');
+    expect((await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } })).outcome).toBe(
+      'duplicate',
+    );
+    expect(await ledger.balances('p')).toEqual({ coins: 5n });
+    // EVAL cached the script again: the next EVALSHA finds it.
+    expect(await client.script('EXISTS', scripts.ledgerApply.sha1)).toEqual([1]);
+  });
+
+  it('escapes ids so that no owner can reach another owner’s keys or move the hash tag', async () => {
+    expect(escapeId('a:b')).toBe('a%3Ab');
+    expect(escapeId('{x}')).toBe('%7Bx%7D');
+    expect(escapeId('%7B')).toBe('%257B');
+    const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4, name: 'n' });
+    for (const owner of ['a', 'a:b', '{a}', '%7Ba%7D', 'a}:w', '*']) {
+      await ledger.apply({ owner, signature: 's', deltas: { coins: 1 } });
+    }
+    for (const owner of ['a', 'a:b', '{a}', '%7Ba%7D', 'a}:w', '*']) {
+      expect(await ledger.balances(owner)).toEqual({ coins: 1n });
+    }
+  });
+
+  it('rejects a prefix that would move the hash tag', () => {
+    expect(() => createRedisStore({ client, prefix: 'x{' })).toThrow(/`prefix`/);
+    expect(() => createRedisStore({ client: {} as never })).toThrow(/`client`/);
+  });
+
+  it('wraps driver errors in ERR_STORE with the cause', async () => {
+    const broken = createRedisStore({
+      client: { call: async () => Promise.reject(new Error('connection is closed')) },
+      prefix,
+    });
+    const ledger = createLedger({ store: broken, capacity: 4 });
+    await expect(ledger.apply({ owner: 'p', signature: 'a', deltas: {} })).rejects.toMatchObject({
+      code: 'ERR_STORE',
+      cause: { message: 'connection is closed' },
+    });
+  });
+});
