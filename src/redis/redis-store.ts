@@ -43,10 +43,15 @@ const REGISTERED_CACHE = 50_000;
  *
  * @example
  * ```ts
- * import Redis from 'ioredis';
+ * import { Redis } from 'ioredis';
  * import { createRedisStore } from 'onceflow/redis';
- * const client = new Redis('redis://127.0.0.1:6379');
- * const ledger = createLedger({ store: createRedisStore({ client, prefix: 'game:' }), capacity: 4 });
+ * const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const prefix = `example:${process.pid}:`; // one key space per application (or test run)
+ * const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4 });
+ * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'applied'
+ * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'duplicate'
+ * for (const key of await client.keys(`${prefix}*`)) await client.unlink(key); // clean up the example
+ * await client.quit();
  * ```
  */
 export function createRedisStore(options: RedisStoreOptions): Store {

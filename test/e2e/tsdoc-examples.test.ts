@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import ts from 'typescript';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -42,11 +42,22 @@ function withChecks(code: string): string {
       .filter((line) => !/^import .* from 'onceflow(\/testing)?';$/.test(line.trim()))
       .map((line) => {
         const m = /^(\s*)([^/]*?);\s*\/\/\s*(.+)$/.exec(line);
-        if (!m || /^\s*(const|let|var|import|export|return)\b/.test(m[2] as string)) return line;
+        if (!m || /^\s*(const|let|var|import|export|return|for|if|while|throw)\b/.test(m[2] as string))
+          return line;
+        if (!isLiteral(m[3] as string)) return line;
         return `${m[1]}await __check(async () => (${m[2]}), ${JSON.stringify(m[3])});`;
       })
       .join('\n')
   );
+}
+
+function isLiteral(text: string): boolean {
+  try {
+    new Function(`return (${text});`)();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const prelude = `
@@ -79,7 +90,8 @@ describe('TSDoc @example blocks run and their stated results hold', () => {
       }).outputText;
       const out = join(dir, `${file.replaceAll('/', '_')}-${i + 1}.mjs`);
       writeFileSync(out, js);
-      const { stderr } = await run(process.execPath, [out], { cwd: root });
+      const env = { ...process.env, REDIS_URL: inject('redisUrl') };
+      const { stderr } = await run(process.execPath, [out], { cwd: root, env });
       expect(stderr).toBe('');
     });
   }
