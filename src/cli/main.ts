@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// The `onceflow` command. Only `demo` for now; each subcommand parses its own options.
+import { parseArgs } from 'node:util';
+import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
+import { progressBar } from '../demo/progress.js';
+import { formatReport, toJson } from '../demo/report.js';
+import { runDemo } from '../demo/run-demo.js';
+
+const HELP = `Usage: onceflow <command> [options]
+
+Commands:
+  demo        run the exactly-once demo (see \`onceflow demo --help\`)
+
+Options:
+  -h, --help  this help
+`;
+
+/** Exit codes: 0 ok, 1 the onceflow reference row failed (or the demo crashed), 2 invalid usage. */
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '-h' || command === '--help') {
+    (command === undefined ? process.stderr : process.stdout).write(HELP);
+    return command === undefined ? EXIT_USAGE : EXIT_OK;
+  }
+  if (command !== 'demo') {
+    process.stderr.write(`onceflow: unknown command "${command}"\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+
+  let parsed: DemoArgValues;
+  try {
+    parsed = parseArgs({ args: rest, options: DEMO_OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    return usageError(err);
+  }
+  if (parsed.help) {
+    process.stdout.write(DEMO_HELP);
+    return EXIT_OK;
+  }
+  let demo: ReturnType<typeof demoCommandFrom>;
+  try {
+    demo = demoCommandFrom(parsed);
+  } catch (err) {
+    return usageError(err);
+  }
+
+  const bar = progressBar(process.stderr, demo.progress);
+  let result: Awaited<ReturnType<typeof runDemo>>;
+  try {
+    result = await runDemo(demo.config, bar.update);
+  } finally {
+    bar.stop();
+  }
+  process.stdout.write(demo.json ? `${JSON.stringify(toJson(result))}\n` : formatReport(result));
+  return result.ok ? EXIT_OK : EXIT_FAILED;
+}
+
+function usageError(err: unknown): number {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`onceflow demo: ${message}\nRun \`onceflow demo --help\` for the options.\n`);
+  return EXIT_USAGE;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`onceflow: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = EXIT_FAILED;
+  },
+);

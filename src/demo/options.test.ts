@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { demoCommandFrom } from './options.js';
+import { DEFAULT_SCENARIO } from './scenario.js';
+
+describe('demo options', () => {
+  it('defaults to the default scenario with the progress bar on', () => {
+    expect(demoCommandFrom({})).toEqual({ config: DEFAULT_SCENARIO, json: false, progress: true });
+  });
+
+  it('reads every option', () => {
+    const cmd = demoCommandFrom({
+      settlements: '1_000_000',
+      players: '64',
+      seed: '7',
+      'dup-rate': '0.1',
+      'late-rate': '.2',
+      'replay-rate': '0',
+      'reorder-rate': '1',
+      'move-rate': '0.5',
+      overlap: '2',
+      'no-progress': true,
+    });
+    expect(cmd.config).toEqual({
+      settlements: 1_000_000,
+      players: 64,
+      seed: 7,
+      dupRate: 0.1,
+      lateRate: 0.2,
+      replayRate: 0,
+      reorderRate: 1,
+      moveRate: 0.5,
+      overlap: 2,
+    });
+    expect(cmd.progress).toBe(false);
+    expect(demoCommandFrom({ settlements: '1e6' }).config.settlements).toBe(1_000_000);
+  });
+
+  it('turns the progress bar off for --json', () => {
+    expect(demoCommandFrom({ json: true })).toMatchObject({ json: true, progress: false });
+  });
+
+  it.each([
+    ['settlements', 'abc'],
+    ['settlements', '0'],
+    ['settlements', '-5'],
+    ['settlements', '1.5'],
+    ['settlements', '999999999'],
+    ['players', '0'],
+    ['seed', '4294967296'],
+    ['dup-rate', '1.5'],
+    ['late-rate', 'often'],
+    ['replay-rate', '-0.1'],
+    ['reorder-rate', ''],
+    ['move-rate', 'NaN'],
+    ['overlap', '3'],
+  ] as const)('rejects --%s %j naming the option and the value', (option, value) => {
+    expect(() => demoCommandFrom({ [option]: value })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_INVALID_OPTION',
+        message: expect.stringContaining(`\`--${option}\``),
+      }),
+    );
+    expect(() => demoCommandFrom({ [option]: value })).toThrow(JSON.stringify(value));
+  });
+});

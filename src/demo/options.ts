@@ -1,0 +1,115 @@
+import { InvalidOptionError } from '../index.js';
+import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
+import { DEFAULT_SCENARIO, type ScenarioConfig } from './scenario.js';
+
+/** The option table of `onceflow demo`, in the shape `node:util` `parseArgs` takes. */
+export const DEMO_OPTIONS = {
+  settlements: { type: 'string' },
+  players: { type: 'string' },
+  seed: { type: 'string' },
+  'dup-rate': { type: 'string' },
+  'late-rate': { type: 'string' },
+  'replay-rate': { type: 'string' },
+  'reorder-rate': { type: 'string' },
+  'move-rate': { type: 'string' },
+  overlap: { type: 'string' },
+  json: { type: 'boolean' },
+  'no-progress': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** What `parseArgs` gives for {@link DEMO_OPTIONS}. */
+export type DemoArgValues = {
+  [K in keyof typeof DEMO_OPTIONS]?: (typeof DEMO_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string;
+};
+
+/** How to run the demo, from the command line. */
+export interface DemoCommand {
+  readonly config: ScenarioConfig;
+  /** Print one JSON object on stdout instead of the table. */
+  readonly json: boolean;
+  /** Show the progress bar (still only when stderr is a terminal). */
+  readonly progress: boolean;
+}
+
+// A million settlements is the documented big run; five is the most whose columns
+// (about 60 bytes per settlement with the log) stay well inside a default Node heap.
+const MAX_SETTLEMENTS = 5_000_000;
+const MAX_PLAYERS = 1_000_000;
+
+/** The help text of `onceflow demo`. */
+export const DEMO_HELP = `Usage: onceflow demo [options]
+
+Generates a seeded log of game settlements as an at-least-once transport delivers them
+(duplicates, cross-room late finals, queue-recovery replays, reordering), runs the same log
+through onceflow's ledger and through naive dedup strategies, and compares each with the truth.
+
+Options:
+  --settlements N     unique settlements, two per round (default ${DEFAULT_SCENARIO.settlements})
+  --players N         players sharing the rounds (default ${DEFAULT_SCENARIO.players})
+  --seed N            seed of the generator, 0..4294967295 (default ${DEFAULT_SCENARIO.seed})
+  --dup-rate R        per settlement: delivered again later in its block or the next (default ${DEFAULT_SCENARIO.dupRate})
+  --late-rate R       per round: the player moves and the final arrives after the join (default ${DEFAULT_SCENARIO.lateRate})
+  --replay-rate R     per round: queue recovery re-delivers rounds r-1 and r (default ${DEFAULT_SCENARIO.replayRate})
+  --reorder-rate R    per round: instant/final or adjacent settlements swapped (default ${DEFAULT_SCENARIO.reorderRate})
+  --move-rate R       per round: the player moves to another room (default ${DEFAULT_SCENARIO.moveRate})
+  --overlap 1|2       2 lets a late final land after the next round's instant (default ${DEFAULT_SCENARIO.overlap})
+  --json              print one JSON object (config, requiredCapacity, rows) and nothing else
+  --no-progress       no progress bar (it is also off when stderr is not a terminal)
+  -h, --help          this help
+
+Exit codes: 0 the onceflow capacity-${SETTLEMENT_CAPACITY} row is exact; 1 it lost, doubled or misbooked money
+(or the demo failed); 2 invalid options.
+`;
+
+/**
+ * Validates parsed `onceflow demo` options into a run. Throws an `ERR_INVALID_OPTION` naming the
+ * option (as typed, e.g. `--dup-rate`), what was expected and the value that was given.
+ *
+ * Usage (the demo is internal to the CLI, not public API):
+ *
+ *     demoCommandFrom({ settlements: '20000', json: true }).config.settlements; // 20000
+ *     demoCommandFrom({ overlap: '3' }); // throws: Expected `--overlap` to be 1 or 2, got `"3"` (string)
+ */
+export function demoCommandFrom(values: DemoArgValues): DemoCommand {
+  const d = DEFAULT_SCENARIO;
+  const config: ScenarioConfig = {
+    settlements: int('settlements', values.settlements, d.settlements, 2, MAX_SETTLEMENTS),
+    players: int('players', values.players, d.players, 1, MAX_PLAYERS),
+    seed: int('seed', values.seed, d.seed, 0, 0xffff_ffff),
+    dupRate: rate('dup-rate', values['dup-rate'], d.dupRate),
+    lateRate: rate('late-rate', values['late-rate'], d.lateRate),
+    replayRate: rate('replay-rate', values['replay-rate'], d.replayRate),
+    reorderRate: rate('reorder-rate', values['reorder-rate'], d.reorderRate),
+    moveRate: rate('move-rate', values['move-rate'], d.moveRate),
+    overlap: overlap(values.overlap, d.overlap),
+  };
+  const json = values.json ?? false;
+  return { config, json, progress: !json && !(values['no-progress'] ?? false) };
+}
+
+function int(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  // Digits with optional `_` separators (1_000_000) or a plain exponent (1e6).
+  const ok = /^\d[\d_]*$/.test(text) || /^\d+(\.\d+)?e\d+$/i.test(text);
+  const value = ok ? Number(text.replaceAll('_', '')) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new InvalidOptionError(`--${name}`, `a whole number from ${min} to ${max}`, text);
+  }
+  return value;
+}
+
+function rate(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = /^(\d+(\.\d*)?|\.\d+)$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= 0 && value <= 1)) {
+    throw new InvalidOptionError(`--${name}`, 'a probability from 0 to 1 (like 0.05)', text);
+  }
+  return value;
+}
+
+function overlap(text: string | undefined, fallback: 1 | 2): 1 | 2 {
+  if (text === undefined) return fallback;
+  if (text === '1' || text === '2') return Number(text) as 1 | 2;
+  throw new InvalidOptionError('--overlap', '1 or 2', text);
+}

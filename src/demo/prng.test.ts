@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { Prng } from './prng.js';
+
+describe('Prng', () => {
+  it('gives the same sequence for the same seed, another for another seed', () => {
+    const a = new Prng(7);
+    const b = new Prng(7);
+    const c = new Prng(8);
+    const seqA = Array.from({ length: 20 }, () => a.next());
+    expect(Array.from({ length: 20 }, () => b.next())).toEqual(seqA);
+    expect(Array.from({ length: 20 }, () => c.next())).not.toEqual(seqA);
+  });
+
+  it('keeps int() inside [lo, hi] and reaches both ends', () => {
+    const rng = new Prng(1);
+    const seen = new Set<number>();
+    for (let i = 0; i < 10_000; i++) {
+      const v = rng.int(-2, 2);
+      expect(v).toBeGreaterThanOrEqual(-2);
+      expect(v).toBeLessThanOrEqual(2);
+      seen.add(v);
+    }
+    expect(seen).toEqual(new Set([-2, -1, 0, 1, 2]));
+  });
+
+  it('chance(0) never and chance(1) always fire; chance(p) is near p', () => {
+    const rng = new Prng(3);
+    let hits = 0;
+    for (let i = 0; i < 20_000; i++) {
+      expect(rng.chance(0)).toBe(false);
+      expect(rng.chance(1)).toBe(true);
+      if (rng.chance(0.25)) hits++;
+    }
+    expect(hits / 20_000).toBeGreaterThan(0.23);
+    expect(hits / 20_000).toBeLessThan(0.27);
+  });
+});

@@ -1,0 +1,108 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const cli = join(root, 'dist', 'cli', 'main.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI and resolves with its exit code and output (a non-zero exit is not an error). */
+function onceflow(args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [cli, ...args],
+      { cwd: root, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err !== null && typeof err.code !== 'number') reject(err);
+        else resolve({ code: err === null ? 0 : (err.code as number), stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('onceflow demo (built CLI)', () => {
+  beforeAll(() => {
+    // Builds only when dist/ is missing or older than src/, exactly as `npm start` does.
+    execFileSync(process.execPath, [join(root, 'scripts', 'ensure-built.mjs')], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+  });
+
+  it('--json prints one JSON object; the capacity-4 row is exact and the exit code is 0', async () => {
+    const run = await onceflow(['demo', '--settlements', '20000', '--json', '--seed', '7']);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result.config).toMatchObject({ settlements: 20_000, seed: 7, overlap: 1 });
+    expect(result.requiredCapacity).toBeLessThanOrEqual(4);
+    const c4 = result.rows.find((r: { id: string }) => r.id === 'onceflow-c4');
+    expect(c4).toMatchObject({
+      strategy: 'onceflow window (capacity 4)',
+      lostCount: 0,
+      moneyLost: 0,
+      doubledCount: 0,
+      moneyDoubled: 0,
+      misbookedCount: 0,
+      moneyMisbooked: 0,
+      roomsOff: 0,
+    });
+    expect(result.rows).toHaveLength(6);
+  });
+
+  it('is reproducible: the same seed gives the same rows (timings aside)', async () => {
+    const args = ['demo', '--settlements', '4000', '--json', '--seed', '11', '--players', '50'];
+    const strip = (out: string) =>
+      JSON.parse(out).rows.map(({ ms: _ms, perSecond: _ps, ...rest }: Record<string, unknown>) => rest);
+    const [a, b] = await Promise.all([onceflow(args), onceflow(args)]);
+    expect(strip(a.stdout)).toEqual(strip(b.stdout));
+  });
+
+  it('prints the table, the reading guide and the capacity rule; no progress bar when stderr is piped', async () => {
+    const run = await onceflow(['demo', '--settlements', '4000', '--players', '50']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^strategy\s+applied\s+blocked\s+stale\s+money lost\s+doubled\s+misbooked/m);
+    expect(run.stdout).toContain('How to read it');
+    expect(run.stdout).toContain('Capacity this log required:');
+    expect(run.stdout).toContain('Rule (DESIGN §3.2)');
+    expect(run.stderr).toBe('');
+  });
+
+  it('--overlap 2 shows capacity 5 needed, stale answers, and still exit code 0', async () => {
+    const run = await onceflow(['demo', '--settlements', '60000', '--json', '--overlap', '2']);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result.requiredCapacity).toBe(5);
+    expect(result.rows[0]).toMatchObject({ id: 'onceflow-c4', doubledCount: 0, lostCount: 0 });
+    expect(result.rows[0].stale).toBeGreaterThan(0);
+  });
+
+  it.each([
+    [['--settlements', 'lots'], '--settlements', 'lots'],
+    [['--overlap', '3'], '--overlap', '3'],
+    [['--dup-rate', '2'], '--dup-rate', '2'],
+    [['--bogus'], '--bogus', '--bogus'],
+    [['--seed'], '--seed', '--seed'],
+  ])('exits 2 on bad options %j, naming the option and the value', async (args, option, value) => {
+    const run = await onceflow(['demo', ...args]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(option);
+    expect(run.stderr).toContain(value);
+  });
+
+  it('exits 2 on an unknown or missing command; --help exits 0', async () => {
+    expect((await onceflow(['dmeo'])).code).toBe(2);
+    expect((await onceflow([])).code).toBe(2);
+    const help = await onceflow(['demo', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--settlements N');
+    expect((await onceflow(['--help'])).stdout).toContain('demo');
+  });
+});
