@@ -1,0 +1,205 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import fc from 'fast-check';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createLedger, defineSignature } from '../../src/index.js';
+import { createRedisStore } from '../../src/redis/index.js';
+import { type Delivery, playerLog, roundPlan } from '../property/settlement-log.js';
+import { startRedis } from '../support/redis-servers.js';
+import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+
+const run = promisify(execFile);
+const worker = fileURLToPath(new URL('./fixtures/apply-worker.mjs', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const WORKERS = 4;
+
+const settlement = defineSignature([
+  ['room', 'string'],
+  ['round', 'int'],
+  ['net', 'int'],
+  ['final', 'bool'],
+]);
+
+/** 40 players x 20 rounds with duplicates, replays, swaps and cross-room late finals (overlap 1). */
+function buildLog(seed: number): Delivery[][] {
+  const plans = fc.sample(fc.array(roundPlan, { minLength: 20, maxLength: 20 }), { seed, numRuns: 40 });
+  return plans.map((p, i) =>
+    playerLog(`player-${i}`, p, 1, (d) => settlement(d)).map((d) => {
+      // Rooms are shared between players, so scope totals sum several owners' shares.
+      const room = `room-${(i * 3 + Number(d.room.split('room')[1])) % 5}`;
+      return { ...d, room, signature: settlement({ ...d, room }) };
+    }),
+  );
+}
+
+function truth(players: Delivery[][]) {
+  const unique = new Map<string, Delivery>();
+  for (const d of players.flat()) unique.set(`${d.player}\n${d.signature}`, d);
+  const balances = new Map<string, bigint>();
+  const rooms = new Map<string, bigint>();
+  const signatures = new Map<string, string[]>();
+  for (const d of unique.values()) {
+    balances.set(d.player, (balances.get(d.player) ?? 0n) + BigInt(d.net));
+    rooms.set(d.room, (rooms.get(d.room) ?? 0n) + BigInt(d.net));
+    signatures.set(d.player, [...(signatures.get(d.player) ?? []), d.signature]);
+  }
+  return { count: unique.size, balances, rooms, signatures };
+}
+
+type Counts = { applied: number; duplicate: number; stale: number };
+
+/** Runs the workers; `chaos` runs beside them until they are done. */
+async function runWorkers(
+  target: { url?: string; cluster?: number[] },
+  prefix: string,
+  players: Delivery[][],
+  chaos: (done: () => boolean) => Promise<void> = async () => {},
+): Promise<Counts[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'onceflow-log-'));
+  const logFile = join(dir, 'log.json');
+  writeFileSync(logFile, JSON.stringify(players));
+  let finished = false;
+  try {
+    const workers = Array.from({ length: WORKERS }, (_, i) =>
+      run(process.execPath, [worker, JSON.stringify({ ...target, prefix, logFile, seed: 1000 + i })], {
+        cwd: root,
+        timeout: 120_000,
+      }),
+    );
+    const all = Promise.all(workers).finally(() => {
+      finished = true;
+    });
+    const [results] = await Promise.all([all, chaos(() => finished)]);
+    return results.map((r) => JSON.parse(r.stdout) as Counts);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function verify(client: Redis | Cluster, prefix: string, players: Delivery[][], counts: Counts[]) {
+  const t = truth(players);
+  const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4 });
+  // Every unique settlement applied at most once as seen by the workers: a script that ran but whose
+  // reply was lost (killed connection, restart) is resent and answers `duplicate`. The journal and
+  // balances below prove each one took effect exactly once.
+  expect(counts.reduce((n, c) => n + c.applied, 0)).toBeLessThanOrEqual(t.count);
+  const delivered = players.flat().length * WORKERS;
+  expect(counts.reduce((n, c) => n + c.applied + c.duplicate + c.stale, 0)).toBe(delivered);
+  for (const [player, balance] of t.balances) {
+    expect(await ledger.balances(player), player).toEqual({ coins: balance });
+    const journal = await ledger.journal({ owner: player });
+    expect(journal.map((e) => e.signature).sort(), player).toEqual(
+      [...(t.signatures.get(player) ?? [])].sort(),
+    );
+  }
+  for (const [room, total] of t.rooms) expect(await ledger.totals(room), room).toEqual({ coins: total });
+  expect((await ledger.journal()).length).toBe(t.count);
+}
+
+async function killWorkerConnections(node: Redis): Promise<number> {
+  const list = (await node.client('LIST')) as string;
+  const ids = list
+    .split('\n')
+    .filter((l) => l.includes('name=onceflow-worker'))
+    .map((l) => /id=(\d+)/.exec(l)?.[1])
+    .filter((id): id is string => id !== undefined);
+  for (const id of ids) await node.client('KILL', 'ID', id).catch(() => 0);
+  return ids.length;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups) await c();
+  });
+
+  it('on one Redis: balances, journal and per-room totals are exact', async () => {
+    const client = new Redis(REDIS_URL);
+    const prefix = runPrefix('workers');
+    cleanups.push(async () => {
+      await cleanupPrefix(client, prefix);
+      client.disconnect();
+    });
+    const players = buildLog(1);
+    const counts = await runWorkers({ url: REDIS_URL }, prefix, players);
+    await verify(client, prefix, players, counts);
+  });
+
+  it('on the 3-master cluster, with SCRIPT FLUSH and CLIENT KILL during the run: still exact', async () => {
+    const ports = inject('clusterPorts');
+    const client = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })));
+    const admins = ports.map((port) => new Redis(port, '127.0.0.1'));
+    const prefix = runPrefix('workers-cluster');
+    cleanups.push(async () => {
+      await cleanupPrefix(client, prefix);
+      client.disconnect();
+      for (const a of admins) a.disconnect();
+    });
+    const players = buildLog(2);
+    let kills = 0;
+    let flushes = 0;
+    const counts = await runWorkers({ cluster: ports }, prefix, players, async (done) => {
+      for (let tick = 0; !done(); tick++) {
+        await sleep(100);
+        for (const admin of admins) {
+          await admin.script('FLUSH');
+          flushes++;
+          if (tick % 3 === 2) kills += await killWorkerConnections(admin);
+        }
+      }
+    });
+    expect(flushes).toBeGreaterThan(0);
+    expect(kills).toBeGreaterThan(0);
+    await verify(client, prefix, players, counts);
+  });
+
+  it('on a Redis with AOF that is killed (SIGKILL) and restarted mid-run, with faults: nothing lost, nothing twice', async () => {
+    const aof = ['--appendonly', 'yes', '--appendfsync', 'always'];
+    let server = await startRedis(aof);
+    const { port, dir } = server;
+    const url = `redis://127.0.0.1:${port}`;
+    cleanups.push(async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const prefix = runPrefix('workers-aof');
+    const players = buildLog(3);
+    let restarts = 0;
+    let kills = 0;
+    const counts = await runWorkers({ url }, prefix, players, async (done) => {
+      const admin = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
+      admin.on('error', () => {}); // refused while the server restarts: expected
+      try {
+        for (let tick = 0; !done(); tick++) {
+          await sleep(100);
+          if (tick === 3) {
+            await server.stop();
+            await sleep(200);
+            server = await startRedis(aof, { port, dir });
+            restarts++;
+          } else if (!done()) {
+            await admin.script('FLUSH');
+            if (tick % 2 === 0) kills += await killWorkerConnections(admin);
+          }
+        }
+      } finally {
+        admin.disconnect();
+      }
+    });
+    expect(restarts).toBe(1);
+    expect(kills).toBeGreaterThan(0);
+    const client = new Redis(url);
+    try {
+      await verify(client, prefix, players, counts);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
