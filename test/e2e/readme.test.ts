@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -29,7 +29,8 @@ describe('README examples', () => {
     it(`block ${i + 1} runs: ${title.slice(0, 60)}`, async () => {
       const file = join(dir, `block-${i + 1}.mjs`);
       writeFileSync(file, code);
-      const { stderr } = await run(process.execPath, [file], { cwd: root });
+      const env = { ...process.env, REDIS_URL: inject('redisUrl') };
+      const { stderr } = await run(process.execPath, [file], { cwd: root, env });
       expect(stderr).toBe('');
     });
   }
