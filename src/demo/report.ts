@@ -96,9 +96,10 @@ export function wrap(text: string, width = WIDTH, indent = '  '): string[] {
 function howToRead(result: DemoResult): string[] {
   const paragraphs = [
     'How to read it: money in minor units, against the truth (each settlement applied once, under its own ' +
-      'room). lost = settled but never applied; doubled = |net| x extra applications; misbooked = booked under ' +
-      'another room; rooms off = rooms whose total differs from the truth; stale = not applied, referred to ' +
-      'reconciliation; settl./s = settlement deliveries per second through that strategy alone.',
+      'room). blocked = deliveries refused as duplicates (by the sequence guard: as "past"); stale = not ' +
+      'applied, referred to reconciliation; lost = settled but never applied; doubled = |net| x extra ' +
+      'applications; misbooked = booked under another room; rooms off = rooms whose total differs from the ' +
+      'truth; settl./s = settlement deliveries per second through that strategy alone. --json has the counts too.',
   ];
   const c4 = row(result, `onceflow-c${SETTLEMENT_CAPACITY}`);
   const c3 = row(result, `onceflow-c${TOO_SMALL_CAPACITY}`);
