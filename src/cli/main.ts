@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // The `onceflow` command. Only `demo` for now; each subcommand parses its own options.
 import { parseArgs } from 'node:util';
+import { SETTLEMENT_CAPACITY } from '../demo/onceflow-strategy.js';
 import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
 import { progressBar } from '../demo/progress.js';
+import { redisStrategy } from '../demo/redis-strategy.js';
 import { formatReport, toJson } from '../demo/report.js';
-import { runDemo } from '../demo/run-demo.js';
+import { runDemo, STRATEGIES } from '../demo/run-demo.js';
 
 const HELP = `Usage: onceflow <command> [options]
 
@@ -51,7 +53,14 @@ async function main(argv: string[]): Promise<number> {
   const bar = progressBar(process.stderr, demo.progress);
   let result: Awaited<ReturnType<typeof runDemo>>;
   try {
-    result = await runDemo(demo.config, bar.update);
+    result = demo.redis
+      ? await runDemo(
+          demo.config,
+          bar.update,
+          [redisStrategy(demo.config, demo.redis), ...STRATEGIES],
+          `onceflow-redis-c${SETTLEMENT_CAPACITY}`,
+        )
+      : await runDemo(demo.config, bar.update);
   } finally {
     bar.stop();
   }

@@ -29,13 +29,14 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
  *
  * @example
  * ```ts
+ * let caught: unknown;
  * try {
  *   createLedger({ capacity: 0 });
  * } catch (err) {
- *   if (err instanceof Error && (err as OnceflowError).code === 'ERR_INVALID_OPTION') {
- *     console.error(err.message); // Expected `capacity` to be a positive safe integer, got `0` (number)
- *   }
+ *   caught = err;
  * }
+ * isOnceflowError(caught, 'ERR_INVALID_OPTION'); // true
+ * String(caught); // 'OnceflowError [ERR_INVALID_OPTION]: Expected `capacity` to be a positive safe integer, got `0` (number)'
  * ```
  */
 export class OnceflowError extends Error {

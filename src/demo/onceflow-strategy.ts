@@ -1,4 +1,4 @@
-import { createLedger, memoryStore } from '../index.js';
+import { createLedger, type Ledger, memoryStore } from '../index.js';
 import {
   type DeliveryLog,
   playerName,
@@ -59,8 +59,8 @@ export function onceflowStrategy(log: DeliveryLog, options: OnceflowStrategyOpti
     horizon: withOrder,
   });
   const table = log.settlements;
-  const owners = Array.from({ length: log.players }, (_, p) => playerName(p));
-  const rooms = Array.from({ length: log.rooms }, (_, r) => roomName(r));
+  const owners = namesOf(log.players, playerName);
+  const rooms = namesOf(log.rooms, roomName);
 
   return {
     id: withOrder ? `onceflow-c${capacity}` : `onceflow-c${capacity}-no-order`,
@@ -70,28 +70,9 @@ export function onceflowStrategy(log: DeliveryLog, options: OnceflowStrategyOpti
     async run(from, to, out) {
       for (let i = from; i < to; i++) {
         const id = log.ref[i] as number;
-        if (id < 0) {
-          out.outcome[i] = Decision.NONE;
-          continue;
-        }
-        const payload = settlementPayload(table, id);
-        const room = table.room[id] as number;
-        const owner = owners[table.player[id] as number] as string;
-        const signature = settlementSignature(payload);
-        const deltas = { coins: payload.net };
-        const scope = rooms[room] as string;
-        const result = await ledger.apply(
-          withOrder
-            ? { owner, signature, deltas, scope, order: table.order[id] as number }
-            : { owner, signature, deltas, scope },
-        );
         out.outcome[i] =
-          result.outcome === 'applied'
-            ? Decision.APPLIED
-            : result.outcome === 'duplicate'
-              ? Decision.BLOCKED
-              : Decision.STALE;
-        out.room[i] = room;
+          id < 0 ? Decision.NONE : await applySettlement(ledger, log, id, withOrder, owners, rooms);
+        if (id >= 0) out.room[i] = table.room[id] as number;
       }
     },
     async roomTotals() {
@@ -103,4 +84,36 @@ export function onceflowStrategy(log: DeliveryLog, options: OnceflowStrategyOpti
       return totals;
     },
   };
+}
+
+function namesOf(n: number, name: (i: number) => string): string[] {
+  return Array.from({ length: n }, (_, i) => name(i));
+}
+
+/**
+ * Applies settlement `id` of the log to `ledger` the library's way (owner = player, scope = its
+ * own room, signature from its payload, order = its creation time when `withOrder`) and returns
+ * the decision. Shared by the in-process rows and the Redis workers.
+ */
+export async function applySettlement(
+  ledger: Ledger,
+  log: DeliveryLog,
+  id: number,
+  withOrder: boolean,
+  owners?: readonly string[],
+  rooms?: readonly string[],
+): Promise<Decision> {
+  const table = log.settlements;
+  const payload = settlementPayload(table, id);
+  const player = table.player[id] as number;
+  const room = table.room[id] as number;
+  const owner = owners?.[player] ?? playerName(player);
+  const scope = rooms?.[room] ?? roomName(room);
+  const entry = { owner, signature: settlementSignature(payload), deltas: { coins: payload.net }, scope };
+  const result = await ledger.apply(withOrder ? { ...entry, order: table.order[id] as number } : entry);
+  return result.outcome === 'applied'
+    ? Decision.APPLIED
+    : result.outcome === 'duplicate'
+      ? Decision.BLOCKED
+      : Decision.STALE;
 }

@@ -13,6 +13,8 @@ export const DEMO_OPTIONS = {
   'reorder-rate': { type: 'string' },
   'move-rate': { type: 'string' },
   overlap: { type: 'string' },
+  redis: { type: 'string' },
+  workers: { type: 'string' },
   json: { type: 'boolean' },
   'no-progress': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -30,6 +32,8 @@ export interface DemoCommand {
   readonly json: boolean;
   /** Show the progress bar (still only when stderr is a terminal). */
   readonly progress: boolean;
+  /** Run the onceflow row on a shared Redis with worker processes (`--redis URL --workers N`). */
+  readonly redis?: { readonly url: string; readonly workers: number };
 }
 
 // A million settlements is the documented big run; five is the most whose columns
@@ -54,6 +58,9 @@ Options:
   --reorder-rate R    per round: instant/final or adjacent settlements swapped (default ${DEFAULT_SCENARIO.reorderRate})
   --move-rate R       per round: the player moves to another room (default ${DEFAULT_SCENARIO.moveRate})
   --overlap 1|2       2 lets a late final land after the next round's instant (default ${DEFAULT_SCENARIO.overlap})
+  --redis URL         also run onceflow on a shared Redis (redis://host:port[/db]) with worker
+                      processes; that row then decides the exit code (needs ioredis installed)
+  --workers N         worker processes for --redis, 1..64 (default 4)
   --json              print one JSON object (config, requiredCapacity, rows) and nothing else
   --no-progress       no progress bar (it is also off when stderr is not a terminal)
   -h, --help          this help
@@ -85,7 +92,16 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
     overlap: overlap(values.overlap, d.overlap),
   };
   const json = values.json ?? false;
-  return { config, json, progress: !json && !(values['no-progress'] ?? false) };
+  const command: DemoCommand = { config, json, progress: !json && !(values['no-progress'] ?? false) };
+  if (values.workers !== undefined && values.redis === undefined) {
+    throw new InvalidOptionError('--workers', 'used together with `--redis`', values.workers);
+  }
+  if (values.redis === undefined) return command;
+  if (!/^rediss?:\/\/[^\s]+$/.test(values.redis)) {
+    throw new InvalidOptionError('--redis', 'a Redis URL like redis://127.0.0.1:6379', values.redis);
+  }
+  // 64 processes is far more than 2-8 cores can run usefully; beyond it is a typo.
+  return { ...command, redis: { url: values.redis, workers: int('workers', values.workers, 4, 1, 64) } };
 }
 
 function int(name: string, text: string | undefined, fallback: number, min: number, max: number): number {

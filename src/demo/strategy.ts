@@ -38,6 +38,12 @@ export interface Strategy {
   readonly name: string;
   /** Decides deliveries `[from, to)`, writing one decision per delivery into `out`. */
   run(from: number, to: number, out: Decisions): void | Promise<void>;
+  /**
+   * For strategies that cannot run in chunks (worker processes): decides the whole log at once,
+   * reporting how many deliveries are done. When present, the runner calls it instead of `run`
+   * and skips the warm-up.
+   */
+  runAll?(out: Decisions, onProgress: (done: number) => void): Promise<void>;
   /** What the strategy booked per room (index = room), in minor units, from its own books. */
   roomTotals(): Promise<Float64Array>;
 }

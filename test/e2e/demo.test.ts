@@ -1,7 +1,8 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
@@ -104,5 +105,53 @@ describe('onceflow demo (built CLI)', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--settlements N');
     expect((await onceflow(['--help'])).stdout).toContain('demo');
+  });
+
+  it('--redis with 4 worker processes: the Redis row is exact, decides the exit code, and leaves no keys', async () => {
+    const url = inject('redisUrl');
+    const run = await onceflow([
+      'demo',
+      '--settlements',
+      '20000',
+      '--json',
+      '--seed',
+      '3',
+      '--redis',
+      url,
+      '--workers',
+      '4',
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    const redis = result.rows.find((r: { id: string }) => r.id === 'onceflow-redis-c4');
+    expect(redis).toMatchObject({
+      strategy: 'onceflow on Redis (capacity 4, 4 workers)',
+      lostCount: 0,
+      doubledCount: 0,
+      misbookedCount: 0,
+      roomsOff: 0,
+      stale: 0,
+    });
+    // Same log, same decisions as the in-process capacity-4 row.
+    const memory = result.rows.find((r: { id: string }) => r.id === 'onceflow-c4');
+    expect(redis.applied).toBe(memory.applied);
+    expect(redis.blocked).toBe(memory.blocked);
+    // The run's keys were under its own prefix and are gone.
+    const client = new Redis(url);
+    try {
+      expect((await client.scan('0', 'MATCH', 'onceflow-demo:*', 'COUNT', 100_000))[1]).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('--workers needs --redis, and --redis needs a Redis URL', async () => {
+    const workers = await onceflow(['demo', '--workers', '4']);
+    expect(workers.code).toBe(2);
+    expect(workers.stderr).toContain('`--workers`');
+    const redis = await onceflow(['demo', '--redis', 'localhost']);
+    expect(redis.code).toBe(2);
+    expect(redis.stderr).toContain('`--redis`');
   });
 });

@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+// One worker process of `onceflow demo --redis URL --workers N`. It regenerates the same seeded
+// log as the coordinator, takes the players of its partition (player % workers == index), applies
+// their deliveries to the shared Redis ledger, and writes one outcome byte per delivery to a file.
+import { writeFileSync } from 'node:fs';
+import { applySettlement } from './onceflow-strategy.js';
+import { openRedisLedger } from './redis-ledger.js';
+import { generateLog, type ScenarioConfig } from './scenario.js';
+
+/** What the coordinator passes (as JSON in argv[2]). */
+export interface WorkerConfig {
+  readonly scenario: ScenarioConfig;
+  readonly url: string;
+  readonly prefix: string;
+  readonly index: number;
+  readonly workers: number;
+  readonly outFile: string;
+}
+
+// Players applied at once per worker: each player's deliveries stay strictly in order (one owner's
+// deliveries never overtake each other, like one partition of a queue), different players overlap.
+// 64 in flight per process keeps a local Redis busy without queueing deep in the client.
+const LANES = 64;
+// Progress lines every this many deliveries: a few per second per worker at local Redis speeds.
+const PROGRESS_EVERY = 5_000;
+
+async function main(config: WorkerConfig): Promise<void> {
+  const log = generateLog(config.scenario);
+  const { ledger, close } = await openRedisLedger(config.url, config.prefix);
+  const mine = new Map<number, number[]>();
+  for (let i = 0; i < log.length; i++) {
+    const player = log.player[i] as number;
+    if (player % config.workers !== config.index || (log.ref[i] as number) < 0) continue;
+    let list = mine.get(player);
+    if (!list) mine.set(player, (list = []));
+    list.push(i);
+  }
+  const outcomes = new Uint8Array(log.length);
+  const queues = [...mine.values()];
+  let next = 0;
+  let done = 0;
+  const lane = async () => {
+    while (next < queues.length) {
+      const queue = queues[next++] as number[];
+      for (const i of queue) {
+        outcomes[i] = await applySettlement(ledger, log, log.ref[i] as number, true);
+        if (++done % PROGRESS_EVERY === 0) process.stdout.write(`progress ${PROGRESS_EVERY}\n`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: LANES }, lane));
+  process.stdout.write(`progress ${done % PROGRESS_EVERY}\n`);
+  writeFileSync(config.outFile, outcomes);
+  await close();
+}
+
+const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
+main(config).catch((err: unknown) => {
+  process.stderr.write(
+    `onceflow demo worker ${config.index}: ${err instanceof Error ? err.message : String(err)}\n`,
+  );
+  process.exitCode = 1;
+});
