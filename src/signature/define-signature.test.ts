@@ -449,3 +449,11 @@ describe('defineSignature: hash form', () => {
     expect(() => hashed({ room: 'r', round: 1.5, net: 0, final: true })).toThrow(/`payload\.round`/);
   });
 });
+
+describe('inherited properties', () => {
+  it('a field missing from the payload is missing even when Object.prototype has that name', () => {
+    const sig = defineSignature([['constructor', 'string']]);
+    expect(() => sig({})).toThrow(/`payload.constructor`.*got `undefined`/);
+    expect(sig({ constructor: 'x' })).toBe('v1|constructor=x');
+  });
+});

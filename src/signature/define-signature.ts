@@ -88,8 +88,11 @@ export function defineSignature(schema: SignatureSchema, options: SignatureOptio
       throw new InvalidArgumentError('payload', 'an object', payload);
     }
     let out = 'v1';
-    for (const field of fields)
-      out += field.prefix + encodeField(field.name, field.type, payload[field.name]);
+    for (const field of fields) {
+      // Own fields only: a missing `constructor` must read as missing, not as Object's property.
+      const value = Object.hasOwn(payload, field.name) ? payload[field.name] : undefined;
+      out += field.prefix + encodeField(field.name, field.type, value);
+    }
     return out;
   };
   const fn = hash
