@@ -37,7 +37,7 @@ for (const [label, journal] of [
     }
   }
   const sizes = {};
-  for (const suffix of ['w', 'o', 'b', 's', 't', 'j']) {
+  for (const suffix of ['s', 'j']) {
     let total = 0;
     for (let p = 0; p < owners; p++) {
       const key = `${prefix}{${escapeId('default')}:${escapeId(`player-${p}`)}}:${suffix}`;
@@ -54,6 +54,6 @@ for (const [label, journal] of [
   } while (cursor !== '0');
 }
 console.log('bytes per owner (capacity 4, 400 settlements applied, 7 rooms), by key:');
-console.log('w=window o=orders b=balances s=state t=scope shares j=journal');
+console.log('s = state hash (window, orders, horizon, counter, balances, scope shares), j = journal stream');
 console.table(rows);
 await client.quit();

@@ -19,9 +19,13 @@ export async function evalScript(
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  if (keys.length !== script.numberOfKeys) {
-    throw new Error(`${script.name} takes ${script.numberOfKeys} keys, got ${keys.length}`);
-  }
+  const ok = script.batched
+    ? keys.length > 0 && keys.length % script.numberOfKeys === 0
+    : keys.length === script.numberOfKeys;
+  if (!ok)
+    throw new Error(
+      `${script.name} takes ${script.numberOfKeys} keys${script.batched ? ' per entry' : ''}, got ${keys.length}`,
+    );
   try {
     return await client.call('EVALSHA', script.sha1, keys.length, ...keys, ...args);
   } catch (err) {

@@ -2,18 +2,16 @@
  * The key layout of the Redis store. Every key of one owner carries the same `{hash tag}`, built
  * from the ledger name and the owner, so each ledger step is one script on one Cluster node:
  *
- *   <prefix>{<ledger>:<owner>}:w   list    window signatures, oldest first
- *   <prefix>{<ledger>:<owner>}:o   list    window orders, parallel to :w
- *   <prefix>{<ledger>:<owner>}:b   hash    balances
- *   <prefix>{<ledger>:<owner>}:s   hash    horizon and journal counter
- *   <prefix>{<ledger>:<owner>}:t   hash    this owner's totals per scope ('<#scope>:<scope><field>')
+ *   <prefix>{<ledger>:<owner>}:s   hash    window (w), orders (o), horizon (h), journal counter
+ *                                          (seq), balances (b), and this owner's total per scope
+ *                                          (t:<#scope>:<scope><field>)
  *   <prefix>{<ledger>:<owner>}:j   stream  journal
  *   <prefix>{<ledger>}:owners      set     registry of owners (for journal queries over all owners)
  *   <prefix>{<ledger>|<scope>}:owners set  registry of owners that booked under a scope
  *
  * Per-scope reconciliation never needs a cross-slot script: an owner is added to the scope's
  * registry (an idempotent SADD) *before* its first apply under that scope, so the registry is
- * always a superset of the owners with a share; `totals(scope)` sums those owners' `:t` fields.
+ * always a superset of the owners with a share; `totals(scope)` sums those owners' `t:` fields.
  * A crash between the two steps leaves an owner registered with nothing booked, which adds 0.
  *
  * Ledger names, owners and scopes are escaped (`%`, `{`, `}`, `:`, `|`), so no id can end a hash
@@ -23,10 +21,10 @@ export function escapeId(id: string): string {
   return id.replace(/[%{}:|]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
-/** The six keys of one owner, in the order ledger-apply.lua takes them. */
-export function ownerKeys(prefix: string, ledger: string, owner: string): string[] {
+/** The two keys of one owner, in the order ledger-apply.lua takes them: state, journal. */
+export function ownerKeys(prefix: string, ledger: string, owner: string): [state: string, journal: string] {
   const base = `${prefix}{${escapeId(ledger)}:${escapeId(owner)}}:`;
-  return [`${base}w`, `${base}o`, `${base}b`, `${base}s`, `${base}t`, `${base}j`];
+  return [`${base}s`, `${base}j`];
 }
 
 export function ledgerOwnersKey(prefix: string, ledger: string): string {
@@ -37,7 +35,10 @@ export function scopeOwnersKey(prefix: string, ledger: string, scope: string): s
   return `${prefix}{${escapeId(ledger)}|${escapeId(scope)}}:owners`;
 }
 
-/** The field of `:t` that holds `field`'s total under `scope` (prefixed with its UTF-8 byte length, as Lua counts it: injective). */
+/**
+ * The field of the state hash that holds `field`'s total under `scope`: prefixed with the scope's
+ * UTF-8 byte length, as Lua's `#` counts it, so no (scope, field) pair can imitate another.
+ */
 export function scopeField(scope: string, field: string): string {
-  return `${Buffer.byteLength(scope, 'utf8')}:${scope}${field}`;
+  return `t:${Buffer.byteLength(scope, 'utf8')}:${scope}${field}`;
 }

@@ -9,9 +9,20 @@ import type {
   Store,
   WindowState,
 } from '../store/store.js';
+import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
 import { scripts } from './scripts.generated.js';
+
+// At most this many applies per script call. A ledger step costs a few microseconds of Redis
+// time, so 128 of them hold the server for well under a millisecond (other clients wait no longer
+// than that), and 128 x ~12 arguments stays far below Lua's unpack limit (~8000 values).
+const MAX_BATCH = 128;
+
+/** One queued apply: the script's keys and arguments, and the registry entries it needs first. */
+interface ApplyItem extends BatchItem<string[]> {
+  readonly registrations: readonly (readonly [key: string, owner: string])[];
+}
 
 /** Options of {@link createRedisStore}. */
 export interface RedisStoreOptions {
@@ -76,13 +87,34 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       ? ''
       : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
   const registered = new Set<string>();
+  const enqueue = createBatcher<string[], ApplyItem>({
+    bySlot: (client as { isCluster?: unknown }).isCluster === true,
+    maxBatch: MAX_BATCH,
+    async send(items) {
+      await register(items.flatMap((i) => i.registrations));
+      return (await evalScript(
+        client,
+        scripts.ledgerApply,
+        items.flatMap((i) => i.keys),
+        [maxEntries, ...items.flatMap((i) => i.args)],
+      )) as string[][];
+    },
+  });
 
-  async function register(key: string, owner: string): Promise<void> {
-    const memo = `${key}\n${owner}`;
-    if (registered.has(memo)) return;
-    await client.call('SADD', key, owner);
-    if (registered.size >= REGISTERED_CACHE) registered.delete(registered.values().next().value as string);
-    registered.add(memo);
+  // Registers (key, owner) pairs not registered yet by this process, before the script that books
+  // under them runs: a crash in between leaves an owner registered with nothing booked (adds 0).
+  async function register(pairs: readonly (readonly [string, string])[]): Promise<void> {
+    const todo = new Map<string, readonly [string, string]>();
+    for (const pair of pairs) {
+      const memo = `${pair[0]}\n${pair[1]}`;
+      if (!registered.has(memo)) todo.set(memo, pair);
+    }
+    if (todo.size === 0) return;
+    await Promise.all([...todo.values()].map(([key, owner]) => client.call('SADD', key, owner)));
+    for (const memo of todo.keys()) {
+      if (registered.size >= REGISTERED_CACHE) registered.delete(registered.values().next().value as string);
+      registered.add(memo);
+    }
   }
 
   async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
@@ -95,7 +127,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
   async function journalOf(ledger: string, owner: string): Promise<(JournalEntry & { us: bigint })[]> {
     const keys = ownerKeys(prefix, ledger, owner);
-    const raw = (await client.call('XRANGE', keys[5] as string, '-', '+')) as [string, string[]][];
+    const raw = (await client.call('XRANGE', keys[1], '-', '+')) as [string, string[]][];
     return raw.map(([, fields]) => parseEntry(owner, fields));
   }
 
@@ -103,9 +135,6 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     kind: 'redis',
     ledgerApply: (cmd: LedgerApplyCommand) =>
       guarded('ledgerApply', async (): Promise<LedgerApplyResult> => {
-        // Registries first: a crash after them and before the script only adds an owner with no share.
-        await register(ledgerOwnersKey(prefix, cmd.ledger), cmd.owner);
-        if (cmd.scope !== undefined) await register(scopeOwnersKey(prefix, cmd.ledger, cmd.scope), cmd.owner);
         const args: string[] = [
           cmd.signature,
           String(cmd.capacity),
@@ -113,15 +142,19 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           cmd.horizon ? '1' : '0',
           cmd.scope ?? '',
           cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
-          maxEntries,
+          String(cmd.deltas.length),
         ];
         for (const [field, amount] of cmd.deltas) args.push(field, amount.toString());
-        const reply = (await evalScript(
-          client,
-          scripts.ledgerApply,
-          ownerKeys(prefix, cmd.ledger, cmd.owner),
-          args,
-        )) as string[];
+        // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch registers
+        // the owner (and its scope) before its script runs.
+        const reply = await new Promise<string[]>((resolve, reject) => {
+          const registrations: (readonly [string, string])[] = [
+            [ledgerOwnersKey(prefix, cmd.ledger), cmd.owner],
+          ];
+          if (cmd.scope !== undefined)
+            registrations.push([scopeOwnersKey(prefix, cmd.ledger, cmd.scope), cmd.owner]);
+          enqueue({ keys: ownerKeys(prefix, cmd.ledger, cmd.owner), args, registrations, resolve, reject });
+        });
         const [outcome, seq] = reply;
         const balances: Balances = {};
         for (let i = 2; i < reply.length; i += 2)
@@ -132,22 +165,20 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
     ledgerBalances: (ledger, owner) =>
       guarded('ledgerBalances', async () => {
-        const flat = (await client.call(
-          'HGETALL',
-          ownerKeys(prefix, ledger, owner)[2] as string,
-        )) as string[];
+        const json = (await client.call('HGET', ownerKeys(prefix, ledger, owner)[0], 'b')) as string | null;
         const out: Balances = {};
-        for (let i = 0; i < flat.length; i += 2) out[flat[i] as string] = BigInt(flat[i + 1] as string);
+        if (json)
+          for (const [field, amount] of Object.entries(JSON.parse(json) as Record<string, string>))
+            out[field] = BigInt(amount);
         return out;
       }),
 
     ledgerWindow: (ledger, owner) =>
       guarded('ledgerWindow', async (): Promise<WindowState> => {
-        const keys = ownerKeys(prefix, ledger, owner);
-        // Two reads of one slot; a concurrent apply between them can only move the horizon forward.
-        const signatures = (await client.call('LRANGE', keys[0] as string, 0, -1)) as string[];
-        const horizon = (await client.call('HGET', keys[3] as string, 'h')) as string | null;
-        return horizon === null ? { signatures } : { signatures, horizon: orderFromString(horizon) };
+        const [state] = ownerKeys(prefix, ledger, owner);
+        const [window, horizon] = (await client.call('HMGET', state, 'w', 'h')) as (string | null)[];
+        const signatures = window ? (JSON.parse(window) as string[]) : [];
+        return horizon ? { signatures, horizon: orderFromString(horizon) } : { signatures };
       }),
 
     ledgerJournal: (ledger, query: JournalQuery) =>
@@ -190,9 +221,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         const prefixOfScope = scopeField(scope, '');
         const totals: Balances = {};
         const shares = await Promise.all(
-          owners.map(
-            (o) => client.call('HGETALL', ownerKeys(prefix, ledger, o)[4] as string) as Promise<string[]>,
-          ),
+          // The state hash is a few small fields (window, horizon, counter, scope shares).
+          owners.map((o) => client.call('HGETALL', ownerKeys(prefix, ledger, o)[0]) as Promise<string[]>),
         );
         for (const flat of shares) {
           for (let i = 0; i < flat.length; i += 2) {

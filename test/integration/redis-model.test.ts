@@ -111,5 +111,32 @@ for (const mode of ['standalone', 'cluster'] as const) {
         { numRuns: mode === 'cluster' ? 40 : 80 },
       );
     });
+
+    it('concurrent applies (batched into one script per slot) give the outcomes of applying them in call order', async () => {
+      let run = 0;
+      const applies = apply as fc.Arbitrary<Extract<Op, { kind: 'apply' }>>;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 5 }),
+          fc.array(fc.array(applies, { minLength: 1, maxLength: 30 }), { minLength: 1, maxLength: 6 }),
+          async (capacity, groups) => {
+            const name = `batch${run++}`;
+            const model = createLedger({ store: memoryStore(), capacity, name });
+            const real = createLedger({ store: redis, capacity, name });
+            for (const group of groups) {
+              const [got, want] = await Promise.all([
+                Promise.all(group.map((o) => runOp(real, o))),
+                Promise.all(group.map((o) => runOp(model, o))),
+              ]);
+              expect(got).toEqual(want);
+            }
+            for (const o of ['p1', 'p2', 'p{x}', 'a:b', 'ü']) {
+              expect(await real.window(o)).toEqual(await model.window(o));
+            }
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
   });
 }

@@ -1,26 +1,28 @@
 --[[
-  ledger-apply: admit a signature into an owner's window and apply its deltas, atomically.
-  Every key shares the owner's {hash tag}, so Redis Cluster runs the whole step on one node.
+  ledger-apply: for each entry, admit its signature into the owner's window and apply its deltas,
+  atomically; several entries (a batch of concurrent calls) run in one script, in order, exactly as
+  if applied one after the other. Both keys of one entry share the owner's {hash tag}; on Redis
+  Cluster a batch only holds entries of one hash slot.
 
-  KEYS[1]  window     list    signatures, oldest first
-  KEYS[2]  orders     list    the order of each window entry ('' when none), parallel to KEYS[1]
-  KEYS[3]  balances   hash    field -> amount (canonical decimal string, any precision)
-  KEYS[4]  state      hash    h: horizon (highest evicted order), seq: journal counter
-  KEYS[5]  scopes     hash    '<#scope>:<scope><field>' -> this owner's total booked under scope
-  KEYS[6]  journal    stream  one entry per applied signature
-  ARGV[1]  signature
-  ARGV[2]  capacity          positive integer
-  ARGV[3]  order             canonical integer string, '' when none
-  ARGV[4]  horizon           '1' to answer stale at or below the horizon, '0' not to track it
-  ARGV[5]  scope             '' when none
-  ARGV[6]  meta              JSON text, '' when none
-  ARGV[7]  journal limit     '' keep every entry, '0' keep none, n keep the newest n
-  ARGV[8..] field, delta pairs (canonical integer strings)
-  Returns  { outcome, seq, field1, balance1, field2, balance2, ... }
-           outcome: 'applied' | 'duplicate' | 'stale'; seq is '' unless applied
+  Entry i (1-based) uses KEYS[2i-1 .. 2i]:
+  KEYS[2i-1]  state     hash    w: window signatures (JSON array, oldest first)
+                                o: their orders (JSON array of integer strings, '' when none)
+                                h: horizon (highest evicted order)   seq: journal counter
+                                b: balances (JSON object field -> canonical decimal string)
+                                t:<#scope>:<scope><field>: this owner's total booked under scope
+  KEYS[2i]    journal   stream  one entry per applied signature
+  ARGV[1]     journal limit     '' keep every entry, '0' keep none, n keep the newest n
+  ARGV[2..]   per entry, in order: signature, capacity, order ('' when none),
+              horizon ('1' answer stale at or below it, '0' do not track it), scope ('' when none),
+              meta JSON ('' when none), n (number of deltas), then n field, delta pairs
+  Returns     one reply per entry: { outcome, seq, field1, balance1, field2, balance2, ... }
+              outcome: 'applied' | 'duplicate' | 'stale'; seq is '' unless applied
 
-  Amounts are added as decimal strings: HINCRBY stops at 64 bits and would fail half-way through
-  the deltas (a script is not rolled back), so it must not be used here.
+  One HMGET reads everything an entry needs and one HSET writes it: the per-apply cost of a
+  script is mostly its redis.call()s, so the window, orders and balances are JSON fields of one
+  hash instead of lists and hashes of their own (O(capacity) per apply: right for dedup windows
+  of a few entries). Amounts are added as decimal strings: HINCRBY stops at 64 bits and could
+  fail half-way through the deltas (a script is not rolled back), so it must not be used here.
 ]]
 
 -- Compares two canonical integer strings (no '+', no leading zeros, no '-0').
@@ -84,63 +86,89 @@ local function add(a, b)
   return nb and ('-' .. r) or r
 end
 
-local function reply(outcome, seq)
-  local out = { outcome, seq }
-  local balances = redis.call('HGETALL', KEYS[3])
-  for i = 1, #balances do out[#out + 1] = balances[i] end
-  return out
-end
+local limit = ARGV[1]
+local replies = {}
+local a = 2
 
-local signature = ARGV[1]
-if redis.call('LPOS', KEYS[1], signature) then return reply('duplicate', '') end
+for k = 1, #KEYS, 2 do
+  local state_key, journal_key = KEYS[k], KEYS[k + 1]
+  local signature, capacity, order = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
+  local track, scope, meta = ARGV[a + 3] == '1', ARGV[a + 4], ARGV[a + 5]
+  local n = tonumber(ARGV[a + 6])
+  local first_delta = a + 7
+  a = first_delta + 2 * n
 
-local track = ARGV[4] == '1'
-local order = track and ARGV[3] or ''
-local horizon = redis.call('HGET', KEYS[4], 'h')
-if order ~= '' and horizon and cmp(order, horizon) <= 0 then return reply('stale', '') end
-
-redis.call('RPUSH', KEYS[1], signature)
-redis.call('RPUSH', KEYS[2], order)
--- Evict the oldest, one at a time, while over capacity (never a wholesale clear).
-local capacity = tonumber(ARGV[2])
-local size = redis.call('LLEN', KEYS[1])
-local new_horizon = horizon
-while size > capacity do
-  redis.call('LPOP', KEYS[1])
-  local evicted = redis.call('LPOP', KEYS[2])
-  if evicted and evicted ~= '' and ((not new_horizon) or cmp(evicted, new_horizon) > 0) then
-    new_horizon = evicted
-  end
-  size = size - 1
-end
-if new_horizon and new_horizon ~= horizon then redis.call('HSET', KEYS[4], 'h', new_horizon) end
-
-local scope = ARGV[5]
-local scope_prefix = #scope .. ':' .. scope
-local entry = {}
-for i = 8, #ARGV, 2 do
-  local field, delta = ARGV[i], ARGV[i + 1]
-  redis.call('HSET', KEYS[3], field, add(redis.call('HGET', KEYS[3], field) or '0', delta))
+  local scope_prefix = 't:' .. #scope .. ':' .. scope
+  local wanted = { 'w', 'o', 'h', 'seq', 'b' }
   if scope ~= '' then
-    local key = scope_prefix .. field
-    redis.call('HSET', KEYS[5], key, add(redis.call('HGET', KEYS[5], key) or '0', delta))
+    for i = first_delta, first_delta + 2 * n - 1, 2 do wanted[#wanted + 1] = scope_prefix .. ARGV[i] end
   end
-  entry[#entry + 1] = 'd:' .. field
-  entry[#entry + 1] = delta
-end
+  local got = redis.call('HMGET', state_key, unpack(wanted))
+  local window = got[1] and cjson.decode(got[1]) or {}
+  local horizon = got[3]
 
-local seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
-local limit = ARGV[7]
-if limit ~= '0' then
-  local now = redis.call('TIME')
-  local args = { 'XADD', KEYS[6] }
-  if limit ~= '' then args[#args + 1] = 'MAXLEN'; args[#args + 1] = limit end
-  args[#args + 1] = '*'
-  for _, v in ipairs({ 'seq', seq, 'sig', signature, 's', now[1], 'us', now[2] }) do args[#args + 1] = v end
-  if scope ~= '' then args[#args + 1] = 'scope'; args[#args + 1] = scope end
-  if ARGV[3] ~= '' then args[#args + 1] = 'order'; args[#args + 1] = ARGV[3] end
-  if ARGV[6] ~= '' then args[#args + 1] = 'meta'; args[#args + 1] = ARGV[6] end
-  for _, v in ipairs(entry) do args[#args + 1] = v end
-  redis.call(unpack(args))
+  local outcome = 'applied'
+  for i = 1, #window do
+    if window[i] == signature then outcome = 'duplicate'; break end
+  end
+  local judged = track and order or ''
+  if outcome == 'applied' and judged ~= '' and horizon and cmp(judged, horizon) <= 0 then outcome = 'stale' end
+
+  local balances = got[5] and cjson.decode(got[5]) or {}
+  local reply = { outcome, '' }
+  if outcome == 'applied' then
+    -- Insert as newest; evict the oldest, one at a time, while over capacity (never a wholesale clear).
+    local orders = got[2] and cjson.decode(got[2]) or {}
+    window[#window + 1] = signature
+    orders[#orders + 1] = judged
+    local new_horizon = horizon
+    while #window > capacity do
+      table.remove(window, 1)
+      local evicted = table.remove(orders, 1)
+      if evicted ~= '' and ((not new_horizon) or cmp(evicted, new_horizon) > 0) then new_horizon = evicted end
+    end
+
+    local seq = tostring((tonumber(got[4]) or 0) + 1)
+    local set = { 'HSET', state_key, 'w', cjson.encode(window), 'o', cjson.encode(orders), 'seq', seq }
+    if new_horizon and new_horizon ~= horizon then
+      set[#set + 1] = 'h'
+      set[#set + 1] = new_horizon
+    end
+    local entry = {}
+    for i = first_delta, first_delta + 2 * n - 1, 2 do
+      local field, delta = ARGV[i], ARGV[i + 1]
+      balances[field] = add(balances[field] or '0', delta)
+      if scope ~= '' then
+        set[#set + 1] = scope_prefix .. field
+        set[#set + 1] = add(got[6 + (i - first_delta) / 2] or '0', delta)
+      end
+      entry[#entry + 1] = 'd:' .. field
+      entry[#entry + 1] = delta
+    end
+    if n > 0 then
+      set[#set + 1] = 'b'
+      set[#set + 1] = cjson.encode(balances)
+    end
+    redis.call(unpack(set))
+
+    if limit ~= '0' then
+      local now = redis.call('TIME')
+      local args = { 'XADD', journal_key }
+      if limit ~= '' then args[#args + 1] = 'MAXLEN'; args[#args + 1] = limit end
+      args[#args + 1] = '*'
+      for _, v in ipairs({ 'seq', seq, 'sig', signature, 's', now[1], 'us', now[2] }) do args[#args + 1] = v end
+      if scope ~= '' then args[#args + 1] = 'scope'; args[#args + 1] = scope end
+      if order ~= '' then args[#args + 1] = 'order'; args[#args + 1] = order end
+      if meta ~= '' then args[#args + 1] = 'meta'; args[#args + 1] = meta end
+      for _, v in ipairs(entry) do args[#args + 1] = v end
+      redis.call(unpack(args))
+    end
+    reply[2] = seq
+  end
+  for field, amount in pairs(balances) do
+    reply[#reply + 1] = field
+    reply[#reply + 1] = amount
+  end
+  replies[#replies + 1] = reply
 end
-return reply('applied', tostring(seq))
+return replies
