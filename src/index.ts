@@ -2,6 +2,7 @@
 export { type Clock, FakeClock, systemClock } from './core/clock.js';
 export { type Duration, parseDuration } from './core/duration.js';
 export {
+  ClockRollbackError,
   ClosedError,
   ErrorCode,
   InvalidArgumentError,

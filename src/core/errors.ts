@@ -19,6 +19,8 @@ export const ErrorCode = {
   STORE: 'ERR_STORE',
   /** The object was closed and cannot be used any more. */
   CLOSED: 'ERR_CLOSED',
+  /** The clock went back further than a snowflake generator tolerates (or across a restart). */
+  CLOCK_ROLLBACK: 'ERR_CLOCK_ROLLBACK',
 } as const;
 
 /** The union of every code in {@link ErrorCode}. */
@@ -96,6 +98,19 @@ export class StoreError extends OnceflowError {
 export class ClosedError extends OnceflowError {
   constructor(what: string) {
     super(ErrorCode.CLOSED, `${what} is closed`);
+  }
+}
+
+/** The clock is behind the last timestamp a generator used, by more than it may wait out. */
+export class ClockRollbackError extends OnceflowError {
+  /** How far (ms) the clock is behind the last timestamp used. */
+  readonly behindMs: number;
+  constructor(behindMs: number, toleranceMs: number, where: string) {
+    super(
+      ErrorCode.CLOCK_ROLLBACK,
+      `The clock is ${behindMs} ms behind the last timestamp used (${where}); at most ${toleranceMs} ms (\`rollbackToleranceMs\`) is waited out`,
+    );
+    this.behindMs = behindMs;
   }
 }
 
