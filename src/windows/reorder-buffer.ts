@@ -1,0 +1,500 @@
+import { type Clock, systemClock } from '../core/clock.js';
+import { type Duration, parseDuration } from '../core/duration.js';
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
+import {
+  AdaptiveTimeout,
+  type AdaptiveTimeoutOptions,
+  type AdaptiveTimeoutStats,
+} from './adaptive-timeout.js';
+
+/** One item let out of a reorder buffer, in sequence order. */
+export interface Release<T> {
+  readonly seq: number;
+  readonly item: T;
+  /** True for a sequence number that had been given up on (reported in a gap) and came after all. */
+  readonly late: boolean;
+}
+
+/** A range of sequence numbers given up on, both ends included. */
+export interface GapRange {
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * What {@link ReorderBuffer.push} decided:
+ * - `released`: it was the next number; it and the contiguous buffered run after it are released.
+ * - `buffered`: held until the numbers before it come (or their gap times out).
+ * - `late`: a number reported missing came after all: released once, flagged `late`.
+ * - `duplicate`: seen before (buffered, released, or released late): never released twice.
+ * - `stale`: below `next`, not in the missing set, and at or below the highest number the bounded
+ *   missing set forgot: it may be a missing number that came very late, or a repeat. Not released:
+ *   it goes to the caller for reconciliation, so the buffer fails safe (as a window's horizon does).
+ * - `rejected`: beyond the buffer's capacity with `overflow: 'reject'`; nothing changed.
+ */
+export type PushOutcome = 'released' | 'buffered' | 'late' | 'duplicate' | 'stale' | 'rejected';
+
+/**
+ * The releases of one push, in order (an array, so `for (const r of buffer.push(...))` works), with
+ * the push's `outcome` and the `gaps` an overflow with `overflow: 'advance'` gave up on.
+ */
+export type PushResult<T> = ReadonlyArray<Release<T>> & {
+  readonly outcome: PushOutcome;
+  readonly gaps: readonly GapRange[];
+};
+
+/** What {@link ReorderBuffer.tick} let out: released items and the gaps force-advanced over. */
+export interface TickResult<T> {
+  readonly released: Release<T>[];
+  readonly gaps: GapRange[];
+}
+
+/** Options of {@link ReorderBuffer}. */
+export interface ReorderBufferOptions {
+  /** The first sequence number expected. Default 0. */
+  next?: number;
+  /**
+   * The window: numbers in `[next, next + capacity)` are accepted. Derive it from the source's
+   * largest displacement (how far ahead of a number its successors can arrive) and write it down.
+   */
+  capacity: number;
+  /** How long a hole may stay open before it is force-advanced, or `'adaptive'`. */
+  gapTimeout: Duration | 'adaptive';
+  /** Tuning of `gapTimeout: 'adaptive'`. */
+  adaptive?: AdaptiveTimeoutOptions;
+  /**
+   * A number at or beyond `next + capacity`: `'advance'` (default) gives up the oldest holes until
+   * it fits (they are reported as gaps and become missing), `'reject'` answers `rejected`.
+   */
+  overflow?: 'advance' | 'reject';
+  /**
+   * How many missing numbers are remembered for late arrival. Beyond it the oldest are forgotten
+   * one at a time; a forgotten number that comes answers `stale`. Default 65 536.
+   */
+  maxMissing?: number;
+  /** Time when `push`/`tick` get no `now`. Default: the wall clock. */
+  clock?: Clock;
+}
+
+/** Figures for metrics. */
+export interface ReorderStats {
+  readonly next: number;
+  readonly buffered: number;
+  readonly missing: number;
+  readonly timeoutMs: number;
+  readonly adaptive?: AdaptiveTimeoutStats;
+}
+
+/** The saved state of a reorder buffer (format `onceflow.reorder.v1`); JSON when the items are. */
+export interface SavedReorderBuffer<T> {
+  readonly format: 'onceflow.reorder.v1';
+  readonly next: number;
+  /** Buffered items: `[seq, item, arrivedAt]`, by sequence number. */
+  readonly buffered: [seq: number, item: T, at: number][];
+  /** Missing ranges: `[from, to, openedAt]`, ascending. */
+  readonly missing: [from: number, to: number, openedAt: number][];
+  /** The highest number the missing set forgot, or `null`. */
+  readonly missingHorizon: number | null;
+  /** The latest time seen (time never moves back inside a buffer), or `null`. */
+  readonly lastNow: number | null;
+  readonly adaptive: ReturnType<AdaptiveTimeout['toJSON']> | null;
+}
+
+interface MissingRange {
+  from: number;
+  to: number;
+  openedAt: number;
+}
+
+const FORMAT = 'onceflow.reorder.v1';
+// 65 536 missing numbers: at 10 000 events/s with 1% lost and a compensation lane that gives up
+// after ~10 minutes, 60 000 numbers are outstanding at most; a range costs ~50 bytes, however long.
+const DEFAULT_MAX_MISSING = 65_536;
+const NO_GAPS: readonly GapRange[] = Object.freeze([]);
+const constant = <T>(outcome: PushOutcome): PushResult<T> =>
+  Object.freeze(Object.assign([] as Release<T>[], { outcome, gaps: NO_GAPS }));
+const BUFFERED = constant<never>('buffered');
+const DUPLICATE = constant<never>('duplicate');
+const STALE = constant<never>('stale');
+const REJECTED = constant<never>('rejected');
+
+/**
+ * Puts the events of one single-writer sequence back in order (DESIGN §3.4). Pure: no timers, no
+ * I/O; time is passed in (or read from `clock`), and a gap is force-advanced only by {@link tick}.
+ *
+ * - `seq == next`: released with every contiguous buffered item after it.
+ * - `next < seq < next + capacity`: buffered (twice → `duplicate`).
+ * - `seq >= next + capacity`: `overflow` decides (`'advance'` gives up the oldest holes).
+ * - A hole open longer than the gap timeout (from the arrival of the first item behind it) is
+ *   force-advanced by `tick`: its numbers become missing and are reported as one gap range.
+ * - `seq < next`: released once with `late: true` iff it is missing; otherwise `duplicate`.
+ *
+ * Sequence numbers only order the events of their single writer (DESIGN §1 principle 5): one
+ * buffer per partition, per connection, per table — never one across writers.
+ *
+ * @example
+ * ```ts
+ * const buffer = new ReorderBuffer<string>({ next: 1, capacity: 64, gapTimeout: '250ms' });
+ * buffer.push(2, 'b', 0).outcome; // 'buffered'
+ * buffer.push(1, 'a', 10).map((r) => r.item); // ['a', 'b']
+ * buffer.push(4, 'd', 20).outcome; // 'buffered'
+ * buffer.tick(300).gaps; // [{ from: 3, to: 3 }]
+ * buffer.push(3, 'c', 400).map((r) => [r.item, r.late]); // [['c', true]]
+ * buffer.push(3, 'c', 500).outcome; // 'duplicate'
+ * ```
+ */
+export class ReorderBuffer<T> {
+  readonly capacity: number;
+  readonly overflow: 'advance' | 'reject';
+  readonly maxMissing: number;
+  readonly #fixedTimeoutMs: number;
+  readonly #adaptive: AdaptiveTimeout | undefined;
+  readonly #clock: Clock;
+  #next: number;
+  // Slot i holds the number s with s % capacity == i, for s in (next, next + capacity).
+  #items: (T | undefined)[];
+  #filled: Uint8Array;
+  #at: Float64Array;
+  #buffered = 0;
+  // Buffered numbers in arrival order (times never decrease), released ones dropped lazily from
+  // the front: the front's arrival is when the hole at `next` became known. At most 2 x capacity.
+  #queueSeq: number[] = [];
+  #queueAt: number[] = [];
+  #queueHead = 0;
+  #missing: MissingRange[] = [];
+  #missingCount = 0;
+  #missingHorizon: number | undefined;
+  #lastNow = Number.NEGATIVE_INFINITY;
+
+  constructor(options: ReorderBufferOptions) {
+    if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+    this.capacity = positiveInt('capacity', options.capacity);
+    this.#next = nonNegativeInt('next', options.next ?? 0);
+    this.overflow = options.overflow ?? 'advance';
+    if (this.overflow !== 'advance' && this.overflow !== 'reject') {
+      throw new InvalidOptionError('overflow', "'advance' or 'reject'", options.overflow);
+    }
+    this.maxMissing = nonNegativeInt('maxMissing', options.maxMissing ?? DEFAULT_MAX_MISSING);
+    this.#clock = options.clock ?? systemClock;
+    if (typeof this.#clock?.now !== 'function') {
+      throw new InvalidOptionError('clock', 'an object with now()', options.clock);
+    }
+    if (options.gapTimeout === 'adaptive') {
+      this.#adaptive = new AdaptiveTimeout(options.adaptive ?? {});
+      this.#fixedTimeoutMs = 0;
+    } else {
+      if (options.adaptive !== undefined) {
+        throw new InvalidOptionError('adaptive', "absent unless gapTimeout is 'adaptive'", options.adaptive);
+      }
+      this.#fixedTimeoutMs = parseDuration(options.gapTimeout, 'gapTimeout');
+    }
+    this.#items = new Array<T | undefined>(this.capacity);
+    this.#filled = new Uint8Array(this.capacity);
+    this.#at = new Float64Array(this.capacity);
+  }
+
+  /** The next sequence number expected. */
+  get next(): number {
+    return this.#next;
+  }
+
+  /** How many items are held. */
+  get buffered(): number {
+    return this.#buffered;
+  }
+
+  /** The gap timeout in force (ms): fixed, or the adaptive one. */
+  get timeoutMs(): number {
+    return this.#adaptive === undefined ? this.#fixedTimeoutMs : this.#adaptive.timeoutMs;
+  }
+
+  /** When the open hole at `next` times out (ms), or `undefined` when nothing is buffered. */
+  get deadline(): number | undefined {
+    const since = this.#holeSince();
+    return since === undefined ? undefined : since + this.timeoutMs;
+  }
+
+  /** Figures for metrics: position, fill, missing count, the timeout (and its adaptive state). */
+  stats(): ReorderStats {
+    const base = {
+      next: this.#next,
+      buffered: this.#buffered,
+      missing: this.#missingCount,
+      timeoutMs: this.timeoutMs,
+    };
+    return this.#adaptive === undefined ? base : { ...base, adaptive: this.#adaptive.stats() };
+  }
+
+  /** The missing ranges (reported in gaps, not come yet), ascending. */
+  missing(): GapRange[] {
+    return this.#missing.map(({ from, to }) => ({ from, to }));
+  }
+
+  /** Accepts one item; see {@link PushOutcome}. `now` defaults to the clock. */
+  push(seq: number, item: T, now?: number): PushResult<T> {
+    if (!Number.isSafeInteger(seq) || seq < 0) {
+      throw new InvalidArgumentError('seq', 'a non-negative safe integer', seq);
+    }
+    const t = this.#time(now);
+    const next = this.#next;
+    if (seq < next) return this.#pushBelow(seq, item, t);
+    let gaps = NO_GAPS;
+    let out: Release<T>[] | undefined;
+    if (seq - next >= this.capacity) {
+      if (this.overflow === 'reject') return REJECTED;
+      out = [];
+      gaps = this.#advanceTo(seq - this.capacity + 1, out, this.#holeSince() ?? t);
+    }
+    if (seq === this.#next) {
+      if (this.#buffered > 0 && this.#adaptive !== undefined) {
+        this.#adaptive.record(t - (this.#holeSince() as number));
+      }
+      out ??= [];
+      out.push({ seq, item, late: false });
+      this.#next = seq + 1;
+      this.#releaseRun(out);
+      return result(out, 'released', gaps);
+    }
+    const slot = seq % this.capacity;
+    if (this.#filled[slot] === 1) return out === undefined ? DUPLICATE : result(out, 'duplicate', gaps);
+    this.#filled[slot] = 1;
+    this.#items[slot] = item;
+    this.#at[slot] = t;
+    this.#buffered++;
+    this.#queueSeq.push(seq);
+    this.#queueAt.push(t);
+    return out === undefined ? BUFFERED : result(out, 'buffered', gaps);
+  }
+
+  /**
+   * Force-advances every hole open at least the gap timeout at `now`: its numbers become missing
+   * and are reported as gap ranges, and the runs behind them are released.
+   */
+  tick(now?: number): TickResult<T> {
+    const t = this.#time(now);
+    const released: Release<T>[] = [];
+    const gaps: GapRange[] = [];
+    for (;;) {
+      const since = this.#holeSince();
+      if (since === undefined || t - since < this.timeoutMs) break;
+      let first = this.#next + 1;
+      while (this.#filled[first % this.capacity] === 0) first++;
+      gaps.push(this.#recordMissing(this.#next, first - 1, since));
+      this.#next = first;
+      this.#releaseRun(released);
+    }
+    return { released, gaps };
+  }
+
+  /** The state as a plain object (JSON when the items are); {@link restore} reads it back. */
+  snapshot(): SavedReorderBuffer<T> {
+    const buffered: [number, T, number][] = [];
+    for (let s = this.#next + 1; buffered.length < this.#buffered; s++) {
+      const slot = s % this.capacity;
+      if (this.#filled[slot] === 1) buffered.push([s, this.#items[slot] as T, this.#at[slot] as number]);
+    }
+    return {
+      format: FORMAT,
+      next: this.#next,
+      buffered,
+      missing: this.#missing.map((m) => [m.from, m.to, m.openedAt]),
+      missingHorizon: this.#missingHorizon ?? null,
+      lastNow: Number.isFinite(this.#lastNow) ? this.#lastNow : null,
+      adaptive: this.#adaptive?.toJSON() ?? null,
+    };
+  }
+
+  /** Replaces the whole state with a {@link snapshot} (of a buffer with a capacity that fits it). */
+  restore(saved: SavedReorderBuffer<T>): void {
+    const s = validateSaved<T>(saved, this.capacity);
+    if ((s.adaptive === null) !== (this.#adaptive === undefined)) {
+      throw new InvalidArgumentError('saved.adaptive', 'present iff gapTimeout is adaptive', s.adaptive);
+    }
+    if (s.adaptive !== null) this.#adaptive?.load(s.adaptive);
+    this.#next = s.next;
+    this.#items = new Array<T | undefined>(this.capacity);
+    this.#filled.fill(0);
+    this.#buffered = 0;
+    for (const [seq, item, at] of s.buffered) {
+      const slot = seq % this.capacity;
+      this.#filled[slot] = 1;
+      this.#items[slot] = item;
+      this.#at[slot] = at;
+      this.#buffered++;
+    }
+    const byArrival = [...s.buffered].sort((a, b) => a[2] - b[2] || a[0] - b[0]);
+    this.#queueSeq = byArrival.map((b) => b[0]);
+    this.#queueAt = byArrival.map((b) => b[2]);
+    this.#queueHead = 0;
+    this.#missing = s.missing.map(([from, to, openedAt]) => ({ from, to, openedAt }));
+    this.#missingCount = s.missing.reduce((n, [from, to]) => n + to - from + 1, 0);
+    this.#missingHorizon = s.missingHorizon ?? undefined;
+    this.#lastNow = s.lastNow ?? Number.NEGATIVE_INFINITY;
+  }
+
+  #time(now: number | undefined): number {
+    const t = now ?? this.#clock.now();
+    if (typeof t !== 'number' || Number.isNaN(t)) throw new InvalidArgumentError('now', 'a number', t);
+    // Time never moves back inside a buffer: a stepped-back clock must not reopen a hole's age.
+    if (t > this.#lastNow) this.#lastNow = t;
+    return this.#lastNow;
+  }
+
+  /** Arrival time of the earliest-arrived buffered item: when the hole at `next` became known. */
+  #holeSince(): number | undefined {
+    if (this.#buffered === 0) return undefined;
+    const qs = this.#queueSeq;
+    let h = this.#queueHead;
+    while ((qs[h] as number) < this.#next) h++;
+    if (h > 1024 && h * 2 >= qs.length) {
+      // Compact once the dead prefix is as long as the live part: amortised O(1), memory <= 2x.
+      this.#queueSeq = qs.slice(h);
+      this.#queueAt = this.#queueAt.slice(h);
+      h = 0;
+    }
+    this.#queueHead = h;
+    return this.#queueAt[h];
+  }
+
+  #pushBelow(seq: number, item: T, t: number): PushResult<T> {
+    const i = this.#findMissing(seq);
+    if (i < 0) {
+      return this.#missingHorizon !== undefined && seq <= this.#missingHorizon ? STALE : DUPLICATE;
+    }
+    const range = this.#missing[i] as MissingRange;
+    this.#adaptive?.record(t - range.openedAt);
+    if (range.from === range.to) this.#missing.splice(i, 1);
+    else if (seq === range.from) range.from++;
+    else if (seq === range.to) range.to--;
+    else {
+      this.#missing.splice(i + 1, 0, { from: seq + 1, to: range.to, openedAt: range.openedAt });
+      range.to = seq - 1;
+    }
+    this.#missingCount--;
+    return result([{ seq, item, late: true }], 'late', NO_GAPS);
+  }
+
+  #findMissing(seq: number): number {
+    const m = this.#missing;
+    let lo = 0;
+    let hi = m.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const r = m[mid] as MissingRange;
+      if (seq < r.from) hi = mid - 1;
+      else if (seq > r.to) lo = mid + 1;
+      else return mid;
+    }
+    return -1;
+  }
+
+  /** Moves `next` up to `target`: buffered items on the way are released, holes become missing. */
+  #advanceTo(target: number, out: Release<T>[], openedAt: number): GapRange[] {
+    const gaps: GapRange[] = [];
+    while (this.#next < target) {
+      const s = this.#next;
+      if (this.#filled[s % this.capacity] === 1) {
+        this.#releaseRun(out);
+        continue;
+      }
+      // A hole: it runs to the next buffered item, or (nothing buffered) straight to the target.
+      let end = s + 1;
+      if (this.#buffered === 0) end = target;
+      else while (end < target && this.#filled[end % this.capacity] === 0) end++;
+      gaps.push(this.#recordMissing(s, end - 1, openedAt));
+      this.#next = end;
+    }
+    this.#releaseRun(out);
+    return gaps;
+  }
+
+  /** Releases the contiguous buffered run starting at `next`. */
+  #releaseRun(out: Release<T>[]): void {
+    let s = this.#next;
+    const cap = this.capacity;
+    let slot = s % cap;
+    while (this.#filled[slot] === 1) {
+      out.push({ seq: s, item: this.#items[slot] as T, late: false });
+      this.#items[slot] = undefined;
+      this.#filled[slot] = 0;
+      this.#buffered--;
+      s++;
+      slot = slot + 1 === cap ? 0 : slot + 1;
+    }
+    this.#next = s;
+  }
+
+  #recordMissing(from: number, to: number, openedAt: number): GapRange {
+    this.#missing.push({ from, to, openedAt });
+    this.#missingCount += to - from + 1;
+    // Bounded state forgets its oldest entries, one number at a time (DESIGN §1 principle 3); what
+    // is forgotten raises the horizon below which an unknown number answers `stale`.
+    while (this.#missingCount > this.maxMissing) {
+      const oldest = this.#missing[0] as MissingRange;
+      const drop = Math.min(this.#missingCount - this.maxMissing, oldest.to - oldest.from + 1);
+      oldest.from += drop;
+      this.#missingCount -= drop;
+      this.#missingHorizon = oldest.from - 1;
+      if (oldest.from > oldest.to) this.#missing.shift();
+    }
+    return { from, to };
+  }
+}
+
+function result<T>(out: Release<T>[], outcome: PushOutcome, gaps: readonly GapRange[]): PushResult<T> {
+  return Object.assign(out, { outcome, gaps });
+}
+
+function validateSaved<T>(saved: unknown, capacity: number): SavedReorderBuffer<T> {
+  if (!isPlainObject(saved) || saved.format !== FORMAT) {
+    throw new InvalidArgumentError('saved', `a reorder buffer snapshot (format '${FORMAT}')`, saved);
+  }
+  const int = (path: string, v: unknown): number => {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+      throw new InvalidArgumentError(path, 'a non-negative safe integer', v);
+    }
+    return v;
+  };
+  const time = (path: string, v: unknown): number => {
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new InvalidArgumentError(path, 'a number', v);
+    return v;
+  };
+  const next = int('saved.next', saved.next);
+  if (!Array.isArray(saved.buffered))
+    throw new InvalidArgumentError('saved.buffered', 'an array', saved.buffered);
+  const seen = new Set<number>();
+  for (const [i, b] of (saved.buffered as unknown[]).entries()) {
+    if (!Array.isArray(b) || b.length !== 3) {
+      throw new InvalidArgumentError(`saved.buffered[${i}]`, '[seq, item, at]', b);
+    }
+    const seq = int(`saved.buffered[${i}][0]`, b[0]);
+    if (seq <= next || seq - next >= capacity || seen.has(seq)) {
+      throw new InvalidArgumentError(
+        `saved.buffered[${i}][0]`,
+        `a distinct number in (${next}, ${next + capacity})`,
+        seq,
+      );
+    }
+    seen.add(seq);
+    time(`saved.buffered[${i}][2]`, b[2]);
+  }
+  if (!Array.isArray(saved.missing))
+    throw new InvalidArgumentError('saved.missing', 'an array', saved.missing);
+  let floor = -1;
+  for (const [i, m] of (saved.missing as unknown[]).entries()) {
+    if (!Array.isArray(m) || m.length !== 3) {
+      throw new InvalidArgumentError(`saved.missing[${i}]`, '[from, to, openedAt]', m);
+    }
+    const from = int(`saved.missing[${i}][0]`, m[0]);
+    const to = int(`saved.missing[${i}][1]`, m[1]);
+    if (from <= floor || to < from || to >= next) {
+      throw new InvalidArgumentError(`saved.missing[${i}]`, 'ascending disjoint ranges below next', m);
+    }
+    floor = to;
+    time(`saved.missing[${i}][2]`, m[2]);
+  }
+  if (saved.missingHorizon !== null) int('saved.missingHorizon', saved.missingHorizon);
+  if (saved.lastNow !== null) time('saved.lastNow', saved.lastNow);
+  return saved as unknown as SavedReorderBuffer<T>;
+}
