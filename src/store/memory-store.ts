@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt } from '../core/validate.js';
+import { createMemoryLimiterBackend } from '../limiter/memory-backend.js';
 import { SignatureWindow } from '../windows/signature-window.js';
 import type {
   Balances,
@@ -59,6 +60,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
       ? Number.POSITIVE_INFINITY
       : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
   const ledgers = new Map<string, LedgerState>();
+  const limiter = createMemoryLimiterBackend(clock);
 
   const ledgerOf = (name: string): LedgerState => {
     let state = ledgers.get(name);
@@ -114,6 +116,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
   return {
     kind: 'memory',
     ledgerApply: (cmd) => Promise.resolve(applySync(cmd)),
+    limiterTake: (cmd) => Promise.resolve(limiter.take(cmd)),
+    limiterReset: (namespace) => Promise.resolve(limiter.reset(namespace)),
     async ledgerBalances(ledger, owner) {
       return toRecord(ledgers.get(ledger)?.owners.get(owner)?.balances);
     },

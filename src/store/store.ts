@@ -1,4 +1,5 @@
 import type { Order } from '../core/validate.js';
+import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 
 /** A JSON value, as kept in a journal entry's `meta`. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -89,6 +90,13 @@ export interface Store {
   ledgerJournal(ledger: string, query: JournalQuery): Promise<JournalEntry[]>;
   /** Sum of every applied delta booked under `scope`, kept exact whatever the journal retention. */
   ledgerScopeTotals(ledger: string, scope: string): Promise<Balances>;
+  /**
+   * Rate limiting (DESIGN §3.5, src/limiter): one multi-limit decision in one atomic step; every
+   * limit admits the cost and is charged, or none is. Optional: stores without it have no limiter.
+   */
+  limiterTake?(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
+  /** Drops every limiter state in `namespace` (see src/limiter/keys.ts); returns how many keys. */
+  limiterReset?(namespace: string): Promise<number>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */
   close?(): Promise<void>;
 }
