@@ -12,7 +12,9 @@ export {
   OnceflowError,
   StoreError,
 } from './core/errors.js';
+export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';
 export type { Order } from './core/validate.js';
+export { isWindowConfig, type WindowConfig, window } from './core/window-config.js';
 export {
   type ApplyResult,
   createLedger,
@@ -20,6 +22,7 @@ export {
   type LedgerEntry,
   type LedgerOptions,
 } from './ledger/ledger.js';
+export * from './limiter/index.js';
 export {
   defineSignature,
   type FieldType,
