@@ -1,0 +1,68 @@
+import { ceilDiv, floorDiv } from './int-math.js';
+import type { AlgorithmMath, Verdict } from './types.js';
+
+/**
+ * The theoretical arrival time (TAT) as the exact rational `q + f / limit` milliseconds,
+ * 0 <= f < limit: the emission interval `window / limit` is rarely a whole number of
+ * milliseconds, and a rounded one drifts (100 per second rounded to 10 ms is exact, 3 per second
+ * rounded to 333 ms admits 3.003 per second).
+ */
+export interface GcraState {
+  q: number;
+  f: number;
+}
+
+/**
+ * GCRA (generic cell rate algorithm, as in redis-cell): a rate of `limit` per `window` with a
+ * burst of `param` (default `limit`). A request of cost c is admitted iff
+ * `max(TAT, now) + c·T − now <= burst·T`, T = window / limit. Exact: in any interval of length d
+ * at most `burst + d·limit/window` cost is admitted, and the memory it needs is one number.
+ */
+export const gcra: AlgorithmMath<GcraState> = {
+  decide(spec, state, now, cost): Verdict {
+    const { limit: L, windowMs: W, param: burst } = spec;
+    const [q, f] = base(state, now);
+    const [q2, f2] = add(q, f, cost * W, L);
+    const ahead = (q2 - now) * L + f2; // how far the new TAT runs ahead of now, in ms x L
+    if (ahead <= burst * W) {
+      return {
+        allowed: true,
+        remaining: floorDiv(burst * W - ahead, W),
+        resetAt: cost > 0 ? ceilTime(q2, f2) : ceilTime(q, f),
+        retryAfterMs: 0,
+      };
+    }
+    const held = (q - now) * L + f;
+    return {
+      allowed: false,
+      remaining: Math.max(0, floorDiv(burst * W - held, W)),
+      resetAt: ceilTime(q, f),
+      // The smallest whole t with TAT + c·T − t <= burst·T, i.e. t >= TAT − (burst − c)·T.
+      retryAfterMs: cost > burst ? Number.POSITIVE_INFINITY : q + ceilDiv(f - (burst - cost) * W, L) - now,
+    };
+  },
+  commit(spec, state, now, cost) {
+    const [q, f] = base(state, now);
+    const [q2, f2] = add(q, f, cost * spec.windowMs, spec.limit);
+    if (state === undefined) return { q: q2, f: f2 };
+    state.q = q2;
+    state.f = f2;
+    return state;
+  },
+  expiresAt: (_spec, state) => ceilTime(state.q, state.f),
+};
+
+/** The TAT to start from: the stored one, or now when it lies in the past. */
+function base(state: GcraState | undefined, now: number): [number, number] {
+  return state === undefined || state.q < now ? [now, 0] : [state.q, state.f];
+}
+
+function add(q: number, f: number, plus: number, limit: number): [number, number] {
+  const sum = f + plus;
+  const carry = floorDiv(sum, limit);
+  return [q + carry, sum - carry * limit];
+}
+
+function ceilTime(q: number, f: number): number {
+  return f > 0 ? q + 1 : q;
+}

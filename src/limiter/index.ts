@@ -1,0 +1,12 @@
+// Rate limiting (DESIGN §3.5): re-exports only.
+export type { Decision, DecisionReason, LimitDecision } from './decision.js';
+export { rateLimitHeaders } from './headers.js';
+export { createLimiter, type DegradedPolicy, type Limiter, type LimiterOptions } from './limiter.js';
+export type { LimitOptions } from './options.js';
+export {
+  createTenantRegistry,
+  type TenantEvent,
+  type TenantPolicy,
+  type TenantRegistry,
+} from './tenant-registry.js';
+export type { Algorithm, LimitSpec, Verdict } from './types.js';

@@ -1,0 +1,93 @@
+import { type Duration, parseDuration } from '../core/duration.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
+import { isWindowConfig, type WindowConfig } from '../core/window-config.js';
+import type { Algorithm, LimitSpec } from './types.js';
+
+/** One limit of a limiter. */
+export interface LimitOptions {
+  /** Names the limit in results and headers. Default: `'<limit>/<window>'`, e.g. `'100/1m'`. */
+  id?: string;
+  algorithm: Algorithm;
+  /** Cost admitted per window (for `gcra`, the rate: `limit` per `window`). */
+  limit: number;
+  /** `'1s'`, `60_000`, or `window('1m').granularity('1s')` (the bucket of `sliding-window`). */
+  window: Duration | WindowConfig;
+  /** `sliding-window` only: bucket length; divides the window. Default: the window's granularity. */
+  granularity?: Duration;
+  /** `gcra` only: the largest cost admitted at once. Default: `limit`. */
+  burst?: number;
+  /**
+   * Which subject this limit counts by, when `take` is given several (`{ user, ip }`). Limits
+   * without `by` count by the plain key.
+   */
+  by?: string;
+}
+
+const ALGORITHMS: readonly Algorithm[] = ['sliding-log', 'sliding-window', 'fixed-window', 'gcra'];
+
+// Products of limit, cost and window run through IEEE doubles in JavaScript and in Lua; they
+// stay exact below 2^53. limit x window <= 2^53 keeps every product of the math exact (the
+// largest is burst x window in GCRA and limit x granularity in the sliding window).
+const MAX_PRODUCT = Number.MAX_SAFE_INTEGER;
+
+/** Validates one limit into a spec; `path` prefixes option names in errors (`limits[1].window`). */
+export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: string | undefined } {
+  if (!isPlainObject(options)) throw new InvalidOptionError(path || 'options', 'an object', options);
+  const at = (name: string) => (path ? `${path}.${name}` : name);
+  if (!ALGORITHMS.includes(options.algorithm)) {
+    throw new InvalidOptionError(
+      at('algorithm'),
+      `one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}`,
+      options.algorithm,
+    );
+  }
+  const limit = positiveInt(at('limit'), options.limit);
+  const config = isWindowConfig(options.window) ? options.window : undefined;
+  const windowMs = config ? config.lengthMs : parseDuration(options.window as Duration, at('window'));
+  if (windowMs <= 0) throw new InvalidOptionError(at('window'), 'a positive duration', options.window);
+  let param = 0;
+  if (options.algorithm === 'sliding-window') {
+    param =
+      options.granularity !== undefined
+        ? parseDuration(options.granularity, at('granularity'))
+        : (config?.granularityMs ?? windowMs);
+    if (param <= 0 || windowMs % param !== 0) {
+      throw new InvalidOptionError(
+        at('granularity'),
+        `a positive duration that divides the window (${windowMs} ms)`,
+        options.granularity ?? param,
+      );
+    }
+  } else if (options.granularity !== undefined) {
+    throw new InvalidOptionError(
+      at('granularity'),
+      "absent: only 'sliding-window' has buckets",
+      options.granularity,
+    );
+  }
+  if (options.algorithm === 'gcra') {
+    param = options.burst === undefined ? limit : positiveInt(at('burst'), options.burst);
+  } else if (options.burst !== undefined) {
+    throw new InvalidOptionError(at('burst'), "absent: only 'gcra' has a burst", options.burst);
+  }
+  if (limit * windowMs > MAX_PRODUCT || param * windowMs > MAX_PRODUCT) {
+    throw new InvalidOptionError(
+      at('limit'),
+      `small enough that limit x window (ms) stays below 2^53`,
+      limit,
+    );
+  }
+  const by = options.by === undefined ? undefined : nonEmptyString(at('by'), options.by);
+  const id =
+    options.id === undefined ? `${limit}/${durationLabel(windowMs)}` : nonEmptyString(at('id'), options.id);
+  return { id, algorithm: options.algorithm, limit, windowMs, param, by };
+}
+
+/** `1000` → `'1s'`, `90000` → `'90s'`, `60000` → `'1m'`: the shortest exact spelling. */
+export function durationLabel(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}

@@ -1,0 +1,82 @@
+import type { AlgorithmMath, Verdict } from './types.js';
+
+/**
+ * Every admitted request still inside the window: times (ascending) and costs from `head` on,
+ * and their total. Two requests in one millisecond are two entries (the Redis twin gives each a
+ * unique sorted-set member for the same reason: a member keyed by time alone would merge them).
+ */
+export interface SlidingLogState {
+  times: number[];
+  costs: number[];
+  head: number;
+  total: number;
+}
+
+/**
+ * Sliding log: exact. A request at `now` counts until `now + window`; one is admitted iff the
+ * cost of the entries younger than the window plus its own is at most `limit`, so no window of
+ * that length (anywhere on the time line) ever holds more than `limit` admitted cost. Memory is
+ * O(entries in a window), up to `limit` entries: use it for small limits where exactness matters.
+ */
+export const slidingLog: AlgorithmMath<SlidingLogState> = {
+  decide(spec, state, now, cost): Verdict {
+    const W = spec.windowMs;
+    const L = spec.limit;
+    if (state === undefined) {
+      return cost <= L
+        ? { allowed: true, remaining: L - cost, resetAt: cost > 0 ? now + W : now, retryAfterMs: 0 }
+        : { allowed: false, remaining: L, resetAt: now, retryAfterMs: Number.POSITIVE_INFINITY };
+    }
+    const { times, costs } = state;
+    const cutoff = now - W; // an entry at t counts while t > now - window
+    let live = state.total;
+    let i = state.head;
+    while (i < times.length && (times[i] as number) <= cutoff) live -= costs[i++] as number;
+    const newest = i < times.length ? (times[times.length - 1] as number) : undefined;
+    if (live + cost <= L) {
+      const last = cost > 0 ? Math.max(newest ?? now, now) : newest;
+      return {
+        allowed: true,
+        remaining: L - live - cost,
+        resetAt: last === undefined ? now : last + W,
+        retryAfterMs: 0,
+      };
+    }
+    let retryAfterMs = Number.POSITIVE_INFINITY;
+    if (cost <= L) {
+      // Drop the oldest entries until the rest plus this cost fits: the last one dropped decides.
+      let freed = 0;
+      const need = live + cost - L;
+      while (freed < need) freed += costs[i++] as number;
+      retryAfterMs = (times[i - 1] as number) + W - now;
+    }
+    return { allowed: false, remaining: L - live, resetAt: (newest as number) + W, retryAfterMs };
+  },
+  commit(spec, state, now, cost) {
+    const s = state ?? { times: [], costs: [], head: 0, total: 0 };
+    const cutoff = now - spec.windowMs;
+    while (s.head < s.times.length && (s.times[s.head] as number) <= cutoff)
+      s.total -= s.costs[s.head++] as number;
+    if (s.head > 32 && s.head * 2 >= s.times.length) {
+      // Drop the dead prefix once it is as long as the live part: amortised O(1), memory <= 2x.
+      s.times = s.times.slice(s.head);
+      s.costs = s.costs.slice(s.head);
+      s.head = 0;
+    }
+    if (cost === 0) return s;
+    let at = s.times.length;
+    // A clock that steps back inserts in time order (the sorted set of the Redis twin does too).
+    while (at > s.head && (s.times[at - 1] as number) > now) at--;
+    if (at === s.times.length) {
+      s.times.push(now);
+      s.costs.push(cost);
+    } else {
+      s.times.splice(at, 0, now);
+      s.costs.splice(at, 0, cost);
+    }
+    s.total += cost;
+    return s;
+  },
+  expiresAt: (spec, state) =>
+    state.head < state.times.length ? (state.times[state.times.length - 1] as number) + spec.windowMs : 0,
+};

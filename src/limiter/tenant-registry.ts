@@ -1,0 +1,123 @@
+import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, nonEmptyStringArg } from '../core/validate.js';
+import { memoryStore } from '../store/memory-store.js';
+import type { Store } from '../store/store.js';
+import type { Decision } from './decision.js';
+import { tenantNamespace } from './keys.js';
+import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
+
+/** A tenant's policy: the limiter options without the store (the registry's is used). */
+export type TenantPolicy = Omit<LimiterOptions, 'store' | 'name'>;
+
+/** Lifecycle events of a {@link TenantRegistry}. */
+export type TenantEvent =
+  | { readonly type: 'init'; readonly tenant: string; readonly replaced: boolean }
+  | { readonly type: 'reset'; readonly tenant: string; readonly keys: number }
+  | { readonly type: 'close'; readonly tenant: string }
+  | { readonly type: 'degraded'; readonly tenant: string; readonly error: unknown };
+
+/** Limiters per tenant, on one store, in key spaces no tenant can reach across. */
+export interface TenantRegistry {
+  /** Sets (or replaces) a tenant's policy. Its counters are kept unless the policy changes shape. */
+  init(tenant: string, policy: TenantPolicy): void;
+  /** `take` on the tenant's limiter. Throws `ERR_INVALID_ARGUMENT` for an unknown tenant. */
+  take(
+    tenant: string,
+    key: string | Readonly<Record<string, string>>,
+    options?: { cost?: number },
+  ): Promise<Decision>;
+  /** Clears this tenant's limiter state (every key of its namespace), and no other tenant's. */
+  reset(tenant: string): Promise<number>;
+  /** Ends the tenant: any later use of it (`init` included) throws `ERR_CLOSED`. */
+  close(tenant: string): void;
+  /** Subscribes to lifecycle events; returns the unsubscribe function. */
+  on(listener: (event: TenantEvent) => void): () => void;
+  /** Tenants initialised and not closed. */
+  tenants(): string[];
+}
+
+/**
+ * A registry of per-tenant limiters (the multi-tenant window registry of the seeds). Tenant ids
+ * are escaped into their key space (`t:<escaped id>`), so an id like `a:b`, `{x}` or `*` can
+ * neither land in nor reset another tenant's keys.
+ *
+ * @example
+ * ```ts
+ * const tenants = createTenantRegistry({ store: memoryStore() });
+ * tenants.init('acme', { algorithm: 'gcra', limit: 2, window: '1s' });
+ * (await tenants.take('acme', 'user-1')).allowed; // true
+ * (await tenants.take('acme', 'user-1')).allowed; // true
+ * (await tenants.take('acme', 'user-1')).allowed; // false
+ * await tenants.reset('acme'); // 1
+ * (await tenants.take('acme', 'user-1')).allowed; // true
+ * tenants.close('acme');
+ * ```
+ */
+export function createTenantRegistry(options: { store?: Store } = {}): TenantRegistry {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object like { store }', options);
+  const store = options.store ?? memoryStore();
+  if (typeof store.limiterReset !== 'function' || typeof store.limiterTake !== 'function') {
+    throw new InvalidOptionError(
+      'store',
+      'a store with limiter support (memoryStore(), createRedisStore())',
+      store,
+    );
+  }
+  const limiters = new Map<string, Limiter>();
+  const closed = new Set<string>();
+  const listeners = new Set<(event: TenantEvent) => void>();
+  const emit = (event: TenantEvent) => {
+    for (const l of listeners) l(event);
+  };
+  const open = (tenant: unknown): string => {
+    const id = nonEmptyStringArg('tenant', tenant);
+    if (closed.has(id)) throw new ClosedError(`tenant ${JSON.stringify(id)}`);
+    return id;
+  };
+
+  return {
+    init(tenant, policy) {
+      const id = open(tenant);
+      if (!isPlainObject(policy))
+        throw new InvalidArgumentError('policy', 'limiter options without store', policy);
+      const limiter = createLimiter(
+        { ...(policy as TenantPolicy), store },
+        {
+          namespace: tenantNamespace(id),
+          onDegraded: (error) => emit({ type: 'degraded', tenant: id, error }),
+        },
+      );
+      const replaced = limiters.has(id);
+      limiters.set(id, limiter);
+      emit({ type: 'init', tenant: id, replaced });
+    },
+    take(tenant, key, takeOptions) {
+      const id = open(tenant);
+      const limiter = limiters.get(id);
+      if (limiter === undefined)
+        throw new InvalidArgumentError('tenant', 'a tenant passed to init() first', id);
+      return limiter.take(key, takeOptions);
+    },
+    async reset(tenant) {
+      const id = open(tenant);
+      const keys = await (store.limiterReset as (ns: string) => Promise<number>)(tenantNamespace(id));
+      // This process's blocks of the tenant go with its counters (other processes: see BlockCache).
+      const limiter = limiters.get(id);
+      if (limiter !== undefined) limiter.clearBlocks();
+      emit({ type: 'reset', tenant: id, keys });
+      return keys;
+    },
+    close(tenant) {
+      const id = open(tenant);
+      limiters.delete(id);
+      closed.add(id);
+      emit({ type: 'close', tenant: id });
+    },
+    on(listener) {
+      if (typeof listener !== 'function') throw new InvalidArgumentError('listener', 'a function', listener);
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    tenants: () => [...limiters.keys()],
+  };
+}

@@ -1,0 +1,65 @@
+/** The four limiter algorithms (DESIGN §3.5). */
+export type Algorithm = 'sliding-log' | 'sliding-window' | 'fixed-window' | 'gcra';
+
+/** One limit, validated and in whole milliseconds: what the math and the stores receive. */
+export interface LimitSpec {
+  /** Names the limit in results and headers (`'user/s'`); unique within a limiter. */
+  readonly id: string;
+  readonly algorithm: Algorithm;
+  /** Cost admitted per window (for `gcra`: the rate, `limit` per `windowMs`). */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** `sliding-window`: bucket length (divides `windowMs`); `gcra`: the burst; otherwise 0. */
+  readonly param: number;
+}
+
+/** What one limit says about one request at one instant. */
+export interface Verdict {
+  readonly allowed: boolean;
+  /** Cost still admissible right now, after this request if it was admitted. */
+  readonly remaining: number;
+  /** When, with no further requests, the limit is back to full (`remaining === limit`). */
+  readonly resetAt: number;
+  /**
+   * 0 when allowed. Otherwise the exact wait: the same request retried after `retryAfterMs` is
+   * admitted (if nothing else is admitted meanwhile), and one millisecond earlier it is not.
+   * `Infinity` when the cost exceeds what the limit can ever admit at once.
+   */
+  readonly retryAfterMs: number;
+}
+
+/**
+ * The pure math of one algorithm: no I/O, no clock, time passed in. A decision is two steps so a
+ * multi-limit decision can ask every limit first and charge all of them or none: `decide` never
+ * changes the state; `commit` (called only when every limit allowed) records the cost.
+ */
+export interface AlgorithmMath<S> {
+  /** Decides `cost` at `now` against `state` (`undefined`: nothing recorded yet). Pure. */
+  decide(spec: LimitSpec, state: S | undefined, now: number, cost: number): Verdict;
+  /** Records an admitted `cost` at `now`; may reuse (and change) `state`, returns the new state. */
+  commit(spec: LimitSpec, state: S | undefined, now: number, cost: number): S;
+  /** From this instant on the state is equivalent to no state: it may be dropped (and its TTL ends). */
+  expiresAt(spec: LimitSpec, state: S): number;
+}
+
+/** One limit of a store command: the spec and the store key its state lives under. */
+export interface LimitCall {
+  readonly spec: LimitSpec;
+  /** The key (without the store's prefix); every key of one command shares one `{hash tag}`. */
+  readonly key: string;
+}
+
+/** One multi-limit decision, as a store receives it: all limits admit the cost, or none is charged. */
+export interface LimiterTakeCommand {
+  readonly limits: readonly LimitCall[];
+  readonly cost: number;
+  /** Decision time; `undefined`: the store's own clock (Redis `TIME`, the memory store's clock). */
+  readonly now?: number | undefined;
+}
+
+/** The store's answer: the decision time and one verdict per limit, in order. */
+export interface LimiterTakeReply {
+  readonly now: number;
+  readonly allowed: boolean;
+  readonly verdicts: readonly Verdict[];
+}
