@@ -12,6 +12,7 @@ import type {
 import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
+import { redisOrderingOps } from './ordering-store.js';
 import { scripts } from './scripts.generated.js';
 
 // At most this many applies per script call. A ledger step costs a few microseconds of Redis
@@ -133,6 +134,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
   return {
     kind: 'redis',
+    ...redisOrderingOps(client, prefix),
     ledgerApply: (cmd: LedgerApplyCommand) =>
       guarded('ledgerApply', async (): Promise<LedgerApplyResult> => {
         const args: string[] = [

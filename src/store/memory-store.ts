@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt } from '../core/validate.js';
+import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { createMemoryLimiterBackend } from '../limiter/memory-backend.js';
 import { SignatureWindow } from '../windows/signature-window.js';
 import type {
@@ -115,6 +116,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
 
   return {
     kind: 'memory',
+    ...memoryOrderingOps(),
     ledgerApply: (cmd) => Promise.resolve(applySync(cmd)),
     limiterTake: (cmd) => Promise.resolve(limiter.take(cmd)),
     limiterReset: (namespace) => Promise.resolve(limiter.reset(namespace)),
