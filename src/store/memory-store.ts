@@ -1,8 +1,8 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt } from '../core/validate.js';
-import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { createMemoryLimiterBackend } from '../limiter/memory-backend.js';
+import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
 import type {
   Balances,

@@ -1,6 +1,6 @@
 import type { Order } from '../core/validate.js';
-import type { OrderingStoreOps } from '../ordering/store-ops.js';
 import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
+import type { OrderingStoreOps } from '../ordering/store-ops.js';
 
 /** A JSON value, as kept in a journal entry's `meta`. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
