@@ -12,6 +12,7 @@ import type {
 import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
+import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { scripts } from './scripts.generated.js';
 
@@ -132,8 +133,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return raw.map(([, fields]) => parseEntry(owner, fields));
   }
 
+  const limiter = createRedisLimiterBackend(client, prefix);
+
   return {
     kind: 'redis',
+    limiterTake: (cmd) => guarded('limiterTake', () => limiter.take(cmd)),
+    limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace)),
     ...redisOrderingOps(client, prefix),
     ledgerApply: (cmd: LedgerApplyCommand) =>
       guarded('ledgerApply', async (): Promise<LedgerApplyResult> => {
