@@ -1,0 +1,169 @@
+// Properties of the memory limiter (the reference model), with a fake clock on window edges:
+// exact algorithms never admit more than they may in any window (brute force over the admitted
+// times), the sliding window stays within its documented error bound, a refusal changes no state,
+// and retryAfterMs is exact (one millisecond earlier is refused, at it the request passes).
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type Algorithm, createLimiter, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
+import { ALGORITHMS, GRANULARITY, limitOf, steps, WINDOW } from './limiter-sequences.js';
+
+type Admitted = { t: number; cost: number }[];
+
+function newLimiter(limits: LimitOptions[], clock: FakeClock) {
+  return createLimiter({ store: memoryStore({ clock }), clock, limits, blockCache: false });
+}
+
+/** Replays `history` into a fresh limiter, then takes `cost` at `t`. */
+async function probe(limits: LimitOptions[], history: Admitted, t: number, cost: number) {
+  const clock = new FakeClock(0);
+  const limiter = newLimiter(limits, clock);
+  for (const h of history) {
+    clock.set(h.t);
+    const r = await limiter.take('k', { cost: h.cost });
+    if (!r.allowed) throw new Error('replay of an admitted request was refused');
+  }
+  clock.set(t);
+  return limiter.take('k', { cost });
+}
+
+async function run(limits: LimitOptions[], seq: { advance: number; cost: number }[]) {
+  const clock = new FakeClock(10_000);
+  const limiter = newLimiter(limits, clock);
+  const admitted: Admitted = [];
+  const refusals: { t: number; cost: number; retry: number; history: Admitted }[] = [];
+  for (const s of seq) {
+    clock.advance(s.advance);
+    const r = await limiter.take('k', { cost: s.cost });
+    if (r.allowed) admitted.push({ t: clock.now(), cost: s.cost });
+    else refusals.push({ t: clock.now(), cost: s.cost, retry: r.retryAfterMs, history: [...admitted] });
+  }
+  return { admitted, refusals };
+}
+
+const sum = (xs: Admitted, from: number, to: number) =>
+  xs.filter((x) => x.t >= from && x.t <= to).reduce((a, x) => a + x.cost, 0);
+
+describe('memory limiter properties', () => {
+  it('sliding-log: no window of its length ever holds more than limit cost', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 10 }), steps(), async (limit, seq) => {
+        const { admitted } = await run([limitOf('sliding-log', limit)], seq);
+        for (const a of admitted) expect(sum(admitted, a.t - WINDOW + 1, a.t)).toBeLessThanOrEqual(limit);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('fixed-window: no aligned window holds more than limit cost', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 10 }), steps(), async (limit, seq) => {
+        const { admitted } = await run([limitOf('fixed-window', limit)], seq);
+        for (const a of admitted) {
+          const start = a.t - (a.t % WINDOW);
+          expect(sum(admitted, start, start + WINDOW - 1)).toBeLessThanOrEqual(limit);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('gcra: any interval [t1, t2] holds at most burst + (t2 - t1) x limit / window', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 1, max: 10 }),
+        steps(),
+        async (limit, burst, seq) => {
+          const { admitted } = await run([limitOf('gcra', limit, { burst })], seq);
+          for (const a of admitted)
+            for (const b of admitted) {
+              if (b.t < a.t) continue;
+              expect(sum(admitted, a.t, b.t) * WINDOW).toBeLessThanOrEqual(
+                burst * WINDOW + (b.t - a.t) * limit,
+              );
+            }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('sliding-window: the window holds at most limit + floor(b x r / G) (b: its oldest bucket)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 10 }),
+        fc.constantFrom(GRANULARITY, WINDOW),
+        steps(),
+        async (limit, g, seq) => {
+          const { admitted } = await run([limitOf('sliding-window', limit, { granularity: g })], seq);
+          for (const a of admitted) {
+            const oldest = (Math.floor(a.t / g) - WINDOW / g) * g;
+            const b = sum(admitted, oldest, oldest + g - 1);
+            const r = a.t % g;
+            expect(sum(admitted, a.t - WINDOW + 1, a.t)).toBeLessThanOrEqual(limit + Math.floor((b * r) / g));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: a refusal changes no state, and retryAfterMs is exact`, async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 10 }), steps(), async (limit, seq) => {
+          const limits = [limitOf(algorithm as Algorithm, limit)];
+          const { admitted, refusals } = await run(limits, seq);
+          // The admitted requests alone, replayed, get the same answers: the refused ones left no trace.
+          const replayClock = new FakeClock(0);
+          const replay = newLimiter(limits, replayClock);
+          for (const a of admitted) {
+            replayClock.set(a.t);
+            expect((await replay.take('k', { cost: a.cost })).allowed).toBe(true);
+          }
+          for (const r of refusals) {
+            if (r.retry === Number.POSITIVE_INFINITY) {
+              expect(r.cost).toBeGreaterThan(limit);
+              continue;
+            }
+            expect(r.retry).toBeGreaterThan(0);
+            expect((await probe(limits, r.history, r.t + r.retry, r.cost)).allowed).toBe(true);
+            expect((await probe(limits, r.history, r.t + r.retry - 1, r.cost)).allowed).toBe(false);
+          }
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+
+  it('multi-limit: all limits pass or none is charged; the bound limit is named', async () => {
+    const limits: LimitOptions[] = [
+      { ...limitOf('gcra', 3), id: 'per-second' },
+      { ...limitOf('sliding-log', 5), id: 'per-3s', window: 3 * WINDOW },
+    ];
+    await fc.assert(
+      fc.asyncProperty(steps(), async (seq) => {
+        const clock = new FakeClock(0);
+        const both = newLimiter(limits, clock);
+        const first = newLimiter([limits[0] as LimitOptions], clock);
+        const second = newLimiter([limits[1] as LimitOptions], clock);
+        for (const s of seq) {
+          clock.advance(s.advance);
+          const r = await both.take('k', { cost: s.cost });
+          // The single limiters see only what the pair admitted: they must agree with its parts.
+          const parts = r.limits;
+          if (r.allowed) {
+            expect((await first.take('k', { cost: s.cost })).remaining).toBe(parts[0]?.remaining);
+            expect((await second.take('k', { cost: s.cost })).remaining).toBe(parts[1]?.remaining);
+          } else {
+            const refusing = parts.filter((p) => !p.allowed);
+            expect(refusing.length).toBeGreaterThan(0);
+            expect(refusing.map((p) => p.id)).toContain(r.bound);
+            expect(r.retryAfterMs).toBe(Math.max(...refusing.map((p) => p.retryAfterMs)));
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
