@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/clock.js';
+import { memoryStore } from '../store/memory-store.js';
+import { rateLimitHeaders } from './headers.js';
+import { createLimiter } from './limiter.js';
+
+describe('rateLimitHeaders', () => {
+  it('renders policy and state per limit, and Retry-After rounded up when refused', async () => {
+    const clock = new FakeClock(500);
+    const limiter = createLimiter({
+      store: memoryStore({ clock }),
+      clock,
+      limits: [
+        { id: 'burst', algorithm: 'gcra', limit: 10, window: '1s', burst: 2 },
+        { id: 'daily "quota"', algorithm: 'fixed-window', limit: 1000, window: '1d' },
+      ],
+    });
+    const ok = await limiter.take('u');
+    expect(rateLimitHeaders(ok)).toEqual({
+      'RateLimit-Policy': '"burst";q=10;w=1, "daily \\"quota\\"";q=1000;w=86400',
+      RateLimit: '"burst";r=1;t=1, "daily \\"quota\\"";r=999;t=86400',
+    });
+    await limiter.take('u');
+    const refused = await limiter.take('u');
+    expect(refused.retryAfterMs).toBe(100);
+    expect(rateLimitHeaders(refused)['Retry-After']).toBe('1');
+  });
+
+  it('merges several decisions (per user and per IP limiters) and takes the longest wait', async () => {
+    const clock = new FakeClock(0);
+    const store = memoryStore({ clock });
+    const user = createLimiter({
+      store,
+      clock,
+      name: 'user',
+      id: 'user',
+      algorithm: 'sliding-log',
+      limit: 1,
+      window: '10s',
+    });
+    const ip = createLimiter({
+      store,
+      clock,
+      name: 'ip',
+      id: 'ip',
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: '1m',
+    });
+    await Promise.all([user.take('u'), ip.take('1.2.3.4')]);
+    clock.advance(2500);
+    const headers = rateLimitHeaders([await user.take('u'), await ip.take('1.2.3.4')]);
+    expect(headers).toEqual({
+      'RateLimit-Policy': '"user";q=1;w=10, "ip";q=1;w=60',
+      RateLimit: '"user";r=0;t=8, "ip";r=0;t=58',
+      'Retry-After': '58',
+    });
+  });
+
+  it('sends no Retry-After for a cost that can never pass', async () => {
+    const limiter = createLimiter({ algorithm: 'gcra', limit: 1, window: '1s' });
+    expect(rateLimitHeaders(await limiter.take('u', { cost: 5 }))['Retry-After']).toBeUndefined();
+  });
+});

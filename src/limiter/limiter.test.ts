@@ -1,0 +1,264 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/clock.js';
+import { isOnceflowError, StoreError } from '../core/errors.js';
+import { memoryStore } from '../store/memory-store.js';
+import type { Store } from '../store/store.js';
+import { createLimiter, type LimiterOptions } from './limiter.js';
+import type { LimiterTakeCommand } from './types.js';
+
+const fixture = (options: Omit<LimiterOptions, 'store' | 'clock'>, start = 0) => {
+  const clock = new FakeClock(start);
+  const store = memoryStore({ clock });
+  return { clock, store, limiter: createLimiter({ ...options, store, clock }) };
+};
+
+/** A memory store that counts limiter calls and can be told to fail or hang. */
+function spyStore(clock: FakeClock) {
+  const inner = memoryStore({ clock });
+  const state = { calls: 0, mode: 'ok' as 'ok' | 'fail' | 'hang' };
+  const store: Store = {
+    ...inner,
+    kind: 'spy',
+    limiterTake(cmd: LimiterTakeCommand) {
+      state.calls++;
+      if (state.mode === 'fail') return Promise.reject(new Error('connection refused'));
+      if (state.mode === 'hang') return new Promise(() => {});
+      return inner.limiterTake!(cmd);
+    },
+  };
+  return { store, state };
+}
+
+describe('createLimiter', () => {
+  for (const algorithm of ['sliding-log', 'sliding-window', 'fixed-window', 'gcra'] as const) {
+    it(`${algorithm}: a refused request consumes nothing (cost 8, then 5 against 10)`, async () => {
+      const { limiter } = fixture({ algorithm, limit: 10, window: '1s' });
+      expect((await limiter.take('u', { cost: 8 })).remaining).toBe(2);
+      const refused = await limiter.take('u', { cost: 5 });
+      expect(refused).toMatchObject({ allowed: false, remaining: 2, reason: 'limited', limit: 10 });
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+      const fits = await limiter.take('u', { cost: 2 });
+      expect(fits).toMatchObject({ allowed: true, remaining: 0 });
+    });
+  }
+
+  it('sliding-log counts two requests in the same millisecond as two', async () => {
+    const { limiter } = fixture({ algorithm: 'sliding-log', limit: 2, window: '1s' });
+    expect((await limiter.take('u')).allowed).toBe(true);
+    expect((await limiter.take('u')).allowed).toBe(true);
+    expect((await limiter.take('u')).allowed).toBe(false);
+  });
+
+  it('gcra: rate plus burst, with an exact retry for a non-integer interval (3 per second)', async () => {
+    const { limiter, clock } = fixture({ algorithm: 'gcra', limit: 3, window: '1s', burst: 1 });
+    expect((await limiter.take('u')).allowed).toBe(true);
+    const r = await limiter.take('u');
+    expect(r.retryAfterMs).toBe(334); // T = 333.33 ms: 333 is too early, 334 enough
+    clock.advance(333);
+    expect((await limiter.take('u')).allowed).toBe(false);
+    clock.advance(1);
+    expect((await limiter.take('u')).allowed).toBe(true);
+  });
+
+  it('a cost above the limit never passes: Infinity, reason cost-exceeds-limit', async () => {
+    const { limiter } = fixture({ algorithm: 'fixed-window', limit: 3, window: '1s' });
+    const r = await limiter.take('u', { cost: 4 });
+    expect(r).toMatchObject({
+      allowed: false,
+      reason: 'cost-exceeds-limit',
+      retryAfterMs: Number.POSITIVE_INFINITY,
+    });
+  });
+
+  it('multi-limit: 20/s and 600/min per user and 100/s per IP, all or nothing, bound named', async () => {
+    const { limiter, clock } = fixture({
+      limits: [
+        { id: 'user/s', algorithm: 'gcra', limit: 20, window: '1s', by: 'user' },
+        {
+          id: 'user/min',
+          algorithm: 'sliding-window',
+          limit: 600,
+          window: '1m',
+          granularity: '1s',
+          by: 'user',
+        },
+        { id: 'ip/s', algorithm: 'sliding-log', limit: 100, window: '1s', by: 'ip' },
+      ],
+    });
+    // Six users behind one IP: the IP limit binds first.
+    let refused = 0;
+    for (let i = 0; i < 120; i++) {
+      const r = await limiter.take({ user: `u${i % 6}`, ip: '10.0.0.1' });
+      if (!r.allowed) {
+        refused++;
+        expect(r.bound).toBe('ip/s');
+      }
+    }
+    expect(refused).toBe(20);
+    // Refusals charged nothing: the users' per-second budgets still show 20 - 17 or 20 - 16.
+    const r = await limiter.take({ user: 'u0', ip: '10.0.0.2' });
+    expect(r.limits.find((p) => p.id === 'user/s')?.remaining).toBe(2);
+    clock.advance(1000);
+    // One user alone: its per-second limit binds.
+    for (let i = 0; i < 20; i++) await limiter.take({ user: 'solo', ip: `10.0.1.${i}` });
+    expect(await limiter.take({ user: 'solo', ip: '10.0.2.1' })).toMatchObject({
+      allowed: false,
+      bound: 'user/s',
+    });
+  });
+
+  it('the block cache refuses a blocked key until its retry time without a store call', async () => {
+    const clock = new FakeClock(0);
+    const { store, state } = spyStore(clock);
+    const limiter = createLimiter({ store, clock, algorithm: 'fixed-window', limit: 1, window: '1s' });
+    await limiter.take('u');
+    const first = await limiter.take('u');
+    expect(first.reason).toBe('limited');
+    const calls = state.calls;
+    const blocked = await limiter.take('u');
+    expect(blocked).toMatchObject({ allowed: false, reason: 'blocked', retryAfterMs: 1000 });
+    expect(state.calls).toBe(calls);
+    clock.advance(999);
+    expect((await limiter.take('u')).retryAfterMs).toBe(1);
+    expect(state.calls).toBe(calls);
+    clock.advance(1);
+    expect((await limiter.take('u')).allowed).toBe(true);
+    expect(state.calls).toBe(calls + 1);
+  });
+
+  it('the block cache lets a smaller cost through to the store, and is a bounded LRU', async () => {
+    const clock = new FakeClock(0);
+    const { store, state } = spyStore(clock);
+    const limiter = createLimiter({
+      store,
+      clock,
+      algorithm: 'sliding-log',
+      limit: 5,
+      window: '1s',
+      blockCache: { max: 2 },
+    });
+    await limiter.take('u', { cost: 3 });
+    expect((await limiter.take('u', { cost: 3 })).reason).toBe('limited');
+    expect((await limiter.take('u', { cost: 2 })).allowed).toBe(true);
+    for (const k of ['a', 'b', 'c']) {
+      await limiter.take(k, { cost: 5 });
+      await limiter.take(k);
+    }
+    const before = state.calls;
+    await limiter.take('a'); // evicted from the cache of 2: asks the store again
+    expect(state.calls).toBe(before + 1);
+    await limiter.take('c');
+    expect(state.calls).toBe(before + 1);
+  });
+
+  it("degraded 'deny', 'allow' and 'local' say so in reason; default rethrows a coded StoreError", async () => {
+    const clock = new FakeClock(0);
+    const { store, state } = spyStore(clock);
+    state.mode = 'fail';
+    const base = {
+      store,
+      clock,
+      algorithm: 'fixed-window',
+      limit: 8,
+      window: '1s',
+      blockCache: false,
+    } as const;
+    await expect(createLimiter(base).take('u')).rejects.toSatisfy((e) => isOnceflowError(e, 'ERR_STORE'));
+    expect(await createLimiter({ ...base, degraded: 'deny' }).take('u')).toMatchObject({
+      allowed: false,
+      reason: 'degraded-deny',
+    });
+    expect(await createLimiter({ ...base, degraded: 'allow' }).take('u')).toMatchObject({
+      allowed: true,
+      reason: 'degraded-allow',
+    });
+    const local = createLimiter({ ...base, degraded: { mode: 'local', share: 0.25 } });
+    const outcomes = [];
+    for (let i = 0; i < 3; i++) outcomes.push(await local.take('u'));
+    expect(outcomes.map((o) => [o.allowed, o.reason, o.limit])).toEqual([
+      [true, 'degraded-local', 2],
+      [true, 'degraded-local', 2],
+      [false, 'degraded-local', 2],
+    ]);
+    state.mode = 'ok';
+    expect((await local.take('u')).reason).toBe('allowed');
+  });
+
+  it('a store that does not answer within the timeout counts as failed', async () => {
+    const clock = new FakeClock(0);
+    const { store, state } = spyStore(clock);
+    state.mode = 'hang';
+    const limiter = createLimiter({
+      store,
+      algorithm: 'gcra',
+      limit: 5,
+      window: '1s',
+      degraded: 'deny',
+      timeout: '20ms',
+    });
+    expect(await limiter.take('u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+    const throwing = createLimiter({ store, algorithm: 'gcra', limit: 5, window: '1s', timeout: 10 });
+    const err = await throwing.take('u').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect(String(err)).toMatch(/no answer within 10 ms/);
+  });
+
+  it('rejects bad options and arguments with coded errors that name them', () => {
+    const store = memoryStore();
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{ algorithm: 'leaky', limit: 1, window: '1s' }, /`algorithm` to be one of/],
+      [{ algorithm: 'gcra', limit: 0, window: '1s' }, /`limit` to be a positive safe integer/],
+      [{ algorithm: 'gcra', limit: 1, window: '1x' }, /`window`/],
+      [
+        { algorithm: 'sliding-window', limit: 1, window: '1s', granularity: '300ms' },
+        /`granularity` to be a positive duration that divides the window \(1000 ms\)/,
+      ],
+      [{ algorithm: 'fixed-window', limit: 1, window: '1s', burst: 2 }, /`burst` to be absent/],
+      [{ limits: [] }, /`limits` to be a non-empty array/],
+      [
+        {
+          limits: [
+            { algorithm: 'gcra', limit: 1, window: '1s', id: 'x' },
+            { algorithm: 'gcra', limit: 2, window: '1s', id: 'x' },
+          ],
+        },
+        /`limits\[1\].id` to be unique/,
+      ],
+      [{ algorithm: 'gcra', limit: 1, window: '1s', degraded: 'open' }, /`degraded`/],
+      [
+        { algorithm: 'gcra', limit: 1, window: '1s', degraded: { mode: 'local', share: 2 } },
+        /`degraded.share`/,
+      ],
+    ];
+    for (const [options, message] of bad) {
+      expect(() => createLimiter({ store, ...options } as LimiterOptions)).toThrow(message);
+    }
+    expect(() =>
+      createLimiter({ store: { kind: 'x' } as unknown as Store, algorithm: 'gcra', limit: 1, window: 1 }),
+    ).toThrow(/`store`/);
+  });
+
+  it('rejects a bad key or cost as invalid arguments', async () => {
+    const { limiter } = fixture({ algorithm: 'gcra', limit: 1, window: '1s' });
+    await expect(limiter.take('')).rejects.toThrow(/`key` to be a non-empty string/);
+    await expect(limiter.take('u', { cost: -1 })).rejects.toThrow(/`cost` to be a non-negative safe integer/);
+    await expect(limiter.take({ user: 'u' })).rejects.toThrow(/`key.key`/);
+    const multi = fixture({
+      limits: [
+        { algorithm: 'gcra', limit: 1, window: '1s', by: 'user' },
+        { algorithm: 'gcra', limit: 1, window: '1s', by: 'ip', id: 'ip' },
+      ],
+    }).limiter;
+    await expect(multi.take('u')).rejects.toThrow(/`key` to be an object with `user`, `ip`/);
+  });
+
+  it('accepts a window config: its granularity is the bucket', async () => {
+    const { window } = await import('../core/window-config.js');
+    const { limiter } = fixture({
+      algorithm: 'sliding-window',
+      limit: 10,
+      window: window('1m').granularity('1s'),
+    });
+    expect(limiter.limits[0]).toMatchObject({ windowMs: 60_000, param: 1000, id: '10/1m' });
+  });
+});

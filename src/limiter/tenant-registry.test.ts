@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/clock.js';
+import { isOnceflowError } from '../core/errors.js';
+import { memoryStore } from '../store/memory-store.js';
+import { escapeKeyPart, tenantNamespace } from './keys.js';
+import { inNamespace } from './memory-backend.js';
+import { createTenantRegistry, type TenantEvent } from './tenant-registry.js';
+
+const HOSTILE = ['a', 'a:b', 'a%3Ab', '{x}', 'x}', '*', 'a*', '?', '[a]', 'a\\', '', ' ', 'ü', 'a}:b'].filter(
+  Boolean,
+);
+
+describe('createTenantRegistry', () => {
+  it('keeps tenants apart: hostile ids neither share counters nor reset each other', async () => {
+    const clock = new FakeClock(0);
+    const tenants = createTenantRegistry({ store: memoryStore({ clock }) });
+    for (const t of HOSTILE)
+      tenants.init(t, { algorithm: 'fixed-window', limit: 1, window: '1m', clock, blockCache: false });
+    for (const t of HOSTILE) expect((await tenants.take(t, 'k')).allowed).toBe(true);
+    for (const t of HOSTILE) expect((await tenants.take(t, 'k')).allowed).toBe(false);
+    expect(await tenants.reset('a')).toBe(1);
+    expect((await tenants.take('a', 'k')).allowed).toBe(true);
+    for (const t of HOSTILE.filter((x) => x !== 'a'))
+      expect((await tenants.take(t, 'k')).allowed).toBe(false);
+    expect(await tenants.reset('*')).toBe(1);
+    expect((await tenants.take('a*', 'k')).allowed).toBe(false);
+  });
+
+  it('escaping is injective and leaves no separator, brace or glob character', () => {
+    const escaped = HOSTILE.map(escapeKeyPart);
+    expect(new Set(escaped).size).toBe(HOSTILE.length);
+    for (const e of escaped) expect(e).toMatch(/^[A-Za-z0-9_.%-]+$/);
+    expect(escapeKeyPart('a:b')).toBe('a%3Ab');
+    expect(escapeKeyPart('%3A')).toBe('%253A');
+    for (const a of HOSTILE)
+      for (const b of HOSTILE) {
+        if (a === b) continue;
+        const key = `{${tenantNamespace(b)}:k}:id:f1000`;
+        expect(inNamespace(key, tenantNamespace(a))).toBe(false);
+      }
+  });
+
+  it('emits lifecycle events; close makes every later use throw ERR_CLOSED', async () => {
+    const tenants = createTenantRegistry();
+    const events: TenantEvent['type'][] = [];
+    const off = tenants.on((e) => events.push(e.type));
+    tenants.init('acme', { algorithm: 'gcra', limit: 5, window: '1s' });
+    tenants.init('acme', { algorithm: 'gcra', limit: 6, window: '1s' });
+    await tenants.take('acme', 'u');
+    await tenants.reset('acme');
+    expect(tenants.tenants()).toEqual(['acme']);
+    tenants.close('acme');
+    expect(events).toEqual(['init', 'init', 'reset', 'close']);
+    expect(tenants.tenants()).toEqual([]);
+    const uses = [
+      () => tenants.take('acme', 'u'),
+      () => tenants.reset('acme'),
+      () => tenants.init('acme', { algorithm: 'gcra', limit: 5, window: '1s' }),
+      () => tenants.close('acme'),
+    ];
+    for (const use of uses) {
+      let caught: unknown;
+      try {
+        await use();
+      } catch (err) {
+        caught = err;
+      }
+      expect(isOnceflowError(caught, 'ERR_CLOSED')).toBe(true);
+    }
+    off();
+    tenants.init('other', { algorithm: 'gcra', limit: 5, window: '1s' });
+    expect(events).toHaveLength(4);
+  });
+
+  it('an unknown tenant or a bad policy is an invalid argument', async () => {
+    const tenants = createTenantRegistry();
+    expect(() => tenants.take('nobody', 'u')).toThrow(/`tenant` to be a tenant passed to init\(\) first/);
+    expect(() => tenants.init('t', null as never)).toThrow(/`policy`/);
+    expect(() => tenants.init('t', { algorithm: 'gcra', limit: -1, window: '1s' })).toThrow(/`limit`/);
+    expect(() => tenants.init('', { algorithm: 'gcra', limit: 1, window: '1s' })).toThrow(/`tenant`/);
+  });
+});
