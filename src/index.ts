@@ -24,6 +24,17 @@ export {
 } from './ledger/ledger.js';
 export * from './limiter/index.js';
 export {
+  type Compensator,
+  type CompensatorOptions,
+  type CompensatorStats,
+  createCompensator,
+} from './ordering/compensator.js';
+export { createReorderer, type Reorderer, type ReordererOptions } from './ordering/reorderer.js';
+export { type GuardDecision, SequenceGuard, type SequenceGuardOptions } from './ordering/sequence-guard.js';
+export { type DecodedSnowflake, Snowflake, type SnowflakeOptions } from './ordering/snowflake.js';
+export type { OrderingStoreOps, VersionUpsertReply } from './ordering/store-ops.js';
+export { VersionGate, type VersionGateOptions, type VersionGateResult } from './ordering/version-gate.js';
+export {
   defineSignature,
   type FieldType,
   type SignatureFn,
@@ -42,6 +53,23 @@ export type {
   Store,
   WindowState,
 } from './store/store.js';
+export {
+  AdaptiveTimeout,
+  type AdaptiveTimeoutOptions,
+  type AdaptiveTimeoutStats,
+  type SavedAdaptiveTimeout,
+} from './windows/adaptive-timeout.js';
+export {
+  type GapRange,
+  type PushOutcome,
+  type PushResult,
+  type Release,
+  ReorderBuffer,
+  type ReorderBufferOptions,
+  type ReorderStats,
+  type SavedReorderBuffer,
+  type TickResult,
+} from './windows/reorder-buffer.js';
 export {
   type AdmitOutcome,
   type SavedWindow,

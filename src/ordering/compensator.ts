@@ -1,0 +1,329 @@
+import { type Duration, parseDuration } from '../core/duration.js';
+import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
+import type { GapRange } from '../windows/reorder-buffer.js';
+
+/** Options of {@link createCompensator}. */
+export interface CompensatorOptions {
+  /**
+   * Asks the source to send a range again (both ends included). Resolves once the source accepted
+   * the request (the events then come through the normal path, as late arrivals); rejects to be
+   * retried. `signal` aborts when late arrivals filled the whole range or the compensator closed.
+   */
+  request: (range: GapRange, signal: AbortSignal) => Promise<void>;
+  /** Requests in flight at most. Default 2. */
+  concurrency?: number;
+  /** Retries after the first attempt. Default 5. */
+  retries?: number;
+  /** Exponential backoff: `initial * factor^attempt`, capped at `max`, with full jitter. */
+  backoff?: { initial?: Duration; max?: Duration; factor?: number };
+  /** Coalesced ranges longer than this are requested in pieces. Default 1000. */
+  maxRange?: number;
+  /** Called once per range still unfilled after the last retry: the place to alert. */
+  onGiveUp?: (range: GapRange, error: unknown) => void;
+  /** Jitter source in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+/** Counters of a compensator, for metrics. */
+export interface CompensatorStats {
+  readonly queued: number;
+  readonly inFlight: number;
+  readonly waiting: number;
+  readonly requested: number;
+  readonly retried: number;
+  readonly cancelled: number;
+  readonly givenUp: number;
+}
+
+/** The compensation lane of a consumer: see {@link createCompensator}. */
+export interface Compensator {
+  /** Takes gap ranges (from `ReorderBuffer.tick` or a push's `gaps`). */
+  add(gaps: GapRange | readonly GapRange[]): void;
+  /** A late arrival filled `seq`: it is not requested any more (a filled range is cancelled). */
+  fill(seq: number): void;
+  /** The numbers still to be compensated (queued, waiting for a retry or in flight), ascending. */
+  pending(): GapRange[];
+  stats(): CompensatorStats;
+  /** Resolves when nothing is queued, waiting or in flight. */
+  idle(): Promise<void>;
+  /** Aborts what is in flight and drops the rest; later calls throw. */
+  close(): void;
+}
+
+interface Job {
+  from: number;
+  to: number;
+  attempt: number;
+  state: 'queued' | 'waiting' | 'running';
+  controller?: AbortController;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+// 2 in flight: compensation is the low-priority lane; it must not compete with the live stream
+// for the source's capacity, and two requests already hide one slow round trip.
+const DEFAULT_CONCURRENCY = 2;
+// 5 retries at 100 ms doubling (capped at 10 s): ~3 s of trying in all before an alert, long
+// enough to ride out a source restart, short enough that a human hears of a real loss quickly.
+const DEFAULT_RETRIES = 5;
+const DEFAULT_INITIAL = '100ms';
+const DEFAULT_MAX = '10s';
+const DEFAULT_FACTOR = 2;
+// 1000 numbers per request: a source's re-send endpoint pages; one huge range must not become one
+// huge response.
+const DEFAULT_MAX_RANGE = 1000;
+
+/**
+ * The compensation channel of seed 002 (DESIGN §3.4): takes the gap ranges a reorder buffer gave
+ * up on, coalesces them (adjacent and overlapping ranges become one request), and re-requests them
+ * on its own lane with bounded concurrency, started from a macrotask so it never preempts the live
+ * stream's work. A failed request is retried with exponential backoff and full jitter; numbers
+ * filled by late arrivals meanwhile are not requested again (a fully filled request is aborted);
+ * what is still missing after the last retry goes to `onGiveUp`.
+ *
+ * @example
+ * ```ts
+ * const asked = [];
+ * const lane = createCompensator({ request: async (range) => { asked.push(range); } });
+ * lane.add([{ from: 3, to: 4 }, { from: 5, to: 5 }, { from: 9, to: 9 }]);
+ * lane.fill(9);
+ * await lane.idle();
+ * asked; // [{ from: 3, to: 5 }]
+ * ```
+ */
+export function createCompensator(options: CompensatorOptions): Compensator {
+  if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+  const { request, onGiveUp } = options;
+  if (typeof request !== 'function') throw new InvalidOptionError('request', 'a function', request);
+  if (onGiveUp !== undefined && typeof onGiveUp !== 'function') {
+    throw new InvalidOptionError('onGiveUp', 'a function', onGiveUp);
+  }
+  const concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY);
+  const retries = nonNegativeInt('retries', options.retries ?? DEFAULT_RETRIES);
+  const maxRange = positiveInt('maxRange', options.maxRange ?? DEFAULT_MAX_RANGE);
+  const backoff = options.backoff ?? {};
+  if (!isPlainObject(backoff as unknown)) throw new InvalidOptionError('backoff', 'an object', backoff);
+  const initialMs = parseDuration(backoff.initial ?? DEFAULT_INITIAL, 'backoff.initial');
+  const maxMs = parseDuration(backoff.max ?? DEFAULT_MAX, 'backoff.max');
+  const factor = backoff.factor ?? DEFAULT_FACTOR;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {
+    throw new InvalidOptionError('backoff.factor', 'a finite number >= 1', backoff.factor);
+  }
+  const random = options.random ?? Math.random;
+
+  // Numbers still to compensate: sorted, disjoint, non-adjacent ranges.
+  let open: GapRange[] = [];
+  const jobs = new Set<Job>();
+  const counts = { requested: 0, retried: 0, cancelled: 0, givenUp: 0 };
+  let running = 0;
+  let pumpScheduled = false;
+  let closed = false;
+  let idleWaiters: (() => void)[] = [];
+
+  const settleIdle = () => {
+    if (jobs.size > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const w of waiters) w();
+  };
+
+  /** The parts of [from, to] still open, cut into pieces of at most maxRange. */
+  const stillOpen = (from: number, to: number): GapRange[] => {
+    const out: GapRange[] = [];
+    for (const r of open) {
+      const a = Math.max(from, r.from);
+      const b = Math.min(to, r.to);
+      for (let s = a; s <= b; s += maxRange) out.push({ from: s, to: Math.min(b, s + maxRange - 1) });
+    }
+    return out;
+  };
+
+  const schedulePump = () => {
+    if (pumpScheduled || closed) return;
+    pumpScheduled = true;
+    // A macrotask: the live stream's pending microtasks (its releases and effects) run first.
+    setImmediate(pump);
+  };
+
+  function pump(): void {
+    pumpScheduled = false;
+    if (closed) return;
+    const queued = [...jobs].filter((j) => j.state === 'queued').sort((a, b) => a.from - b.from);
+    for (const job of queued) {
+      if (running >= concurrency) break;
+      start(job);
+    }
+  }
+
+  function start(job: Job): void {
+    // Only what is still open is asked for: late arrivals may have filled part of a queued job.
+    const [first, ...others] = stillOpen(job.from, job.to);
+    if (first === undefined) {
+      jobs.delete(job);
+      counts.cancelled++;
+      settleIdle();
+      return;
+    }
+    for (const piece of others) jobs.add({ ...piece, attempt: job.attempt, state: 'queued' });
+    job.from = first.from;
+    job.to = first.to;
+    job.state = 'running';
+    job.controller = new AbortController();
+    running++;
+    counts.requested++;
+    const range = { from: job.from, to: job.to };
+    let attempt: Promise<void>;
+    try {
+      attempt = Promise.resolve(request(range, job.controller.signal));
+    } catch (err) {
+      attempt = Promise.reject(err);
+    }
+    attempt.then(
+      () => finish(job, undefined, true),
+      (err: unknown) => finish(job, err, false),
+    );
+  }
+
+  function finish(job: Job, error: unknown, ok: boolean): void {
+    running--;
+    if (!jobs.has(job)) {
+      // Cancelled (filled) or closed while in flight: its answer no longer matters.
+      schedulePump();
+      settleIdle();
+      return;
+    }
+    jobs.delete(job);
+    if (!ok) {
+      const rest = stillOpen(job.from, job.to);
+      if (job.attempt >= retries) {
+        for (const r of rest) {
+          removeOpen(r.from, r.to);
+          counts.givenUp++;
+          onGiveUp?.(r, error);
+        }
+      } else {
+        const cap = Math.min(maxMs, initialMs * factor ** job.attempt);
+        const delay = Math.floor(random() * cap); // full jitter: retries of many consumers spread out
+        for (const r of rest) {
+          const retry: Job = { ...r, attempt: job.attempt + 1, state: 'waiting' };
+          counts.retried++;
+          retry.timer = setTimeout(() => {
+            retry.state = 'queued';
+            delete retry.timer;
+            schedulePump();
+          }, delay);
+          jobs.add(retry);
+        }
+      }
+    }
+    schedulePump();
+    settleIdle();
+  }
+
+  function removeOpen(from: number, to: number): void {
+    const next: GapRange[] = [];
+    for (const r of open) {
+      if (r.to < from || r.from > to) next.push(r);
+      else {
+        if (r.from < from) next.push({ from: r.from, to: from - 1 });
+        if (r.to > to) next.push({ from: to + 1, to: r.to });
+      }
+    }
+    open = next;
+  }
+
+  function addOpen(from: number, to: number): GapRange[] {
+    // Returns the parts that were not open yet (those need a request).
+    const fresh: GapRange[] = [];
+    let s = from;
+    for (const r of open) {
+      if (r.to < s) continue;
+      if (r.from > to) break;
+      if (r.from > s) fresh.push({ from: s, to: r.from - 1 });
+      s = r.to + 1;
+      if (s > to) break;
+    }
+    if (s <= to) fresh.push({ from: s, to });
+    const merged = [...open, { from, to }].sort((a, b) => a.from - b.from);
+    open = [];
+    for (const r of merged) {
+      const last = open[open.length - 1];
+      if (last !== undefined && r.from <= last.to + 1)
+        open[open.length - 1] = { from: last.from, to: Math.max(last.to, r.to) };
+      else open.push(r);
+    }
+    return fresh;
+  }
+
+  return {
+    add(gaps) {
+      if (closed) throw new ClosedError('compensator');
+      const list = Array.isArray(gaps) ? gaps : [gaps as GapRange];
+      for (const [i, g] of list.entries()) {
+        const u = g as unknown as Record<string, unknown>;
+        const ok =
+          isPlainObject(u) && Number.isSafeInteger(u.from) && Number.isSafeInteger(u.to) && g.from <= g.to;
+        if (!ok) throw new InvalidArgumentError(`gaps[${i}]`, 'a range { from, to } with from <= to', g);
+        for (const fresh of addOpen(g.from, g.to)) {
+          // Coalesce with a queued first attempt that touches it, else queue a new job.
+          let target: Job | undefined;
+          for (const j of jobs) {
+            if (j.state === 'queued' && j.attempt === 0 && fresh.from <= j.to + 1 && fresh.to >= j.from - 1) {
+              target = j;
+              break;
+            }
+          }
+          if (
+            target !== undefined &&
+            Math.max(target.to, fresh.to) - Math.min(target.from, fresh.from) < maxRange
+          ) {
+            target.from = Math.min(target.from, fresh.from);
+            target.to = Math.max(target.to, fresh.to);
+          } else {
+            for (const piece of stillOpen(fresh.from, fresh.to))
+              jobs.add({ ...piece, attempt: 0, state: 'queued' });
+          }
+        }
+      }
+      schedulePump();
+    },
+    fill(seq) {
+      if (!Number.isSafeInteger(seq)) throw new InvalidArgumentError('seq', 'a safe integer', seq);
+      removeOpen(seq, seq);
+      for (const job of [...jobs]) {
+        if (seq < job.from || seq > job.to) continue;
+        if (stillOpen(job.from, job.to).length > 0) continue;
+        // Every number of this job came late: drop it, abort it if it is in flight.
+        jobs.delete(job);
+        counts.cancelled++;
+        if (job.timer !== undefined) clearTimeout(job.timer);
+        job.controller?.abort();
+      }
+      settleIdle();
+    },
+    pending: () => open.map((r) => ({ ...r })),
+    stats() {
+      let queued = 0;
+      let waiting = 0;
+      for (const j of jobs) {
+        if (j.state === 'queued') queued++;
+        else if (j.state === 'waiting') waiting++;
+      }
+      return { queued, inFlight: running, waiting, ...counts };
+    },
+    idle() {
+      if (jobs.size === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => idleWaiters.push(resolve));
+    },
+    close() {
+      closed = true;
+      for (const job of jobs) {
+        if (job.timer !== undefined) clearTimeout(job.timer);
+        job.controller?.abort();
+      }
+      jobs.clear();
+      open = [];
+      settleIdle();
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import fc from 'fast-check';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FakeClock } from '../core/clock.js';
+import { isOnceflowError } from '../core/errors.js';
+import { memoryStore } from '../store/memory-store.js';
+import { Snowflake } from './snowflake.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+const fake = (worker = 1, start = T0, extra = {}) => {
+  const clock = new FakeClock(start);
+  const waits: number[] = [];
+  const ids = new Snowflake({
+    worker,
+    clock,
+    wait: (ms) => {
+      waits.push(ms);
+      clock.advance(ms);
+    },
+    ...extra,
+  });
+  return { clock, ids, waits };
+};
+
+describe('Snowflake', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('waits out a backward jump within the tolerance, and ids keep increasing', () => {
+    const { clock, ids, waits } = fake();
+    const a = ids.next();
+    clock.set(T0 - 5); // exactly the default tolerance of 5 ms
+    const b = ids.next();
+    expect(b > a).toBe(true);
+    expect(waits).toEqual([5]);
+    expect(ids.decode(b).timestamp).toBe(T0);
+  });
+
+  it('throws ERR_CLOCK_ROLLBACK on a backward jump beyond the tolerance, and issues nothing', () => {
+    const { clock, ids } = fake(1, T0, { rollbackToleranceMs: 5 });
+    const a = ids.next();
+    clock.set(T0 - 6);
+    let caught: unknown;
+    try {
+      ids.next();
+    } catch (err) {
+      caught = err;
+    }
+    expect(isOnceflowError(caught, 'ERR_CLOCK_ROLLBACK')).toBe(true);
+    expect(String(caught)).toContain('6 ms behind');
+    clock.set(T0 + 1);
+    expect(ids.next() > a).toBe(true);
+  });
+
+  it('a clock that keeps falling back while waiting is caught too', () => {
+    const clock = new FakeClock(T0);
+    const ids = new Snowflake({ worker: 0, clock, wait: () => clock.set(clock.now() - 10) });
+    ids.next();
+    clock.set(T0 - 2);
+    expect(() => ids.next()).toThrow(/behind/);
+  });
+
+  it('sequence exhaustion waits for the next millisecond', () => {
+    const { ids, waits } = fake();
+    const got = Array.from({ length: 4097 }, () => ids.next());
+    expect(ids.decode(got[4095] as bigint)).toMatchObject({ timestamp: T0, sequence: 4095 });
+    expect(ids.decode(got[4096] as bigint)).toMatchObject({ timestamp: T0 + 1, sequence: 0 });
+    expect(waits).toEqual([1]);
+  });
+
+  it('1M ids from 4 workers on one clock: increasing per worker, unique overall', () => {
+    const clock = new FakeClock(T0);
+    const workers = [0, 1, 513, 1023].map(
+      (worker) => new Snowflake({ worker, clock, wait: (ms) => clock.advance(ms) }),
+    );
+    const last = workers.map(() => -1n);
+    const all = new Set<bigint>();
+    let notIncreasing = 0;
+    for (let i = 0; i < 1_000_000; i++) {
+      const w = i & 3;
+      if (i % 3000 === 0) clock.advance(1); // time moves on now and then; exhaustion does the rest
+      const id = (workers[w] as Snowflake).next();
+      if (id <= (last[w] as bigint)) notIncreasing++;
+      last[w] = id;
+      all.add(id);
+    }
+    expect(notIncreasing).toBe(0);
+    expect(all.size).toBe(1_000_000);
+  });
+
+  it('decode round-trips every field for any layout, worker, time and sequence', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 12 }),
+        fc.integer({ min: 0, max: 14 }),
+        fc.nat(),
+        fc.integer({ min: 0, max: 5000 }),
+        fc.integer({ min: 0, max: 2 ** 31 }),
+        (workerBits, sequenceBits, w, n, offset) => {
+          const worker = w % 2 ** workerBits;
+          const { ids } = fake(worker, T0 + offset, { workerBits, sequenceBits, epoch: T0, lifetime: 0 });
+          let prev = -1n;
+          for (let i = 0; i < n % 50; i++) {
+            const id = ids.next();
+            const d = ids.decode(id);
+            expect(d.worker).toBe(worker);
+            const rebuilt =
+              (BigInt(d.timestamp - T0) << BigInt(workerBits + sequenceBits)) |
+              (BigInt(d.worker) << BigInt(sequenceBits)) |
+              BigInt(d.sequence);
+            expect(rebuilt).toBe(id);
+            expect(id > prev).toBe(true);
+            prev = id;
+          }
+        },
+      ),
+    );
+  });
+
+  it('the default clock is anchored: the wall clock stepping back at run time changes nothing', () => {
+    const ids = new Snowflake({ worker: 3 });
+    const a = ids.next();
+    const realNow = Date.now();
+    vi.spyOn(Date, 'now').mockReturnValue(realNow - 3_600_000);
+    const b = ids.next();
+    expect(b > a).toBe(true);
+    expect(ids.decode(b).timestamp).toBeGreaterThanOrEqual(realNow - 5);
+  });
+
+  it('a persisted last timestamp ahead of the clock: waited out within tolerance, refused beyond', () => {
+    const { ids } = fake(1, T0, { lastTimestamp: T0 + 3 });
+    expect(ids.decode(ids.next()).timestamp).toBe(T0 + 4);
+    let caught: unknown;
+    try {
+      fake(1, T0, { lastTimestamp: T0 + 60_000 });
+    } catch (err) {
+      caught = err;
+    }
+    expect(isOnceflowError(caught, 'ERR_CLOCK_ROLLBACK')).toBe(true);
+    expect(String(caught)).toContain('60000 ms behind the last timestamp used (persisted before a restart)');
+  });
+
+  it('restart through a store: the lease of the last run is respected; a clock behind it is caught', async () => {
+    const store = memoryStore();
+    const clock = new FakeClock(T0);
+    const wait = (ms: number) => clock.advance(ms);
+    const first = await Snowflake.start({ worker: 1, store, name: 'orders', clock, wait, lease: '1s' });
+    const before = first.next();
+    clock.advance(700); // past half the lease: a renewal starts
+    first.next();
+    await new Promise((r) => setImmediate(r));
+    // The host restarts with its clock 10 minutes behind.
+    const behind = new FakeClock(T0 - 600_000);
+    await expect(
+      Snowflake.start({ worker: 1, store, name: 'orders', clock: behind, wait: (ms) => behind.advance(ms) }),
+    ).rejects.toMatchObject({ code: 'ERR_CLOCK_ROLLBACK' });
+    // With a clock 2 ms behind the lease it waits, and the new ids are above every old one.
+    const lease = (await store.timestampAdvance?.('orders', -1)) as number;
+    expect(lease).toBe(T0 + 700 + 1000);
+    const near = new FakeClock(lease - 2);
+    const second = await Snowflake.start({ worker: 1, store, name: 'orders', clock: near, wait: (ms) => near.advance(ms) });
+    const after = second.next();
+    expect(after > before).toBe(true);
+    expect(second.decode(after).timestamp).toBe(lease + 1);
+  });
+
+  it('refuses to run past its lease when the store cannot renew it', async () => {
+    const store = memoryStore();
+    const clock = new FakeClock(T0);
+    const ids = await Snowflake.start({ worker: 1, store, name: 'x', clock, lease: '1s', wait: (ms) => clock.advance(ms) });
+    store.timestampAdvance = async () => {
+      throw new Error('store down');
+    };
+    clock.advance(600);
+    ids.next(); // starts a renewal, which fails
+    await new Promise((r) => setImmediate(r));
+    clock.advance(500);
+    expect(() => ids.next()).toThrow(/store down/);
+  });
+
+  it('says at construction when the layout would run out within the lifetime', () => {
+    expect(() => new Snowflake({ worker: 1, epoch: Date.UTC(1970, 0, 1), lifetime: '5000d' })).toThrow(
+      /41 time bits from epoch 1970-01-01T00:00:00.000Z run out at 2039-09-07/,
+    );
+    expect(() => new Snowflake({ worker: 1, workerBits: 16, sequenceBits: 12, lifetime: '3650d' })).toThrow(
+      /lifetime/,
+    );
+    expect(() => new Snowflake({ worker: 1024 })).toThrow(/`worker` to be an integer in 0..1023/);
+    expect(() => new Snowflake({ worker: 1, epoch: Date.now() + 86_400_000 })).toThrow(/epoch/);
+  });
+});

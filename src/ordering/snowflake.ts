@@ -1,0 +1,310 @@
+import type { Clock } from '../core/clock.js';
+import { type Duration, parseDuration } from '../core/duration.js';
+import { ClockRollbackError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { isPlainObject, nonEmptyString, nonNegativeInt } from '../core/validate.js';
+import type { Store } from '../store/store.js';
+import { requireOps } from './store-ops.js';
+
+/** Options of {@link Snowflake}. */
+export interface SnowflakeOptions {
+  /** This generator's worker id, unique among the generators of one id space: 0..2^workerBits-1. */
+  worker: number;
+  /** Ms since the Unix epoch (or a Date) where id time starts. Default 2024-01-01T00:00:00Z. */
+  epoch?: number | Date;
+  /** How far back (ms) the clock may step before `next()` throws instead of waiting. Default 5. */
+  rollbackToleranceMs?: number;
+  /**
+   * Time source. Default: the wall clock read once at start, advanced by the monotonic clock
+   * (`performance.now()`), so the wall clock stepping back at run time cannot produce a duplicate.
+   * A clock passed here may step back (an NTP step on `Date.now`, a FakeClock in a test): then
+   * the rollback tolerance applies.
+   */
+  clock?: Clock;
+  /**
+   * Blocks for about `ms` while the clock catches up (a rollback within tolerance, or a spent
+   * sequence). Default: `Atomics.wait` for whole milliseconds, then spinning on the clock. A test
+   * with a FakeClock passes `(ms) => clock.advance(ms)`.
+   */
+  wait?: (ms: number) => void;
+  /** Bits of the worker id. Default 10 (1024 workers). */
+  workerBits?: number;
+  /** Bits of the per-millisecond sequence. Default 12 (4096 ids per ms per worker). */
+  sequenceBits?: number;
+  /**
+   * How long the generator must keep working from now: construction fails when the time bits run
+   * out sooner. Default `'3650d'` (10 years).
+   */
+  lifetime?: Duration;
+  /**
+   * A persisted last timestamp (ms since the Unix epoch) up to which ids may have been issued
+   * before a restart; no id is issued at or below it. See {@link Snowflake.start} for a store.
+   */
+  lastTimestamp?: number;
+}
+
+/** The fields of an id. */
+export interface DecodedSnowflake {
+  readonly id: bigint;
+  /** Ms since the Unix epoch. */
+  readonly timestamp: number;
+  readonly worker: number;
+  readonly sequence: number;
+}
+
+// 2024-01-01T00:00:00Z: an epoch near the first deployment leaves the 41 time bits ~69 years.
+const DEFAULT_EPOCH = Date.UTC(2024, 0, 1);
+// 5 ms (DESIGN §3.4): NTP slews a drifting clock by at most 0.5 ms per second and steps it only
+// for offsets above 128 ms, so a few ms back are ordinary jitter worth waiting out; a larger step
+// is a misconfigured clock, and waiting it out would stall every caller: better to fail loudly.
+const DEFAULT_TOLERANCE_MS = 5;
+// 10 years: longer than the retention of the data that carries these ids in the systems this is
+// for; a layout that runs out sooner must be seen at construction, not in production.
+const DEFAULT_LIFETIME = '3650d';
+// 63 bits, not 64: the ids stay positive in a signed 64-bit column (PostgreSQL BIGINT, Java long).
+const ID_BITS = 63;
+// A store lease (see start): renewed at half its length, so a store may stall for half of it.
+const DEFAULT_LEASE = '2s';
+
+interface Lease {
+  /** Persisted: no id of this run has a timestamp above it. */
+  ms: number;
+  every: number;
+  renewing: boolean;
+  error?: unknown;
+  renew(): Promise<void>;
+}
+
+const sequenceTables = new Map<number, bigint[]>();
+const sharedWord = new Int32Array(new SharedArrayBuffer(4));
+const defaultWait = (ms: number): void => {
+  // Sleep whole milliseconds without burning a core; the sub-millisecond rest is spun on the clock.
+  if (ms >= 2) Atomics.wait(sharedWord, 0, 0, ms - 1);
+};
+
+/**
+ * Snowflake ids (DESIGN §3.4): 64-bit `bigint`s of 41 bits of milliseconds since `epoch`, 10 bits
+ * of worker, 12 bits of sequence (layout adjustable), increasing per worker.
+ *
+ * - A clock that steps back by at most `rollbackToleranceMs` is waited out; further back,
+ *   `next()` throws `ERR_CLOCK_ROLLBACK` (an id from a past millisecond could repeat one).
+ * - 4096 ids in one millisecond: the generator waits for the next millisecond.
+ * - Time comes from a monotonic clock anchored at start, so a wall clock stepped back at run time
+ *   changes nothing; across a restart, a persisted last timestamp (`lastTimestamp`, or
+ *   {@link Snowflake.start} with a store) catches a clock that is now behind.
+ * - Construction fails when the layout would run out within `lifetime`.
+ *
+ * @example
+ * ```ts
+ * const clock = new FakeClock(Date.UTC(2025, 0, 1));
+ * const ids = new Snowflake({ worker: 7, clock, wait: (ms) => clock.advance(ms) });
+ * const a = ids.next();
+ * const b = ids.next();
+ * b > a; // true
+ * ids.decode(b); // { id: b, timestamp: Date.UTC(2025, 0, 1), worker: 7, sequence: 1 }
+ * ```
+ */
+export class Snowflake {
+  readonly worker: number;
+  readonly epoch: number;
+  readonly rollbackToleranceMs: number;
+  readonly workerBits: number;
+  readonly sequenceBits: number;
+  readonly #clock: Clock;
+  readonly #wait: (ms: number) => void;
+  readonly #maxSequence: number;
+  readonly #sequences: bigint[];
+  readonly #timeShift: bigint;
+  readonly #workerPart: bigint;
+  #last = Number.NEGATIVE_INFINITY;
+  #sequence = 0;
+  #base = 0n;
+  #lease: Lease | undefined;
+
+  constructor(options: SnowflakeOptions) {
+    if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+    this.workerBits = bits('workerBits', options.workerBits ?? 10);
+    this.sequenceBits = bits('sequenceBits', options.sequenceBits ?? 12);
+    const timeBits = ID_BITS - this.workerBits - this.sequenceBits;
+    if (timeBits < 32) {
+      throw new InvalidOptionError(
+        'workerBits',
+        `with sequenceBits at most ${ID_BITS - 32} bits`,
+        options.workerBits,
+      );
+    }
+    this.worker = nonNegativeInt('worker', options.worker);
+    if (this.worker >= 2 ** this.workerBits) {
+      throw new InvalidOptionError('worker', `an integer in 0..${2 ** this.workerBits - 1}`, options.worker);
+    }
+    const epoch = options.epoch instanceof Date ? options.epoch.getTime() : (options.epoch ?? DEFAULT_EPOCH);
+    this.epoch = nonNegativeInt('epoch', epoch);
+    this.rollbackToleranceMs = nonNegativeInt(
+      'rollbackToleranceMs',
+      options.rollbackToleranceMs ?? DEFAULT_TOLERANCE_MS,
+    );
+    this.#clock = options.clock ?? anchoredClock();
+    if (typeof this.#clock?.now !== 'function')
+      throw new InvalidOptionError('clock', 'an object with now()', options.clock);
+    this.#wait = options.wait ?? defaultWait;
+    if (typeof this.#wait !== 'function') throw new InvalidOptionError('wait', 'a function', options.wait);
+
+    const now = Math.floor(this.#clock.now());
+    if (now < this.epoch) {
+      throw new InvalidOptionError(
+        'epoch',
+        `a time not after now (${new Date(now).toISOString()})`,
+        options.epoch,
+      );
+    }
+    const lifetime = parseDuration(options.lifetime ?? DEFAULT_LIFETIME, 'lifetime');
+    const endsAt = this.epoch + 2 ** timeBits - 1;
+    if (now + lifetime > endsAt) {
+      throw new InvalidOptionError(
+        'lifetime',
+        `within what the layout can number: ${timeBits} time bits from epoch ${new Date(this.epoch).toISOString()} run out at ${new Date(endsAt).toISOString()}, ${Math.max(0, Math.floor((endsAt - now) / 86_400_000))} days from now`,
+        options.lifetime ?? DEFAULT_LIFETIME,
+      );
+    }
+    this.#maxSequence = 2 ** this.sequenceBits - 1;
+    this.#sequences = sequenceTable(this.sequenceBits);
+    this.#timeShift = BigInt(this.workerBits + this.sequenceBits);
+    this.#workerPart = BigInt(this.worker) << BigInt(this.sequenceBits);
+    if (options.lastTimestamp !== undefined) {
+      const last = nonNegativeInt('lastTimestamp', options.lastTimestamp);
+      if (last - now > this.rollbackToleranceMs) {
+        throw new ClockRollbackError(last - now, this.rollbackToleranceMs, 'persisted before a restart');
+      }
+      // Ids may have been issued anywhere in `last`'s millisecond: the next one needs a later one.
+      this.#last = last;
+      this.#sequence = this.#maxSequence;
+    }
+  }
+
+  /**
+   * A generator whose last timestamp is persisted in `store` under `name` (memory or Redis), so a
+   * clock that is behind after a restart is caught: no id is issued until the clock has passed
+   * every timestamp the previous run may have used. The generator holds a lease: it persists
+   * `now + lease` ahead of time and renews it at half-time; if the store cannot renew it before it
+   * runs out, `next()` throws a store error rather than issue an id the next run could repeat.
+   *
+   * @example
+   * ```ts
+   * const store = memoryStore();
+   * const ids = await Snowflake.start({ worker: 1, store, name: 'orders' });
+   * typeof ids.next(); // 'bigint'
+   * ```
+   */
+  static async start(
+    options: SnowflakeOptions & { store: Store; name: string; lease?: Duration },
+  ): Promise<Snowflake> {
+    if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+    const ops = requireOps(options.store, 'store', 'timestampAdvance');
+    const name = nonEmptyString('name', options.name);
+    const every = parseDuration(options.lease ?? DEFAULT_LEASE, 'lease');
+    if (every < 2) throw new InvalidOptionError('lease', 'at least 2 ms', options.lease);
+    const persisted = await ops.timestampAdvance(name, -1);
+    const { store: _store, name: _name, lease: _lease, ...rest } = options;
+    const flake = new Snowflake(persisted >= 0 ? { ...rest, lastTimestamp: persisted } : rest);
+    const lease: Lease = {
+      ms: Number.NEGATIVE_INFINITY,
+      every,
+      renewing: false,
+      renew: async () => {
+        lease.renewing = true;
+        try {
+          lease.ms = await ops.timestampAdvance(name, Math.max(flake.#now(), flake.#last) + every);
+          delete lease.error;
+        } catch (err) {
+          lease.error = err;
+        } finally {
+          lease.renewing = false;
+        }
+      },
+    };
+    flake.#lease = lease;
+    await lease.renew();
+    if (lease.error !== undefined) throw lease.error;
+    return flake;
+  }
+
+  /** The next id: greater than every id this generator returned before. */
+  next(): bigint {
+    let ms = this.#now();
+    if (ms < this.#last) ms = this.#waitFor(this.#last);
+    if (ms === this.#last) {
+      if (this.#sequence < this.#maxSequence)
+        return this.#base | (this.#sequences[++this.#sequence] as bigint);
+      ms = this.#waitFor(this.#last + 1);
+    }
+    if (this.#lease !== undefined) this.#checkLease(ms);
+    this.#last = ms;
+    this.#sequence = 0;
+    this.#base = (BigInt(ms - this.epoch) << this.#timeShift) | this.#workerPart;
+    return this.#base;
+  }
+
+  /** The fields of an id made with this layout and epoch. */
+  decode(id: bigint): DecodedSnowflake {
+    if (typeof id !== 'bigint' || id < 0n || id >= 1n << BigInt(ID_BITS)) {
+      throw new InvalidArgumentError('id', 'a non-negative 63-bit bigint', id);
+    }
+    return {
+      id,
+      timestamp: Number(id >> this.#timeShift) + this.epoch,
+      worker: Number((id >> BigInt(this.sequenceBits)) & BigInt(2 ** this.workerBits - 1)),
+      sequence: Number(id & BigInt(this.#maxSequence)),
+    };
+  }
+
+  #now(): number {
+    return Math.floor(this.#clock.now());
+  }
+
+  /** Waits until the clock reads at least `target`; throws when it falls back beyond tolerance. */
+  #waitFor(target: number): number {
+    for (;;) {
+      const ms = this.#now();
+      if (ms >= target) return ms;
+      const behind = this.#last - ms;
+      if (behind > this.rollbackToleranceMs) {
+        throw new ClockRollbackError(behind, this.rollbackToleranceMs, 'at run time');
+      }
+      this.#wait(target - ms);
+    }
+  }
+
+  #checkLease(ms: number): void {
+    const lease = this.#lease as Lease;
+    if (ms > lease.ms) {
+      throw new StoreError(
+        'snowflake lease',
+        lease.error ?? new Error(`the lease ran out at ${lease.ms} ms`),
+      );
+    }
+    if (!lease.renewing && ms > lease.ms - lease.every / 2) void lease.renew();
+  }
+}
+
+function bits(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > 22) {
+    throw new InvalidOptionError(option, 'an integer in 0..22', value);
+  }
+  return value;
+}
+
+function sequenceTable(sequenceBits: number): bigint[] {
+  let table = sequenceTables.get(sequenceBits);
+  if (table === undefined) {
+    // One bigint per sequence value, made once: an id then costs one bigint OR, not three.
+    table = Array.from({ length: 2 ** sequenceBits }, (_, i) => BigInt(i));
+    sequenceTables.set(sequenceBits, table);
+  }
+  return table;
+}
+
+/** Wall time read once, advanced by the monotonic clock: it never steps back. */
+function anchoredClock(): Clock {
+  const wall = Date.now();
+  const start = performance.now();
+  return { now: () => wall + (performance.now() - start) };
+}
