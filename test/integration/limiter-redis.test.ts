@@ -1,0 +1,121 @@
+// The limiter on a real Redis and the 3-master cluster: server time (TIME), a TTL on every key,
+// tenant resets that touch only their own keys (hostile ids included), degraded mode when the
+// server is gone, and the memory each algorithm's state takes per key (MEMORY USAGE).
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLimiter, createTenantRegistry, type LimitOptions } from '../../src/index.js';
+import { createRedisStore } from '../../src/redis/index.js';
+import { freePort } from '../support/redis-servers.js';
+import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
+
+async function keysUnder(client: Redis | Cluster, prefix: string): Promise<string[]> {
+  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+  const all: string[] = [];
+  for (const node of nodes) all.push(...(await node.keys(`${prefix}*`)));
+  return all.sort();
+}
+
+const ALL: LimitOptions[] = [
+  { id: 'log', algorithm: 'sliding-log', limit: 5, window: '1s' },
+  { id: 'buckets', algorithm: 'sliding-window', limit: 5, window: '1s', granularity: '100ms' },
+  { id: 'fixed', algorithm: 'fixed-window', limit: 5, window: '1s' },
+  { id: 'gcra', algorithm: 'gcra', limit: 5, window: '1s' },
+];
+
+for (const target of [
+  { name: 'standalone', client: (): Redis | Cluster => new Redis(REDIS_URL) },
+  { name: 'cluster', client: (): Redis | Cluster => clusterClient() },
+]) {
+  describe(`limiter on Redis (${target.name})`, () => {
+    const client = target.client();
+    const prefix = runPrefix(`limiter-${target.name}`);
+    const store = createRedisStore({ client, prefix });
+    afterAll(async () => {
+      await cleanupPrefix(client, prefix);
+      client.disconnect();
+    });
+
+    it('decides on server time, and every key it writes has a TTL', async () => {
+      const limiter = createLimiter({ store, name: 'ttl', limits: ALL, blockCache: false });
+      const before = Date.now();
+      const r = await limiter.take('user-1', { cost: 2 });
+      expect(r.allowed).toBe(true);
+      expect(Math.abs(r.at - before)).toBeLessThan(5000); // Redis TIME, on this machine's clock
+      const keys = await keysUnder(client, `${prefix}{l:ttl:`);
+      expect(keys).toHaveLength(5); // the sliding log keeps a sorted set and a hash
+      for (const key of keys) {
+        const ttl = await client.pttl(key);
+        expect(ttl, key).toBeGreaterThan(0);
+        expect(ttl, key).toBeLessThanOrEqual(2000 + 1000); // the state's end + the slack
+      }
+    });
+
+    it('a refusal writes nothing (TTLs and values unchanged)', async () => {
+      const limiter = createLimiter({ store, name: 'nowrite', limits: ALL, blockCache: false });
+      await limiter.take('u', { cost: 5 });
+      const keys = await keysUnder(client, `${prefix}{l:nowrite:`);
+      const dump = async () => Promise.all(keys.map(async (k) => [k, await client.dump(k)]));
+      const before = await dump();
+      const r = await limiter.take('u', { cost: 1 });
+      expect(r.allowed).toBe(false);
+      expect(await dump()).toEqual(before);
+    });
+
+    it('tenant reset clears that tenant only, whatever its id', async () => {
+      const tenants = createTenantRegistry({ store });
+      const ids = ['a', 'a:b', '{a}', 'a}', '*', 'a*', '[a]', 'a\\'];
+      for (const id of ids) tenants.init(id, { algorithm: 'sliding-log', limit: 1, window: '1m', blockCache: false });
+      for (const id of ids) expect((await tenants.take(id, 'k')).allowed).toBe(true);
+      const before = await keysUnder(client, prefix);
+      expect(await tenants.reset('*')).toBe(2);
+      expect(await tenants.reset('a')).toBe(2);
+      const after = await keysUnder(client, prefix);
+      expect(before.length - after.length).toBe(4);
+      expect((await tenants.take('a', 'k')).allowed).toBe(true);
+      expect((await tenants.take('*', 'k')).allowed).toBe(true);
+      for (const id of ids.filter((x) => x !== 'a' && x !== '*')) expect((await tenants.take(id, 'k')).allowed).toBe(false);
+    });
+
+    it('multi-subject limits share one hash tag (no CROSSSLOT on the cluster)', async () => {
+      const limiter = createLimiter({
+        store,
+        name: 'multi',
+        blockCache: false,
+        limits: [
+          { id: 'user', algorithm: 'gcra', limit: 2, window: '1s', by: 'user' },
+          { id: 'ip', algorithm: 'sliding-log', limit: 3, window: '1s', by: 'ip' },
+        ],
+      });
+      const results = [];
+      for (const user of ['u1', 'u2', 'u3', 'u4']) results.push(await limiter.take({ user, ip: '10.0.0.1' }));
+      expect(results.map((r) => [r.allowed, r.bound])).toEqual([
+        [true, 'user'], // allowed: the bound limit is the one with the least remaining
+        [true, 'user'],
+        [true, 'ip'],
+        [false, 'ip'],
+      ]);
+    });
+  });
+}
+
+describe('limiter degraded mode with a Redis that is gone', () => {
+  it("'deny', 'allow' and 'local' decide within the timeout; the default throws ERR_STORE", async () => {
+    const port = await freePort(); // nothing listens here
+    const client = new Redis({ port, lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+    client.on('error', () => {});
+    const store = createRedisStore({ client, prefix: 'gone:' });
+    const base = { store, algorithm: 'gcra', limit: 4, window: '1s', timeout: '50ms' } as const;
+    try {
+      const throwing = await createLimiter(base).take('u').catch((e: { code?: string }) => e.code);
+      expect(throwing).toBe('ERR_STORE');
+      expect(await createLimiter({ ...base, degraded: 'deny' }).take('u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+      expect(await createLimiter({ ...base, degraded: 'allow' }).take('u')).toMatchObject({ allowed: true, reason: 'degraded-allow' });
+      const local = createLimiter({ ...base, degraded: { mode: 'local', share: 0.5 } });
+      const outcomes = [];
+      for (let i = 0; i < 3; i++) outcomes.push((await local.take('u')).allowed);
+      expect(outcomes).toEqual([true, true, false]);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
