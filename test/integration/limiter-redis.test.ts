@@ -64,7 +64,8 @@ for (const target of [
     it('tenant reset clears that tenant only, whatever its id', async () => {
       const tenants = createTenantRegistry({ store });
       const ids = ['a', 'a:b', '{a}', 'a}', '*', 'a*', '[a]', 'a\\'];
-      for (const id of ids) tenants.init(id, { algorithm: 'sliding-log', limit: 1, window: '1m', blockCache: false });
+      for (const id of ids)
+        tenants.init(id, { algorithm: 'sliding-log', limit: 1, window: '1m', blockCache: false });
       for (const id of ids) expect((await tenants.take(id, 'k')).allowed).toBe(true);
       const before = await keysUnder(client, prefix);
       expect(await tenants.reset('*')).toBe(2);
@@ -73,7 +74,8 @@ for (const target of [
       expect(before.length - after.length).toBe(4);
       expect((await tenants.take('a', 'k')).allowed).toBe(true);
       expect((await tenants.take('*', 'k')).allowed).toBe(true);
-      for (const id of ids.filter((x) => x !== 'a' && x !== '*')) expect((await tenants.take(id, 'k')).allowed).toBe(false);
+      for (const id of ids.filter((x) => x !== 'a' && x !== '*'))
+        expect((await tenants.take(id, 'k')).allowed).toBe(false);
     });
 
     it('multi-subject limits share one hash tag (no CROSSSLOT on the cluster)', async () => {
@@ -101,15 +103,29 @@ for (const target of [
 describe('limiter degraded mode with a Redis that is gone', () => {
   it("'deny', 'allow' and 'local' decide within the timeout; the default throws ERR_STORE", async () => {
     const port = await freePort(); // nothing listens here
-    const client = new Redis({ port, lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+    const client = new Redis({
+      port,
+      lazyConnect: true,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 50,
+    });
     client.on('error', () => {});
     const store = createRedisStore({ client, prefix: 'gone:' });
     const base = { store, algorithm: 'gcra', limit: 4, window: '1s', timeout: '50ms' } as const;
     try {
-      const throwing = await createLimiter(base).take('u').catch((e: { code?: string }) => e.code);
+      const throwing = await createLimiter(base)
+        .take('u')
+        .catch((e: { code?: string }) => e.code);
       expect(throwing).toBe('ERR_STORE');
-      expect(await createLimiter({ ...base, degraded: 'deny' }).take('u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
-      expect(await createLimiter({ ...base, degraded: 'allow' }).take('u')).toMatchObject({ allowed: true, reason: 'degraded-allow' });
+      expect(await createLimiter({ ...base, degraded: 'deny' }).take('u')).toMatchObject({
+        allowed: false,
+        reason: 'degraded-deny',
+      });
+      expect(await createLimiter({ ...base, degraded: 'allow' }).take('u')).toMatchObject({
+        allowed: true,
+        reason: 'degraded-allow',
+      });
       const local = createLimiter({ ...base, degraded: { mode: 'local', share: 0.5 } });
       const outcomes = [];
       for (let i = 0; i < 3; i++) outcomes.push((await local.take('u')).allowed);
