@@ -148,9 +148,11 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   function pump(): void {
     pumpScheduled = false;
     if (closed) return;
-    const queued = [...jobs].filter((j) => j.state === 'queued').sort((a, b) => a.from - b.from);
-    for (const job of queued) {
-      if (running >= concurrency) break;
+    while (running < concurrency) {
+      // The lowest queued range first: it unblocks the consumer's oldest gap.
+      let job: Job | undefined;
+      for (const j of jobs) if (j.state === 'queued' && (job === undefined || j.from < job.from)) job = j;
+      if (job === undefined) break;
       start(job);
     }
   }

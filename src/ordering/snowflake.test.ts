@@ -156,7 +156,13 @@ describe('Snowflake', () => {
     const lease = (await store.timestampAdvance?.('orders', -1)) as number;
     expect(lease).toBe(T0 + 700 + 1000);
     const near = new FakeClock(lease - 2);
-    const second = await Snowflake.start({ worker: 1, store, name: 'orders', clock: near, wait: (ms) => near.advance(ms) });
+    const second = await Snowflake.start({
+      worker: 1,
+      store,
+      name: 'orders',
+      clock: near,
+      wait: (ms) => near.advance(ms),
+    });
     const after = second.next();
     expect(after > before).toBe(true);
     expect(second.decode(after).timestamp).toBe(lease + 1);
@@ -165,7 +171,14 @@ describe('Snowflake', () => {
   it('refuses to run past its lease when the store cannot renew it', async () => {
     const store = memoryStore();
     const clock = new FakeClock(T0);
-    const ids = await Snowflake.start({ worker: 1, store, name: 'x', clock, lease: '1s', wait: (ms) => clock.advance(ms) });
+    const ids = await Snowflake.start({
+      worker: 1,
+      store,
+      name: 'x',
+      clock,
+      lease: '1s',
+      wait: (ms) => clock.advance(ms),
+    });
     store.timestampAdvance = async () => {
       throw new Error('store down');
     };

@@ -1,0 +1,125 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { GapRange } from '../windows/reorder-buffer.js';
+import { createCompensator } from './compensator.js';
+
+const flush = async () => {
+  for (let i = 0; i < 5; i++) await vi.advanceTimersByTimeAsync(0);
+};
+
+describe('createCompensator', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('coalesces adjacent and overlapping ranges into one request, and never asks twice for a number', async () => {
+    const asked: GapRange[] = [];
+    const lane = createCompensator({ request: async (r) => void asked.push(r) });
+    lane.add([
+      { from: 3, to: 4 },
+      { from: 5, to: 6 },
+      { from: 4, to: 8 },
+      { from: 20, to: 20 },
+    ]);
+    lane.add({ from: 6, to: 7 });
+    await lane.idle();
+    expect(asked).toEqual([
+      { from: 3, to: 8 },
+      { from: 20, to: 20 },
+    ]);
+  });
+
+  it('keeps at most `concurrency` requests in flight', async () => {
+    let inFlight = 0;
+    let peak = 0;
+    const lane = createCompensator({
+      concurrency: 3,
+      maxRange: 1,
+      request: async () => {
+        peak = Math.max(peak, ++inFlight);
+        await new Promise((r) => setTimeout(r, 2));
+        inFlight--;
+      },
+    });
+    lane.add({ from: 0, to: 19 });
+    await lane.idle();
+    expect(peak).toBe(3);
+    expect(lane.stats()).toMatchObject({ requested: 20, inFlight: 0 });
+  });
+
+  it('retries with exponential backoff and full jitter, then gives up with the last error', async () => {
+    vi.useFakeTimers();
+    const times: number[] = [];
+    const gaveUp: [GapRange, unknown][] = [];
+    const lane = createCompensator({
+      retries: 3,
+      backoff: { initial: 100, max: 250, factor: 2 },
+      random: () => 0.999,
+      request: async () => {
+        times.push(Date.now());
+        throw new Error(`attempt ${times.length}`);
+      },
+      onGiveUp: (range, err) => gaveUp.push([range, err]),
+    });
+    const t0 = Date.now();
+    lane.add({ from: 1, to: 2 });
+    await vi.advanceTimersByTimeAsync(2000);
+    // Delays: 0.999 x min(250, 100 x 2^attempt) floored: 99, 199, 249 (+ at most 1 ms to start
+    // the request from a macrotask, the lane's lower priority).
+    expect(times[0]).toBe(t0);
+    const delays = times.slice(1).map((t, i) => t - (times[i] as number));
+    for (const [i, expected] of [99, 199, 249].entries()) {
+      expect(delays[i]).toBeGreaterThanOrEqual(expected);
+      expect(delays[i]).toBeLessThanOrEqual(expected + 1);
+    }
+    expect(gaveUp).toHaveLength(1);
+    expect(gaveUp[0]?.[0]).toEqual({ from: 1, to: 2 });
+    expect(String(gaveUp[0]?.[1])).toContain('attempt 4');
+    expect(lane.pending()).toEqual([]);
+    expect(lane.stats()).toMatchObject({ retried: 3, givenUp: 1 });
+  });
+
+  it('late arrivals cancel what they filled: a waiting retry, an in-flight request (aborted), part of a range', async () => {
+    vi.useFakeTimers();
+    const asked: GapRange[] = [];
+    const aborted: GapRange[] = [];
+    let fail = true;
+    const lane = createCompensator({
+      random: () => 0.5,
+      request: (r, signal) => {
+        asked.push(r);
+        signal.addEventListener('abort', () => aborted.push(r));
+        if (fail) return Promise.reject(new Error('source busy'));
+        return new Promise(() => {}); // never answers: only an abort ends it
+      },
+    });
+    lane.add({ from: 10, to: 14 });
+    await flush();
+    expect(asked).toEqual([{ from: 10, to: 14 }]);
+    lane.fill(12); // while a retry waits: the retry asks only for what is still missing
+    fail = false;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(asked.slice(1)).toEqual([
+      { from: 10, to: 11 },
+      { from: 13, to: 14 },
+    ]);
+    lane.fill(13);
+    lane.fill(14); // the second in-flight request is fully filled: aborted
+    expect(aborted).toEqual([{ from: 13, to: 14 }]);
+    expect(lane.pending()).toEqual([{ from: 10, to: 11 }]);
+    lane.fill(10);
+    lane.fill(11);
+    await lane.idle();
+    expect(lane.stats()).toMatchObject({ cancelled: 2, givenUp: 0 });
+  });
+
+  it('a filled gap is never requested, and close() aborts and refuses more work', async () => {
+    const asked: GapRange[] = [];
+    const lane = createCompensator({ request: async (r) => void asked.push(r) });
+    lane.add({ from: 5, to: 5 });
+    lane.fill(5);
+    await lane.idle();
+    expect(asked).toEqual([]);
+    lane.close();
+    expect(() => lane.add({ from: 1, to: 1 })).toThrow(/closed/);
+    expect(() => createCompensator({ request: async () => {}, concurrency: 0 })).toThrow(/concurrency/);
+    expect(() => lane.fill(Number.NaN)).toThrow(/seq/);
+  });
+});
