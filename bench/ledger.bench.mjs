@@ -1,0 +1,218 @@
+// Ledger apply on the memory store, next to rate-limiter-flexible's RateLimiterMemory.consume:
+// both are "one async call per incoming event, keyed by player, state in a Map".
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { createLedger, defineSignature, memoryStore } from '../dist/index.js';
+import { settlementStream } from './lib/workload.mjs';
+
+const PLAYERS = 10_000;
+const ROUNDS = 8; // 8 rounds x 10 000 players x 2 settlements, plus ~22% repeats ≈ 195 000 deliveries
+const DUP_RATE = 0.22;
+const IN_FLIGHT = 100;
+// Far above the ~25 consumes a key gets per run: the limiter always allows (see BENCHMARKS.md).
+const RLF_POINTS = 1_000_000;
+// A realistic window: each key's record gets one unref'd expiry timer on its first consume.
+const RLF_DURATION_S = 60;
+
+const settlement = defineSignature([
+  ['room', 'string'],
+  ['round', 'int'],
+  ['net', 'int'],
+  ['final', 'bool'],
+]);
+
+// 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap (DESIGN §3.2); the
+// stream's repeats stay inside that bound, so every repeat must come back `duplicate`.
+const newLedger = () => createLedger({ capacity: 4 });
+const newLedgerWithoutJournal = () =>
+  createLedger({ capacity: 4, store: memoryStore({ journal: { maxEntries: 0 } }) });
+const newLimiter = (points) => new RateLimiterMemory({ points, duration: RLF_DURATION_S });
+// Each key's record holds a 60 s timer (unref'd) that keeps the limiter's Map alive after the run:
+// delete every key once it is timed, or dozens of dead limiters would bloat the heap of later runs.
+const disposeLimiter = async (limiter) => {
+  for (let p = 0; p < PLAYERS; p++) await limiter.delete(`player-${p}`);
+};
+
+async function applySequential(ledger, s) {
+  const { length, owners, signatures, nets, rooms } = s;
+  for (let i = 0; i < length; i++) {
+    await ledger.apply({
+      owner: owners[i],
+      signature: signatures[i],
+      deltas: { coins: nets[i] },
+      scope: rooms[i],
+    });
+  }
+  return length;
+}
+
+async function consumeSequential(limiter, s) {
+  const { length, owners } = s;
+  for (let i = 0; i < length; i++) await limiter.consume(owners[i]);
+  return length;
+}
+
+async function applyConcurrent(ledger, s) {
+  const { length, owners, signatures, nets, rooms } = s;
+  const batch = new Array(IN_FLIGHT);
+  for (let i = 0; i < length; i += IN_FLIGHT) {
+    const n = Math.min(IN_FLIGHT, length - i);
+    if (n < IN_FLIGHT) batch.length = n;
+    for (let j = 0; j < n; j++) {
+      const k = i + j;
+      batch[j] = ledger.apply({
+        owner: owners[k],
+        signature: signatures[k],
+        deltas: { coins: nets[k] },
+        scope: rooms[k],
+      });
+    }
+    await Promise.all(batch);
+  }
+  return length;
+}
+
+async function consumeConcurrent(limiter, s) {
+  const { length, owners } = s;
+  const batch = new Array(IN_FLIGHT);
+  for (let i = 0; i < length; i += IN_FLIGHT) {
+    const n = Math.min(IN_FLIGHT, length - i);
+    if (n < IN_FLIGHT) batch.length = n;
+    for (let j = 0; j < n; j++) batch[j] = limiter.consume(owners[i + j]);
+    await Promise.all(batch);
+  }
+  return length;
+}
+
+// RLF rejects with a RateLimiterRes (not an Error: no stack trace is captured).
+async function consumeSequentialRejecting(limiter, s) {
+  const { length, owners } = s;
+  for (let i = 0; i < length; i++) {
+    try {
+      await limiter.consume(owners[i]);
+    } catch {}
+  }
+  return length;
+}
+
+async function verifyLedger(s, create) {
+  const ledger = create();
+  const counts = { applied: 0, duplicate: 0, stale: 0 };
+  for (let i = 0; i < s.length; i++) {
+    const r = await ledger.apply({
+      owner: s.owners[i],
+      signature: s.signatures[i],
+      deltas: { coins: s.nets[i] },
+      scope: s.rooms[i],
+    });
+    counts[r.outcome]++;
+  }
+  if (counts.applied !== s.fresh || counts.duplicate !== s.duplicates) {
+    throw new Error(`ledger outcomes ${JSON.stringify(counts)}, expected ${s.fresh} applied`);
+  }
+}
+
+async function verifyLimiter(s, points, expectRejected) {
+  const limiter = newLimiter(points);
+  let rejected = 0;
+  for (let i = 0; i < s.length; i++) {
+    try {
+      await limiter.consume(s.owners[i]);
+    } catch (e) {
+      if (e instanceof Error) throw e;
+      rejected++;
+    }
+  }
+  await disposeLimiter(limiter);
+  if (expectRejected ? rejected < s.length - PLAYERS : rejected !== 0) {
+    throw new Error(`RateLimiterMemory rejected ${rejected} of ${s.length}`);
+  }
+}
+
+const onceflowSide = (run, journal = true) => ({
+  id: 'onceflow',
+  label: journal
+    ? 'createLedger({ capacity: 4 }).apply(...) (default memory store: journal keeps every entry)'
+    : 'createLedger({ capacity: 4, store: memoryStore({ journal: { maxEntries: 0 } }) }).apply(...)',
+  prepare: journal ? newLedger : newLedgerWithoutJournal,
+  run: (ledger) => run(ledger, stream),
+  verify: (s) => verifyLedger(s, journal ? newLedger : newLedgerWithoutJournal),
+});
+
+let stream;
+
+export default {
+  name: 'ledger',
+  title: 'Ledger apply (memory store) vs rate-limiter-flexible RateLimiterMemory.consume',
+  setup() {
+    stream = settlementStream({ sign: settlement, players: PLAYERS, rounds: ROUNDS, dupRate: DUP_RATE });
+    return stream;
+  },
+  describe: (s) =>
+    `${s.length.toLocaleString('en')} deliveries to ${PLAYERS.toLocaleString('en')} players ` +
+    `(${s.fresh.toLocaleString('en')} fresh settlements, ${s.duplicates.toLocaleString('en')} repeats); ` +
+    `a fresh ledger / limiter per run`,
+  comparisons: () => [
+    {
+      name: 'sequential await',
+      note: 'one call awaited at a time',
+      target: 3,
+      sides: [
+        onceflowSide(applySequential),
+        {
+          id: 'rlf',
+          label: `RateLimiterMemory({ points: 1e6, duration: ${RLF_DURATION_S} }).consume(owner)`,
+          prepare: () => newLimiter(RLF_POINTS),
+          dispose: disposeLimiter,
+          run: (limiter) => consumeSequential(limiter, stream),
+          verify: (s) => verifyLimiter(s, RLF_POINTS, false),
+        },
+      ],
+    },
+    {
+      name: `concurrent, ${IN_FLIGHT} in flight`,
+      note: `batches of ${IN_FLIGHT} calls, then await Promise.all(batch)`,
+      target: 3,
+      sides: [
+        onceflowSide(applyConcurrent),
+        {
+          id: 'rlf',
+          label: `RateLimiterMemory({ points: 1e6, duration: ${RLF_DURATION_S} }).consume(owner)`,
+          prepare: () => newLimiter(RLF_POINTS),
+          dispose: disposeLimiter,
+          run: (limiter) => consumeConcurrent(limiter, stream),
+          verify: (s) => verifyLimiter(s, RLF_POINTS, false),
+        },
+      ],
+    },
+    {
+      name: 'sequential await, journal off',
+      note: 'informative: the same, with the memory store told to keep no journal',
+      sides: [
+        onceflowSide(applySequential, false),
+        {
+          id: 'rlf',
+          label: `RateLimiterMemory({ points: 1e6, duration: ${RLF_DURATION_S} }).consume(owner)`,
+          prepare: () => newLimiter(RLF_POINTS),
+          dispose: disposeLimiter,
+          run: (limiter) => consumeSequential(limiter, stream),
+          verify: (s) => verifyLimiter(s, RLF_POINTS, false),
+        },
+      ],
+    },
+    {
+      name: 'sequential await, RLF rejecting',
+      note: 'informative: points 1, so every consume after a key’s first rejects',
+      sides: [
+        onceflowSide(applySequential),
+        {
+          id: 'rlf',
+          label: `RateLimiterMemory({ points: 1, duration: ${RLF_DURATION_S} }).consume(owner) (rejects)`,
+          prepare: () => newLimiter(1),
+          dispose: disposeLimiter,
+          run: (limiter) => consumeSequentialRejecting(limiter, stream),
+          verify: (s) => verifyLimiter(s, 1, true),
+        },
+      ],
+    },
+  ],
+};
