@@ -152,16 +152,19 @@ export class ReorderBuffer<T> {
   readonly #adaptive: AdaptiveTimeout | undefined;
   readonly #clock: Clock;
   #next: number;
-  // Slot i holds the number s with s % capacity == i, for s in (next, next + capacity).
+  // Slot i holds the number s with (s & mask) == i, for s in (next, next + capacity); the slot count
+  // is the power of two at or above capacity, so a slot is a mask, not a division. `&` reads the low
+  // 32 bits of a safe integer exactly, and the mask is below 2^31, so large numbers map correctly.
+  readonly #mask: number;
   #items: (T | undefined)[];
   #filled: Uint8Array;
   #at: Float64Array;
   #buffered = 0;
-  // Buffered numbers in arrival order (times never decrease), released ones dropped lazily from
-  // the front: the front's arrival is when the hole at `next` became known. At most 2 x capacity.
-  #queueSeq: number[] = [];
-  #queueAt: number[] = [];
-  #queueHead = 0;
+  // When the hole at `next` became known: the earliest arrival among buffered items. Kept as a
+  // value while items only arrive (times never decrease, so a new item cannot lower it); after a
+  // release it is recomputed from the slots' arrival times, lazily, when a deadline is asked for.
+  #since = 0;
+  #sinceDirty = false;
   #missing: MissingRange[] = [];
   #missingCount = 0;
   #missingHorizon: number | undefined;
@@ -189,9 +192,12 @@ export class ReorderBuffer<T> {
       }
       this.#fixedTimeoutMs = parseDuration(options.gapTimeout, 'gapTimeout');
     }
-    this.#items = new Array<T | undefined>(this.capacity);
-    this.#filled = new Uint8Array(this.capacity);
-    this.#at = new Float64Array(this.capacity);
+    if (this.capacity > 2 ** 30) throw new InvalidOptionError('capacity', 'at most 2^30', options.capacity);
+    const slots = 2 ** Math.ceil(Math.log2(this.capacity));
+    this.#mask = slots - 1;
+    this.#items = new Array<T | undefined>(slots);
+    this.#filled = new Uint8Array(slots);
+    this.#at = new Float64Array(slots);
   }
 
   /** The next sequence number expected. */
@@ -238,6 +244,11 @@ export class ReorderBuffer<T> {
     }
     const t = this.#time(now);
     const next = this.#next;
+    if (seq === next && this.#buffered === 0) {
+      // The common case of an ordered stream: nothing held, the number expected. No slot is touched.
+      this.#next = next + 1;
+      return result([{ seq, item, late: false }], 'released', NO_GAPS);
+    }
     if (seq < next) return this.#pushBelow(seq, item, t);
     let gaps = NO_GAPS;
     let out: Release<T>[] | undefined;
@@ -256,14 +267,15 @@ export class ReorderBuffer<T> {
       this.#releaseRun(out);
       return result(out, 'released', gaps);
     }
-    const slot = seq % this.capacity;
+    const slot = seq & this.#mask;
     if (this.#filled[slot] === 1) return out === undefined ? DUPLICATE : result(out, 'duplicate', gaps);
     this.#filled[slot] = 1;
     this.#items[slot] = item;
     this.#at[slot] = t;
-    this.#buffered++;
-    this.#queueSeq.push(seq);
-    this.#queueAt.push(t);
+    if (this.#buffered++ === 0) {
+      this.#since = t;
+      this.#sinceDirty = false;
+    }
     return out === undefined ? BUFFERED : result(out, 'buffered', gaps);
   }
 
@@ -279,7 +291,7 @@ export class ReorderBuffer<T> {
       const since = this.#holeSince();
       if (since === undefined || t - since < this.timeoutMs) break;
       let first = this.#next + 1;
-      while (this.#filled[first % this.capacity] === 0) first++;
+      while (this.#filled[first & this.#mask] === 0) first++;
       gaps.push(this.#recordMissing(this.#next, first - 1, since));
       this.#next = first;
       this.#releaseRun(released);
@@ -291,7 +303,7 @@ export class ReorderBuffer<T> {
   snapshot(): SavedReorderBuffer<T> {
     const buffered: [number, T, number][] = [];
     for (let s = this.#next + 1; buffered.length < this.#buffered; s++) {
-      const slot = s % this.capacity;
+      const slot = s & this.#mask;
       if (this.#filled[slot] === 1) buffered.push([s, this.#items[slot] as T, this.#at[slot] as number]);
     }
     return {
@@ -313,20 +325,17 @@ export class ReorderBuffer<T> {
     }
     if (s.adaptive !== null) this.#adaptive?.load(s.adaptive);
     this.#next = s.next;
-    this.#items = new Array<T | undefined>(this.capacity);
+    this.#items = new Array<T | undefined>(this.#mask + 1);
     this.#filled.fill(0);
     this.#buffered = 0;
     for (const [seq, item, at] of s.buffered) {
-      const slot = seq % this.capacity;
+      const slot = seq & this.#mask;
       this.#filled[slot] = 1;
       this.#items[slot] = item;
       this.#at[slot] = at;
       this.#buffered++;
     }
-    const byArrival = [...s.buffered].sort((a, b) => a[2] - b[2] || a[0] - b[0]);
-    this.#queueSeq = byArrival.map((b) => b[0]);
-    this.#queueAt = byArrival.map((b) => b[2]);
-    this.#queueHead = 0;
+    this.#sinceDirty = true;
     this.#missing = s.missing.map(([from, to, openedAt]) => ({ from, to, openedAt }));
     this.#missingCount = s.missing.reduce((n, [from, to]) => n + to - from + 1, 0);
     this.#missingHorizon = s.missingHorizon ?? undefined;
@@ -334,8 +343,8 @@ export class ReorderBuffer<T> {
   }
 
   #time(now: number | undefined): number {
-    const t = now ?? this.#clock.now();
-    if (typeof t !== 'number' || Number.isNaN(t)) throw new InvalidArgumentError('now', 'a number', t);
+    const t = now === undefined ? this.#clock.now() : now;
+    if (typeof t !== 'number' || t !== t) throw new InvalidArgumentError('now', 'a number', t);
     // Time never moves back inside a buffer: a stepped-back clock must not reopen a hole's age.
     if (t > this.#lastNow) this.#lastNow = t;
     return this.#lastNow;
@@ -344,17 +353,21 @@ export class ReorderBuffer<T> {
   /** Arrival time of the earliest-arrived buffered item: when the hole at `next` became known. */
   #holeSince(): number | undefined {
     if (this.#buffered === 0) return undefined;
-    const qs = this.#queueSeq;
-    let h = this.#queueHead;
-    while ((qs[h] as number) < this.#next) h++;
-    if (h > 1024 && h * 2 >= qs.length) {
-      // Compact once the dead prefix is as long as the live part: amortised O(1), memory <= 2x.
-      this.#queueSeq = qs.slice(h);
-      this.#queueAt = this.#queueAt.slice(h);
-      h = 0;
+    if (this.#sinceDirty) {
+      let min = Number.POSITIVE_INFINITY;
+      let found = 0;
+      for (let s = this.#next + 1; found < this.#buffered; s++) {
+        const slot = s & this.#mask;
+        if (this.#filled[slot] === 1) {
+          found++;
+          const at = this.#at[slot] as number;
+          if (at < min) min = at;
+        }
+      }
+      this.#since = min;
+      this.#sinceDirty = false;
     }
-    this.#queueHead = h;
-    return this.#queueAt[h];
+    return this.#since;
   }
 
   #pushBelow(seq: number, item: T, t: number): PushResult<T> {
@@ -394,14 +407,14 @@ export class ReorderBuffer<T> {
     const gaps: GapRange[] = [];
     while (this.#next < target) {
       const s = this.#next;
-      if (this.#filled[s % this.capacity] === 1) {
+      if (this.#filled[s & this.#mask] === 1) {
         this.#releaseRun(out);
         continue;
       }
       // A hole: it runs to the next buffered item, or (nothing buffered) straight to the target.
       let end = s + 1;
       if (this.#buffered === 0) end = target;
-      else while (end < target && this.#filled[end % this.capacity] === 0) end++;
+      else while (end < target && this.#filled[end & this.#mask] === 0) end++;
       gaps.push(this.#recordMissing(s, end - 1, openedAt));
       this.#next = end;
     }
@@ -412,16 +425,19 @@ export class ReorderBuffer<T> {
   /** Releases the contiguous buffered run starting at `next`. */
   #releaseRun(out: Release<T>[]): void {
     let s = this.#next;
-    const cap = this.capacity;
-    let slot = s % cap;
-    while (this.#filled[slot] === 1) {
-      out.push({ seq: s, item: this.#items[slot] as T, late: false });
-      this.#items[slot] = undefined;
-      this.#filled[slot] = 0;
+    const mask = this.#mask;
+    const filled = this.#filled;
+    const items = this.#items;
+    let slot = s & mask;
+    while (filled[slot] === 1) {
+      out.push({ seq: s, item: items[slot] as T, late: false });
+      items[slot] = undefined;
+      filled[slot] = 0;
       this.#buffered--;
       s++;
-      slot = slot + 1 === cap ? 0 : slot + 1;
+      slot = (slot + 1) & mask;
     }
+    if (s !== this.#next) this.#sinceDirty = true;
     this.#next = s;
   }
 
@@ -443,7 +459,11 @@ export class ReorderBuffer<T> {
 }
 
 function result<T>(out: Release<T>[], outcome: PushOutcome, gaps: readonly GapRange[]): PushResult<T> {
-  return Object.assign(out, { outcome, gaps });
+  // Plain stores, not Object.assign: every result array then shares one hidden class.
+  const r = out as Release<T>[] & { outcome: PushOutcome; gaps: readonly GapRange[] };
+  r.outcome = outcome;
+  r.gaps = gaps;
+  return r;
 }
 
 function validateSaved<T>(saved: unknown, capacity: number): SavedReorderBuffer<T> {
