@@ -262,11 +262,31 @@ export class ReorderBuffer<T> {
       if (this.#buffered > 0 && this.#adaptive !== undefined) {
         this.#adaptive.record(t - (this.#holeSince() as number));
       }
-      out ??= [];
-      out.push({ seq, item, late: false });
-      this.#next = seq + 1;
-      this.#releaseRun(out);
-      return result(out, 'released', gaps);
+      if (out !== undefined) {
+        out.push({ seq, item, late: false });
+        this.#next = seq + 1;
+        this.#releaseRun(out);
+        return result(out, 'released', gaps);
+      }
+      // The hole at `next` is filled: this item and the run behind it go out in one array sized
+      // up front (growing it push by push costs more than the run itself).
+      const items = this.#items;
+      const mask = this.#mask;
+      let end = seq + 1;
+      while (items[end & mask] !== EMPTY) end++;
+      const run = new Array<Release<T>>(end - seq);
+      run[0] = { seq, item, late: false };
+      for (let s = seq + 1; s < end; s++) {
+        const slot = s & mask;
+        run[s - seq] = { seq: s, item: items[slot] as T, late: false };
+        items[slot] = EMPTY;
+      }
+      if (end > seq + 1) {
+        this.#buffered -= end - seq - 1;
+        this.#sinceDirty = true;
+      }
+      this.#next = end;
+      return result(run, 'released', gaps);
     }
     const slot = seq & this.#mask;
     if (this.#items[slot] !== EMPTY) return out === undefined ? DUPLICATE : result(out, 'duplicate', gaps);
@@ -519,3 +539,17 @@ function validateSaved<T>(saved: unknown, capacity: number): SavedReorderBuffer<
   if (saved.lastNow !== null) time('saved.lastNow', saved.lastNow);
   return saved as unknown as SavedReorderBuffer<T>;
 }
+
+// V8 gives an object's hidden class (its "map") a weak life: once no object of a shape is alive, a
+// full GC frees the map, and every optimized function that embedded it is thrown away. A consumer
+// between two bursts can hold no result array at all, so the maps of result arrays (and of a
+// buffer, for a program that makes buffers per stream) would die at each full GC, and each burst
+// would start in the interpreter. One small buffer and one result of each path, kept here for
+// the life of the module, pin those shapes.
+const PINNED_SHAPES: unknown[] = (() => {
+  const b = new ReorderBuffer<number>({ capacity: 4, gapTimeout: 0, clock: { now: () => 0 } });
+  const kept: unknown[] = [b, b.push(0, 0, 0), b.push(2, 2, 0), b.push(1, 1, 0)];
+  kept.push(b.push(5, 5, 0), b.push(9, 9, 0), b.tick(1), b.push(4, 4, 2), b.push(6, 6, 3));
+  return kept;
+})();
+void PINNED_SHAPES;
