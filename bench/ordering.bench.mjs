@@ -65,6 +65,45 @@ class SortedArrayBuffer {
 
 // One loop per side, identical in text: a shared loop would see both buffer classes and turn its
 // call site polymorphic, charging each side for the other's presence (a real consumer has one).
+/**
+ * The naive form of the same: every early event is appended and the array re-sorted (the quickest
+ * way to write the seeds' "insert into an ordered set" in JavaScript). A second, informative baseline.
+ */
+class SortOnInsertBuffer {
+  constructor(next) {
+    this.next = next;
+    this.pending = [];
+  }
+  push(seq, item) {
+    if (seq < this.next) return [];
+    const out = [];
+    const p = this.pending;
+    if (seq !== this.next) {
+      if (!p.some((e) => e.seq === seq)) {
+        p.push({ seq, item, late: false });
+        p.sort((a, b) => a.seq - b.seq);
+      }
+      return out;
+    }
+    out.push({ seq, item, late: false });
+    this.next++;
+    while (p.length > 0 && p[0].seq === this.next) {
+      out.push(p.shift());
+      this.next++;
+    }
+    return out;
+  }
+}
+
+function pushAllSortOnInsert(buffer, order) {
+  let released = 0;
+  for (let i = 0; i < order.length; i++) {
+    const seq = order[i];
+    released += buffer.push(seq, seq, i).length;
+  }
+  return released;
+}
+
 function pushAllOnceflow(buffer, order) {
   let released = 0;
   for (let i = 0; i < order.length; i++) {
@@ -103,6 +142,31 @@ function checkInOrder(buffer, order, what) {
 }
 
 const orders = {};
+
+function naiveComparison(disorder) {
+  const pct = `${Math.round(disorder * 100)}%`;
+  const order = () => orders[pct];
+  const newBuffer = () => new ReorderBuffer({ capacity: CAPACITY, gapTimeout: '1s' });
+  return {
+    name: `reorder push, ${pct} disorder, vs sort-on-insert`,
+    note: 'informative: the naive sorted array (append + sort) instead of binary insertion',
+    sides: [
+      {
+        id: 'onceflow',
+        label: `ReorderBuffer({ capacity: ${CAPACITY}, gapTimeout: '1s' }).push(seq, item, now)`,
+        prepare: newBuffer,
+        run: (buffer) => pushAllOnceflow(buffer, order()),
+      },
+      {
+        id: 'sort-on-insert',
+        label: 'array of pending events, append + sort((a, b) => a.seq - b.seq), head released with shift',
+        prepare: () => new SortOnInsertBuffer(0),
+        run: (buffer) => pushAllSortOnInsert(buffer, order()),
+        verify: () => checkInOrder(new SortOnInsertBuffer(0), order(), 'sort-on-insert'),
+      },
+    ],
+  };
+}
 
 function reorderComparison(disorder, target) {
   const pct = `${Math.round(disorder * 100)}%`;
@@ -177,6 +241,7 @@ export default {
     reorderComparison(0),
     reorderComparison(0.05, 5),
     reorderComparison(0.3),
+    naiveComparison(0.05),
     {
       name: 'snowflake ids',
       note: 'one generator, tight loop, default layouts',

@@ -240,6 +240,20 @@ export class ReorderBuffer<T> {
 
   /** Accepts one item; see {@link PushOutcome}. `now` defaults to the clock. */
   push(seq: number, item: T, now?: number): PushResult<T> {
+    const ahead = seq - this.#next;
+    if (ahead > 0 && ahead < this.capacity && Number.isSafeInteger(seq)) {
+      // Inside the window, behind a hole: the most common case of a disordered stream, first.
+      const t = this.#time(now);
+      const slot = seq & this.#mask;
+      if (this.#items[slot] !== EMPTY) return DUPLICATE;
+      this.#items[slot] = item;
+      this.#at[slot] = t;
+      if (this.#buffered++ === 0) {
+        this.#since = t;
+        this.#sinceDirty = false;
+      }
+      return BUFFERED;
+    }
     if (!Number.isSafeInteger(seq) || seq < 0) {
       throw new InvalidArgumentError('seq', 'a non-negative safe integer', seq);
     }
