@@ -21,8 +21,14 @@ export interface GcraState {
 export const gcra: AlgorithmMath<GcraState> = {
   decide(spec, state, now, cost): Verdict {
     const { limit: L, windowMs: W, param: burst } = spec;
-    const [q, f] = base(state, now);
-    const [q2, f2] = add(q, f, cost * W, L);
+    // The TAT to start from: the stored one, or now when it lies in the past.
+    const live = state !== undefined && state.q >= now;
+    const q = live ? state.q : now;
+    const f = live ? state.f : 0;
+    const sum = f + cost * W;
+    const carry = floorDiv(sum, L);
+    const q2 = q + carry;
+    const f2 = sum - carry * L;
     const ahead = (q2 - now) * L + f2; // how far the new TAT runs ahead of now, in ms x L
     if (ahead <= burst * W) {
       return {
@@ -42,8 +48,11 @@ export const gcra: AlgorithmMath<GcraState> = {
     };
   },
   commit(spec, state, now, cost) {
-    const [q, f] = base(state, now);
-    const [q2, f2] = add(q, f, cost * spec.windowMs, spec.limit);
+    const live = state !== undefined && state.q >= now;
+    const sum = (live ? state.f : 0) + cost * spec.windowMs;
+    const carry = floorDiv(sum, spec.limit);
+    const q2 = (live ? state.q : now) + carry;
+    const f2 = sum - carry * spec.limit;
     if (state === undefined) return { q: q2, f: f2 };
     state.q = q2;
     state.f = f2;
@@ -51,17 +60,6 @@ export const gcra: AlgorithmMath<GcraState> = {
   },
   expiresAt: (_spec, state) => ceilTime(state.q, state.f),
 };
-
-/** The TAT to start from: the stored one, or now when it lies in the past. */
-function base(state: GcraState | undefined, now: number): [number, number] {
-  return state === undefined || state.q < now ? [now, 0] : [state.q, state.f];
-}
-
-function add(q: number, f: number, plus: number, limit: number): [number, number] {
-  const sum = f + plus;
-  const carry = floorDiv(sum, limit);
-  return [q + carry, sum - carry * limit];
-}
 
 function ceilTime(q: number, f: number): number {
   return f > 0 ? q + 1 : q;

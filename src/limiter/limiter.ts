@@ -45,7 +45,10 @@ export interface LimiterOptions extends Partial<LimitOptions> {
   blockCache?: false | { max?: number };
   /** Default `'throw'`. */
   degraded?: DegradedPolicy;
-  /** How long to wait for a remote store before the degraded policy applies. Default `'100ms'`. */
+  /**
+   * How long to wait for a remote store before the degraded policy applies. Default `'100ms'`
+   * when `degraded` is not `'throw'`; none otherwise (the driver's own timeouts apply).
+   */
   timeout?: Duration;
 }
 
@@ -70,6 +73,8 @@ const DEFAULT_BLOCK_CACHE = 10_000;
 // (the batched script holds the server < 1 ms per batch); 20x that means the store is unwell,
 // and a request should not wait longer than that for its rate limit.
 const DEFAULT_TIMEOUT_MS = 100;
+// See keyCache in createLimiter.
+const KEY_CACHE = 20_000;
 // Degraded 'deny' cannot know when the store returns; this is the wait it suggests to clients.
 const DEGRADED_RETRY_MS = 1000;
 
@@ -171,13 +176,16 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     throw new InvalidOptionError('degraded', "'throw', 'deny', 'allow' or { mode: 'local', share }", policy);
   }
   // The memory store answers synchronously and cannot time out; a timer per call would only cost.
+  // With the 'throw' policy a timeout would only turn a slow answer into an error: the driver's
+  // own timeouts (ioredis commandTimeout) do that already, so no timer unless asked for.
   const timeoutMs =
     store.kind === 'memory'
       ? 0
-      : options.timeout === undefined
-        ? DEFAULT_TIMEOUT_MS
-        : parseDuration(options.timeout, 'timeout');
-
+      : options.timeout !== undefined
+        ? parseDuration(options.timeout, 'timeout')
+        : policy === 'throw'
+          ? 0
+          : DEFAULT_TIMEOUT_MS;
   const subjectsOf = (key: string | Readonly<Record<string, string>>): string[] => {
     if (typeof key === 'string') {
       if (key.length === 0 || multiSubject || bys[0] !== 'key') {
@@ -195,6 +203,23 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     });
   };
 
+  // Store keys per subject, kept so a hot subject's key strings are built and hashed once (a
+  // fresh concatenated key costs a flatten and a hash on every Map lookup or send). A pure cache
+  // of derived strings: 20 000 subjects x ~200 bytes ≈ 4 MB per limiter at most; the oldest
+  // entry goes first when full.
+  const keyCache = new Map<string, LimitCall[]>();
+  const callsOf = (subjects: string[]): LimitCall[] => {
+    if (multiSubject) return callsFor(subjects, specs);
+    const subject = subjects[0] as string;
+    let calls = keyCache.get(subject);
+    if (calls === undefined) {
+      calls = callsFor(subjects, specs);
+      if (keyCache.size >= KEY_CACHE) keyCache.delete(keyCache.keys().next().value as string);
+      keyCache.set(subject, calls);
+    }
+    return calls;
+  };
+
   const callsFor = (subjects: string[], forSpecs: readonly LimitSpec[]): LimitCall[] => {
     if (!multiSubject) {
       const head = `{${namespace}:${escapeKeyPart(subjects[0] as string)}}`;
@@ -207,11 +232,24 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     });
   };
 
-  const partsOf = (reply: LimiterTakeReply, forSpecs: readonly LimitSpec[]): LimitDecision[] =>
-    reply.verdicts.map((v, i) => {
+  const partsOf = (reply: LimiterTakeReply, forSpecs: readonly LimitSpec[]): LimitDecision[] => {
+    const parts: LimitDecision[] = [];
+    for (let i = 0; i < forSpecs.length; i++) {
+      const v = reply.verdicts[i] as LimitDecision;
       const s = forSpecs[i] as LimitSpec;
-      return { ...v, id: s.id, limit: s.limit, windowMs: s.windowMs };
-    });
+      // Field by field: an object spread here made every take ~7x slower in V8 (measured).
+      parts.push({
+        allowed: v.allowed,
+        remaining: v.remaining,
+        resetAt: v.resetAt,
+        retryAfterMs: v.retryAfterMs,
+        id: s.id,
+        limit: s.limit,
+        windowMs: s.windowMs,
+      });
+    }
+    return parts;
+  };
 
   const degrade = (err: unknown, subjects: string[], cost: number): Decision => {
     internals.onDegraded?.(err);
@@ -258,10 +296,20 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   return {
     limits: specs,
     clearBlocks: () => cache?.clear(),
-    async take(key, takeOptions) {
-      const cost = takeOptions?.cost === undefined ? 1 : nonNegativeIntArg(takeOptions.cost);
-      const subjects = subjectsOf(key);
-      const calls = callsFor(subjects, specs);
+    take(key, takeOptions) {
+      let cost: number;
+      let subjects: string[];
+      let calls: LimitCall[];
+      try {
+        cost =
+          takeOptions === undefined || takeOptions.cost === undefined
+            ? 1
+            : nonNegativeIntArg(takeOptions.cost);
+        subjects = subjectsOf(key);
+        calls = callsOf(subjects);
+      } catch (err) {
+        return Promise.reject(err);
+      }
       const cacheKey =
         cache === undefined ? '' : multiSubject ? subjects.join('\n') : (subjects[0] as string);
       if (cache !== undefined) {
@@ -278,21 +326,25 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
             resetAt: block.resetAt,
             retryAfterMs: block.until - now,
           };
-          return decide(now, false, [part], 'blocked');
+          return Promise.resolve(decide(now, false, [part], 'blocked'));
         }
       }
-      let reply: LimiterTakeReply;
-      try {
-        reply = await callStore(calls, cost);
-      } catch (err) {
-        return degrade(err, subjects, cost);
-      }
-      const decision = decide(reply.now, reply.allowed, partsOf(reply, specs), undefined);
-      if (!decision.allowed && cache !== undefined && decision.retryAfterMs !== Number.POSITIVE_INFINITY) {
-        const bound = specs.findIndex((s) => s.id === decision.bound);
-        cache.set(cacheKey, cost, local.now() + decision.retryAfterMs, decision.resetAt, bound);
-      }
-      return decision;
+      // A plain promise chain, not an async function: one fewer promise and microtask per take.
+      return callStore(calls, cost).then(
+        (reply) => {
+          const decision = decide(reply.now, reply.allowed, partsOf(reply, specs), undefined);
+          if (
+            !decision.allowed &&
+            cache !== undefined &&
+            decision.retryAfterMs !== Number.POSITIVE_INFINITY
+          ) {
+            const bound = specs.findIndex((s) => s.id === decision.bound);
+            cache.set(cacheKey, cost, local.now() + decision.retryAfterMs, decision.resetAt, bound);
+          }
+          return decision;
+        },
+        (err: unknown) => degrade(err, subjects, cost),
+      );
     },
   };
 }

@@ -15,6 +15,11 @@ const MAX_BATCH = 128;
 // The TTL is garbage collection only: a state read after its time decides as empty.
 const TTL_SLACK_MS = 1000;
 
+/** One queued decision: its keys and arguments, and how many limits its reply covers. */
+interface TakeItem extends BatchItem<number[]> {
+  readonly limits: number;
+}
+
 /** The limiter side of the Redis store. */
 export interface RedisLimiterBackend {
   take(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
@@ -23,16 +28,26 @@ export interface RedisLimiterBackend {
 
 /** Internal: one decision per queued item; decisions of one hash slot share a script call. */
 export function createRedisLimiterBackend(client: RedisLike, prefix: string): RedisLimiterBackend {
-  const enqueue = createBatcher<(string | number)[], BatchItem<(string | number)[]>>({
+  const enqueue = createBatcher<number[], TakeItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     maxBatch: MAX_BATCH,
     async send(items) {
-      return (await evalScript(
-        client,
-        scripts.limiterTake,
-        items.flatMap((i) => i.keys),
-        [String(TTL_SLACK_MS), ...items.flatMap((i) => i.args)],
-      )) as (string | number)[][];
+      const keys: string[] = [];
+      const args: string[] = [String(TTL_SLACK_MS)];
+      for (const item of items) {
+        for (const key of item.keys) keys.push(key);
+        for (const arg of item.args) args.push(arg);
+      }
+      // One flat array of integers: each entry's 2 + 4 x limits values, in order.
+      const flat = (await evalScript(client, scripts.limiterTake, keys, args)) as number[];
+      const replies: number[][] = [];
+      let at = 0;
+      for (const item of items) {
+        const size = 2 + 4 * item.limits;
+        replies.push(flat.slice(at, at + size));
+        at += size;
+      }
+      return replies;
     },
   });
 
@@ -42,7 +57,6 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       const args: string[] = [now === undefined ? '' : String(now), String(cost), String(limits.length)];
       for (const { spec, key } of limits) {
         keys.push(prefix + key);
-        if (spec.algorithm === 'sliding-log') keys.push(`${prefix}${key}:h`);
         args.push(
           ALGORITHM_CODE[spec.algorithm],
           String(spec.limit),
@@ -50,20 +64,20 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
           String(spec.param),
         );
       }
-      const reply = await new Promise<(string | number)[]>((resolve, reject) =>
-        enqueue({ keys, args, resolve, reject }),
+      const reply = await new Promise<number[]>((resolve, reject) =>
+        enqueue({ keys, args, limits: limits.length, resolve, reject }),
       );
       const verdicts: Verdict[] = [];
       for (let i = 2; i < reply.length; i += 4) {
-        const retry = Number(reply[i + 3]);
+        const retry = reply[i + 3] as number;
         verdicts.push({
-          allowed: Number(reply[i]) === 1,
-          remaining: Number(reply[i + 1]),
-          resetAt: Number(reply[i + 2]),
+          allowed: reply[i] === 1,
+          remaining: reply[i + 1] as number,
+          resetAt: reply[i + 2] as number,
           retryAfterMs: retry < 0 ? Number.POSITIVE_INFINITY : retry,
         });
       }
-      return { now: Number(reply[0]), allowed: Number(reply[1]) === 1, verdicts };
+      return { now: reply[0] as number, allowed: reply[1] === 1, verdicts };
     },
 
     async reset(namespace) {

@@ -5,20 +5,26 @@
   order, exactly as if decided one after the other. The math is src/limiter/*.ts, line for line;
   a property test runs both on the same sequences and requires identical answers.
 
-  KEYS[1i]   the keys of entry i's limits, in order: one key per limit, two for a sliding-log
-             limit (its sorted set, then its hash). All keys of one entry share one {hash tag},
-             so on Redis Cluster a batch only holds entries of one hash slot.
+  KEYS[1i]   the keys of entry i's limits, in order, one key per limit. All keys of one entry
+             share one {hash tag}, so on Redis Cluster a batch only holds entries of one slot.
              fixed-window    string  '<window start>:<count>'
              sliding-window  string  '<newest bucket index>:<count>,<count>,...' (B + 1 buckets)
              gcra            string  '<q>:<f>'  (TAT = q + f / limit ms)
-             sliding-log     zset    score: time, member: '<seq>:<cost>' (unique per request)
-                             hash    t: total cost of the members, s: last seq
+             sliding-log     zset    entries: score time, member '<seq>:<cost>' (unique per
+                                     request); totals: members '#t' total cost, '#s' last seq,
+                                     '#l' newest time, '#o' oldest time, scored 2^52 + value
+                                     (with '#o' the expired-entry scan is skipped while
+                                     nothing can have expired)
   ARGV[1]    TTL slack in ms, added to every key's TTL (see redis/limiter-backend.ts)
   ARGV[2..]  per entry: now ('' for Redis TIME), cost, n (number of limits), then per limit:
              algorithm ('l' sliding-log, 's' sliding-window, 'f' fixed-window, 'g' gcra),
              limit, window ms, param (bucket ms for 's', burst for 'g', else 0)
-  Returns    per entry: { now, allowed (1|0), then per limit: allowed (1|0), remaining, resetAt,
-             retryAfterMs (-1: never, the cost exceeds the limit) }
+  Returns    one flat array of integers, per entry in order: now, allowed (1|0), then per limit:
+             allowed (1|0), remaining, resetAt, retryAfterMs (-1: never, the cost exceeds the limit)
+
+  Server time per decision is what costs (a local Redis runs this script for 128 decisions in
+  well under a millisecond): strings are written with SET PX (one call, value and TTL), the
+  sliding log keeps its totals inside its sorted set, and the reply is integers.
 
   Every key written gets a TTL: the instant its state becomes equivalent to no state, plus the
   slack. Correctness never depends on the TTL (a state read after its time decides as empty).
@@ -39,7 +45,18 @@ local function ceildiv(a, b)
   return q
 end
 
-local function int(x) return string.format('%.0f', x) end
+-- Lua 5.1's tostring (and `..` on a number) is '%.14g': exact for integers below 1e14; times
+-- in ms are ~1.7e12, sequence numbers and costs far smaller.
+local function int(x)
+  if x > -1e14 and x < 1e14 then return tostring(x) end
+  return string.format('%.0f', x)
+end
+
+-- '<a>:<b>' into two numbers (a plain find is cheaper than a pattern with captures).
+local function pair(v)
+  local i = string.find(v, ':', 1, true)
+  return tonumber(string.sub(v, 1, i - 1)), tonumber(string.sub(v, i + 1))
+end
 
 local slack = tonumber(ARGV[1])
 local server_now = nil
@@ -51,19 +68,24 @@ local function time_now()
   return server_now
 end
 
-local function expire(key, at, now)
-  redis.call('PEXPIRE', key, int(math.max(1, at - now) + slack))
+-- Numbers go to redis.call as they are: Redis formats them itself (in C, '%.17g', exact for
+-- integers), cheaper than building the string in Lua.
+local function ttl(at, now)
+  return math.max(1, at - now) + slack
 end
 
--- Each decide returns allowed, remaining, resetAt, retry (-1 never), and a commit function.
+local function expire(key, at, now)
+  redis.call('PEXPIRE', key, ttl(at, now))
+end
+
+-- Each decide returns allowed, remaining, resetAt, retry (-1 never) and, when allowed, what to
+-- write: a string key, its value and TTL (no closure: a decision costs a few µs of server time,
+-- and closures and pattern captures were a measurable part of it), or a commit function.
 
 local function fixed_window(key, L, W, cost, now)
   local v = redis.call('GET', key)
   local start, count
-  if v then
-    local s, c = string.match(v, '^(%-?%d+):(%d+)$')
-    start, count = tonumber(s), tonumber(c)
-  end
+  if v then start, count = pair(v) end
   local time = now
   if start and now < start then time = start end
   local ws = time - math.fmod(time, W)
@@ -73,10 +95,7 @@ local function fixed_window(key, L, W, cost, now)
   if used + cost <= L then
     local reset = time
     if used + cost > 0 then reset = wend end
-    return true, L - used - cost, reset, 0, function()
-      redis.call('SET', key, int(ws) .. ':' .. int(used + cost))
-      expire(key, wend, now)
-    end
+    return true, L - used - cost, reset, 0, key, ws .. ':' .. (used + cost), ttl(wend, now)
   end
   local reset = time
   if used > 0 then reset = wend end
@@ -89,8 +108,8 @@ local function gcra(key, L, W, burst, cost, now)
   local v = redis.call('GET', key)
   local q, f = now, 0
   if v then
-    local sq, sf = string.match(v, '^(%-?%d+):(%d+)$')
-    if tonumber(sq) >= now then q, f = tonumber(sq), tonumber(sf) end
+    local sq, sf = pair(v)
+    if sq >= now then q, f = sq, sf end
   end
   local sum = f + cost * W
   local carry = floordiv(sum, L)
@@ -101,12 +120,9 @@ local function gcra(key, L, W, burst, cost, now)
     if cost > 0 then rq, rf = q2, f2 end
     local reset = rq
     if rf > 0 then reset = rq + 1 end
-    return true, floordiv(burst * W - ahead, W), reset, 0, function()
-      redis.call('SET', key, int(q2) .. ':' .. int(f2))
-      local at = q2
-      if f2 > 0 then at = q2 + 1 end
-      expire(key, at, now)
-    end
+    local at = q2
+    if f2 > 0 then at = q2 + 1 end
+    return true, floordiv(burst * W - ahead, W), reset, 0, key, q2 .. ':' .. f2, ttl(at, now)
   end
   local held = (q - now) * L + f
   local reset = q
@@ -151,13 +167,10 @@ local function sliding_window(key, L, W, G, cost, now)
   end
   if scaled + cost * G <= L * G then
     local reset = reset_of(cost)
-    return true, floordiv(L * G - scaled - cost * G, G), reset, 0, function()
-      counts[B] = counts[B] + cost
-      local parts = {}
-      for j = 0, B do parts[j + 1] = int(counts[j]) end
-      redis.call('SET', key, int(c) .. ':' .. table.concat(parts, ','))
-      expire(key, reset, now)
-    end
+    counts[B] = counts[B] + cost
+    local parts = {}
+    for j = 0, B do parts[j + 1] = counts[j] end
+    return true, floordiv(L * G - scaled - cost * G, G), reset, 0, key, c .. ':' .. table.concat(parts, ','), ttl(reset, now)
   end
   local retry = -1
   if cost <= L then
@@ -184,19 +197,30 @@ local function sliding_window(key, L, W, G, cost, now)
   return false, math.max(0, floordiv(L * G - scaled, G)), reset_of(0), retry, nil
 end
 
-local function sliding_log(zkey, hkey, L, W, cost, now)
+-- The sliding log's totals live in the sorted set itself, as four members whose scores are
+-- META + value: META = 2^52 lies far above any time in ms (~1.7e12) and META + value stays below
+-- 2^53, so those scores are exact, never fall in an expiry range (-inf, now - W] and sort after
+-- every entry. One key, one ZMSCORE to read them, one ZADD to write an entry and all four.
+local META = 4503599627370496
+local BELOW_META = '(' .. string.format('%.0f', META) -- '..' would print 4.5035996273705e+15
+local function sliding_log(zkey, L, W, cost, now)
   local cutoff = now - W
-  local th = redis.call('HMGET', hkey, 't', 's')
-  local total = tonumber(th[1]) or 0
-  local seq = tonumber(th[2]) or 0
-  local live = total
-  local expired = redis.call('ZRANGEBYSCORE', zkey, '-inf', int(cutoff))
-  for _, m in ipairs(expired) do live = live - tonumber(string.match(m, ':(%d+)$')) end
-  local newest = nil
-  if live > 0 then
-    local last = redis.call('ZRANGE', zkey, -1, -1, 'WITHSCORES')
-    newest = tonumber(last[2])
+  local total, seq, last, oldest = 0, 0, nil, nil
+  local m = redis.call('ZMSCORE', zkey, '#t', '#s', '#l', '#o')
+  if m[1] then
+    total, seq = tonumber(m[1]) - META, tonumber(m[2]) - META
+    last, oldest = tonumber(m[3]) - META, tonumber(m[4]) - META
   end
+  local live = total
+  local expired = nil
+  if total > 0 and oldest <= cutoff then
+    expired = redis.call('ZRANGEBYSCORE', zkey, '-inf', cutoff)
+    for _, e in ipairs(expired) do live = live - tonumber(string.match(e, ':(%d+)$')) end
+  end
+  -- The newest entry is the newest ever written, unless the clock stepped back (then it was
+  -- inserted before the newest, which stays newest): `last` is always the highest entry score.
+  local newest = nil
+  if live > 0 then newest = last end
   if live + cost <= L then
     local reset = now
     if cost > 0 then
@@ -204,31 +228,37 @@ local function sliding_log(zkey, hkey, L, W, cost, now)
     elseif newest then
       reset = newest + W
     end
-    return true, L - live - cost, reset, 0, function()
-      if #expired > 0 then redis.call('ZREMRANGEBYSCORE', zkey, '-inf', int(cutoff)) end
+    return true, L - live - cost, reset, 0, nil, nil, nil, function()
+      local first = now
+      if expired then
+        redis.call('ZREMRANGEBYSCORE', zkey, '-inf', cutoff)
+        local head = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+        local h = tonumber(head[2])
+        if h < META then first = math.min(h, now) end
+      elseif live > 0 then
+        first = math.min(oldest, now)
+      end
       seq = seq + 1
-      redis.call('ZADD', zkey, int(now), int(seq) .. ':' .. int(cost))
-      redis.call('HSET', hkey, 't', int(live + cost), 's', int(seq))
+      local top = now
+      if newest and newest > now then top = newest end
+      redis.call('ZADD', zkey, now, seq .. ':' .. cost, META + live + cost, '#t', META + seq, '#s',
+        META + top, '#l', META + first, '#o')
       expire(zkey, reset, now)
-      expire(hkey, reset, now)
     end
   end
   local retry = -1
   if cost <= L then
     local need = live + cost - L
+    -- Every entry frees at least 1, so the `need` oldest live entries always free enough: one
+    -- call, no paging (the memory model walks the same entries).
+    local page = redis.call('ZRANGEBYSCORE', zkey, '(' .. int(cutoff), BELOW_META, 'WITHSCORES', 'LIMIT', 0, need)
     local freed = 0
-    -- Oldest live entries first, a page at a time, until the rest plus this cost fits.
-    local offset = 0
-    while freed < need do
-      local page = redis.call('ZRANGEBYSCORE', zkey, '(' .. int(cutoff), '+inf', 'WITHSCORES', 'LIMIT', offset, 64)
-      for k = 1, #page, 2 do
-        freed = freed + tonumber(string.match(page[k], ':(%d+)$'))
-        if freed >= need then
-          retry = tonumber(page[k + 1]) + W - now
-          break
-        end
+    for i = 1, #page, 2 do
+      freed = freed + tonumber(string.match(page[i], ':(%d+)$'))
+      if freed >= need then
+        retry = tonumber(page[i + 1]) + W - now
+        break
       end
-      offset = offset + 64
     end
   end
   local reset = now
@@ -237,51 +267,56 @@ local function sliding_log(zkey, hkey, L, W, cost, now)
 end
 
 local out = {}
+local o = 0
 local a = 2
 local k = 1
-local entries = 0
+local writes = {}
 while a <= #ARGV do
   local now = ARGV[a]
   if now == '' then now = time_now() else now = tonumber(now) end
   local cost = tonumber(ARGV[a + 1])
   local n = tonumber(ARGV[a + 2])
   a = a + 3
-  local reply = { int(now), 1 }
-  local commits = {}
+  local head = o + 1
+  out[head] = now
+  out[head + 1] = 1
+  o = o + 2
+  local w = 0
   local all = true
   for j = 1, n do
     local alg, L, W, p = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
     a = a + 4
-    local ok, remaining, reset, retry, commit
-    if alg == 'l' then
-      ok, remaining, reset, retry, commit = sliding_log(KEYS[k], KEYS[k + 1], L, W, cost, now)
-      k = k + 2
+    local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn
+    if alg == 'g' then
+      ok, remaining, reset, retry, wkey, wvalue, wttl = gcra(KEYS[k], L, W, p, cost, now)
+    elseif alg == 'l' then
+      ok, remaining, reset, retry, wkey, wvalue, wttl, wfn = sliding_log(KEYS[k], L, W, cost, now)
+    elseif alg == 'f' then
+      ok, remaining, reset, retry, wkey, wvalue, wttl = fixed_window(KEYS[k], L, W, cost, now)
     else
-      if alg == 'f' then
-        ok, remaining, reset, retry, commit = fixed_window(KEYS[k], L, W, cost, now)
-      elseif alg == 's' then
-        ok, remaining, reset, retry, commit = sliding_window(KEYS[k], L, W, p, cost, now)
-      else
-        ok, remaining, reset, retry, commit = gcra(KEYS[k], L, W, p, cost, now)
-      end
-      k = k + 1
+      ok, remaining, reset, retry, wkey, wvalue, wttl = sliding_window(KEYS[k], L, W, p, cost, now)
     end
+    k = k + 1
     if ok then
-      commits[#commits + 1] = commit
-      reply[#reply + 1] = 1
+      out[o + 1] = 1
+      writes[w + 1], writes[w + 2], writes[w + 3], writes[w + 4] = wkey, wvalue, wttl, wfn or false
+      w = w + 4
     else
       all = false
-      reply[#reply + 1] = 0
+      out[o + 1] = 0
     end
-    reply[#reply + 1] = int(remaining)
-    reply[#reply + 1] = int(reset)
-    reply[#reply + 1] = int(retry)
+    out[o + 2], out[o + 3], out[o + 4] = remaining, reset, retry
+    o = o + 4
   end
   if all and cost > 0 then
-    for _, commit in ipairs(commits) do commit() end
+    for i = 1, w, 4 do
+      if writes[i + 3] then
+        writes[i + 3]()
+      else
+        redis.call('SET', writes[i], writes[i + 1], 'PX', writes[i + 2])
+      end
+    end
   end
-  if not all then reply[2] = 0 end
-  entries = entries + 1
-  out[entries] = reply
+  if not all then out[head + 1] = 0 end
 end
 return out
