@@ -376,7 +376,7 @@ export class ReorderBuffer<T> {
 
   #time(now: number | undefined): number {
     const t = now === undefined ? this.#clock.now() : now;
-    if (typeof t !== 'number' || t !== t) throw new InvalidArgumentError('now', 'a number', t);
+    if (typeof t !== 'number' || Number.isNaN(t)) throw new InvalidArgumentError('now', 'a number', t);
     // Time never moves back inside a buffer: a stepped-back clock must not reopen a hole's age.
     if (t > this.#lastNow) this.#lastNow = t;
     return this.#lastNow;
