@@ -1,0 +1,179 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/clock.js';
+import { isOnceflowError } from '../core/errors.js';
+import { AdaptiveTimeout } from './adaptive-timeout.js';
+import { ReorderBuffer } from './reorder-buffer.js';
+
+const seqs = (rs: readonly { seq: number }[]) => rs.map((r) => r.seq);
+
+describe('ReorderBuffer', () => {
+  it('overflow "advance" gives the oldest holes up as gaps and releases what was behind them', () => {
+    const b = new ReorderBuffer<string>({ capacity: 4, gapTimeout: '1s' });
+    b.push(2, 'c', 0);
+    const r = b.push(6, 'g', 0); // 6 >= 0 + 4: next must reach 6 - 4 + 1 = 3
+    expect(r.outcome).toBe('buffered');
+    expect(r.gaps).toEqual([{ from: 0, to: 1 }]);
+    expect(seqs(r)).toEqual([2]);
+    expect(b.next).toBe(3);
+    expect(b.missing()).toEqual([{ from: 0, to: 1 }]);
+    // A jump far ahead records one missing range, not a number at a time.
+    const far = b.push(1_000_000, 'z', 0);
+    expect(far.gaps).toEqual([
+      { from: 3, to: 5 },
+      { from: 7, to: 999_996 },
+    ]);
+    expect(seqs(far)).toEqual([6]);
+    // The missing set keeps the newest 65 536 numbers (the default bound); older ones answer stale.
+    expect(b.stats()).toMatchObject({ next: 999_997, buffered: 1, missing: 65_536 });
+    expect(b.missing()).toEqual([{ from: 999_997 - 65_536, to: 999_996 }]);
+    expect(b.push(3, 'd', 0).outcome).toBe('stale');
+    expect(b.push(999_000, 'y', 0).outcome).toBe('late');
+  });
+
+  it('overflow "reject" answers rejected and changes nothing', () => {
+    const b = new ReorderBuffer<string>({ capacity: 4, gapTimeout: '1s', overflow: 'reject' });
+    b.push(1, 'b', 0);
+    expect(b.push(4, 'e', 0).outcome).toBe('rejected');
+    expect(b.next).toBe(0);
+    expect(b.buffered).toBe(1);
+  });
+
+  it('a bounded missing set forgets its oldest numbers one at a time; a forgotten one answers stale', () => {
+    const b = new ReorderBuffer<string>({ capacity: 8, gapTimeout: 10, maxMissing: 3 });
+    b.push(5, 'f', 0);
+    expect(b.tick(10).gaps).toEqual([{ from: 0, to: 4 }]);
+    expect(b.missing()).toEqual([{ from: 2, to: 4 }]);
+    expect(b.push(1, 'b', 11).outcome).toBe('stale'); // forgotten: may have come before
+    expect(b.push(3, 'd', 11).outcome).toBe('late');
+    expect(b.push(5, 'f', 11).outcome).toBe('duplicate');
+    expect(b.stats()).toMatchObject({ next: 6, buffered: 0, missing: 2 });
+  });
+
+  it('the hole age counts from the first item behind it; every overdue hole goes in one tick', () => {
+    const clock = new FakeClock(1000);
+    const b = new ReorderBuffer<string>({ capacity: 16, gapTimeout: 100, clock });
+    b.push(2, 'c'); // hole 0..1 known since 1000
+    clock.advance(60);
+    b.push(5, 'f'); // hole 3..4 known since 1060
+    expect(b.deadline).toBe(1100);
+    clock.advance(40);
+    expect(b.tick()).toEqual({
+      released: [{ seq: 2, item: 'c', late: false }],
+      gaps: [{ from: 0, to: 1 }],
+    });
+    expect(b.deadline).toBe(1160); // the next hole: from the arrival of 5
+    clock.advance(60);
+    expect(b.tick().gaps).toEqual([{ from: 3, to: 4 }]);
+    expect(b.deadline).toBeUndefined();
+  });
+
+  it('time never moves back inside a buffer (a clock stepped back does not make a hole younger)', () => {
+    const b = new ReorderBuffer<string>({ capacity: 16, gapTimeout: 100 });
+    b.push(1, 'b', 500);
+    b.push(3, 'd', 400); // read as 500: had it counted as 400, hole 0 would be overdue at 500
+    expect(b.tick(599).gaps).toEqual([]);
+    expect(b.tick(600).gaps).toEqual([
+      { from: 0, to: 0 },
+      { from: 2, to: 2 },
+    ]);
+  });
+
+  it('adaptive: the timeout follows the fill times of holes, clamped, and is exposed for metrics', () => {
+    const b = new ReorderBuffer<number>({
+      capacity: 64,
+      gapTimeout: 'adaptive',
+      adaptive: { quantile: 0.9, factor: 2, min: 5, max: 80, initial: 50 },
+    });
+    expect(b.timeoutMs).toBe(50);
+    let t = 0;
+    for (let i = 0; i < 32; i += 2) {
+      // Each even number arrives 10 ms after the odd one behind it: a hole filled in 10 ms.
+      b.push(i + 1, i + 1, t);
+      t += 10;
+      b.push(i, i, t);
+    }
+    expect(b.stats().adaptive).toMatchObject({ samples: 16, quantileMs: 10, timeoutMs: 20 });
+    expect(b.timeoutMs).toBe(20);
+    // Holes that fill late (after being given up) count too, and the clamp holds.
+    for (let i = 32; i < 96; i += 2) {
+      b.push(i + 1, i + 1, t);
+      b.tick((t += 25));
+      b.push(i, i, (t += 500));
+    }
+    expect(b.timeoutMs).toBe(80);
+  });
+
+  it('snapshot is JSON, restore validates it', () => {
+    const b = new ReorderBuffer<{ v: number }>({ next: 10, capacity: 8, gapTimeout: 5 });
+    b.push(12, { v: 12 }, 1);
+    b.push(15, { v: 15 }, 2);
+    b.tick(6);
+    const saved = JSON.parse(JSON.stringify(b.snapshot()));
+    expect(saved).toEqual({
+      format: 'onceflow.reorder.v1',
+      next: 13,
+      buffered: [[15, { v: 15 }, 2]],
+      missing: [[10, 11, 1]],
+      missingHorizon: null,
+      lastNow: 6,
+      adaptive: null,
+    });
+    const small = new ReorderBuffer<{ v: number }>({ capacity: 2, gapTimeout: 5 });
+    expect(() => small.restore(saved)).toThrow(/saved.buffered\[0\]\[0\]/);
+    expect(() => b.restore({ ...saved, format: 'x' })).toThrow(/format/);
+    expect(() => b.restore({ ...saved, missing: [[11, 10, 0]] })).toThrow(/ascending/);
+    const adaptive = new ReorderBuffer<{ v: number }>({ capacity: 8, gapTimeout: 'adaptive' });
+    expect(() => adaptive.restore(saved)).toThrow(/saved.adaptive/);
+  });
+
+  it('validates options and arguments with coded errors', () => {
+    const caught = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    };
+    const e = caught(() => new ReorderBuffer({ capacity: 0, gapTimeout: 1 }));
+    expect(isOnceflowError(e, 'ERR_INVALID_OPTION')).toBe(true);
+    expect(String(e)).toContain('`capacity` to be a positive safe integer, got `0`');
+    expect(() => new ReorderBuffer({ capacity: 4, gapTimeout: '1 sec' as never })).toThrow(/gapTimeout/);
+    expect(() => new ReorderBuffer({ capacity: 4, gapTimeout: 1, overflow: 'drop' as never })).toThrow(
+      /overflow/,
+    );
+    expect(() => new ReorderBuffer({ capacity: 4, gapTimeout: 1, adaptive: {} })).toThrow(/adaptive/);
+    const b = new ReorderBuffer({ capacity: 4, gapTimeout: 1 });
+    expect(
+      isOnceflowError(
+        caught(() => b.push(-1, 'x', 0)),
+        'ERR_INVALID_ARGUMENT',
+      ),
+    ).toBe(true);
+    expect(() => b.push(1.5, 'x', 0)).toThrow(/seq/);
+    expect(() => b.push(1, 'x', Number.NaN)).toThrow(/now/);
+  });
+});
+
+describe('AdaptiveTimeout', () => {
+  it('nearest-rank quantile over a sliding sample, times the factor, clamped', () => {
+    const t = new AdaptiveTimeout({
+      quantile: 0.5,
+      factor: 3,
+      min: 10,
+      max: 100,
+      sampleSize: 16,
+      initial: 40,
+    });
+    for (let i = 1; i <= 16; i++) t.record(i); // median 8 → 24
+    expect(t.stats()).toMatchObject({ quantileMs: 8, timeoutMs: 24, samples: 16 });
+    for (let i = 0; i < 16; i++) t.record(1000); // the old samples slide out
+    expect(t.timeoutMs).toBe(100);
+    const copy = new AdaptiveTimeout({ quantile: 0.5, factor: 3, min: 10, max: 100, sampleSize: 16 });
+    copy.load(JSON.parse(JSON.stringify(t.toJSON())));
+    expect(copy.stats()).toEqual(t.stats());
+    expect(() => new AdaptiveTimeout({ quantile: 0 })).toThrow(/quantile/);
+    expect(() => new AdaptiveTimeout({ factor: 0.5 })).toThrow(/factor/);
+    expect(() => new AdaptiveTimeout({ min: 50, max: 10 })).toThrow(/adaptive.max/);
+  });
+});
