@@ -195,13 +195,14 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       return;
     }
     jobs.delete(job);
+    let givenUp: GapRange[] = [];
     if (!ok) {
       const rest = stillOpen(job.from, job.to);
       if (job.attempt >= retries) {
+        givenUp = rest;
         for (const r of rest) {
           removeOpen(r.from, r.to);
           counts.givenUp++;
-          onGiveUp?.(r, error);
         }
       } else {
         const cap = Math.min(maxMs, initialMs * factor ** job.attempt);
@@ -220,6 +221,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     }
     schedulePump();
     settleIdle();
+    // Called last, with the lane's state already settled: an alert hook that throws cannot leave
+    // the lane half-updated. Its exception is not swallowed (it surfaces as an unhandled rejection).
+    for (const r of givenUp) onGiveUp?.(r, error);
   }
 
   function removeOpen(from: number, to: number): void {
