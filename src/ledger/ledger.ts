@@ -112,8 +112,16 @@ export function createLedger(options: LedgerOptions): Ledger {
     name,
     capacity,
     store,
-    async apply(entry) {
-      return store.ledgerApply(toCommand(entry));
+    // Not `async`: an async function that returns the store's promise wraps it in a second one
+    // and pays extra microtask turns per call. Invalid input still rejects, never throws.
+    apply(entry) {
+      let cmd: LedgerApplyCommand;
+      try {
+        cmd = toCommand(entry);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return store.ledgerApply(cmd);
     },
     async balances(owner) {
       return store.ledgerBalances(name, nonEmptyStringArg('owner', owner));
@@ -142,7 +150,11 @@ export function createLedger(options: LedgerOptions): Ledger {
     for (const field in rawDeltas) {
       if (field.length === 0)
         throw new InvalidArgumentError('deltas', 'field names that are not empty', field);
-      deltas.push([field, amount(`deltas.${field}`, rawDeltas[field])]);
+      const value = rawDeltas[field];
+      // The valid cases first: building the `deltas.<field>` path for every call cost ~4%.
+      const exact =
+        typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value));
+      deltas.push([field, exact ? BigInt(value) : amount(`deltas.${field}`, value)]);
     }
     const scope = entry.scope === undefined ? undefined : nonEmptyStringArg('scope', entry.scope);
     const raw = optionalOrder('order', entry.order);

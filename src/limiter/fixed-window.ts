@@ -45,6 +45,6 @@ export const fixedWindow: AlgorithmMath<FixedWindowState> = {
 function current(spec: LimitSpec, state: FixedWindowState | undefined, now: number) {
   // A clock that steps back stays in the newest window seen (the Lua script does the same).
   const time = state !== undefined && now < state.start ? state.start : now;
-  const start = time - (time % spec.windowMs);
+  const start = Math.floor(time / spec.windowMs) * spec.windowMs; // exact: see int-math.ts
   return { start, used: state !== undefined && state.start === start ? state.count : 0, time };
 }

@@ -223,12 +223,16 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   const callsFor = (subjects: string[], forSpecs: readonly LimitSpec[]): LimitCall[] => {
     if (!multiSubject) {
       const head = `{${namespace}:${escapeKeyPart(subjects[0] as string)}}`;
-      return forSpecs.map((spec, i) => ({ spec, key: head + tails[i] }));
+      return forSpecs.map((spec, i) => ({ spec, key: head + tails[i], handle: undefined }));
     }
     return forSpecs.map((spec, i) => {
       const by = specs[i]?.by ?? 'key';
       const subject = subjects[bys.indexOf(by)] as string;
-      return { spec, key: `{${namespace}}:${escapeKeyPart(by)}:${escapeKeyPart(subject)}${tails[i]}` };
+      return {
+        spec,
+        key: `{${namespace}}:${escapeKeyPart(by)}:${escapeKeyPart(subject)}${tails[i]}`,
+        handle: undefined,
+      };
     });
   };
 

@@ -47,6 +47,12 @@ export interface LimitCall {
   readonly spec: LimitSpec;
   /** The key (without the store's prefix); every key of one command shares one `{hash tag}`. */
   readonly key: string;
+  /**
+   * A store's own per-call memo. The limiter keeps its calls per subject, so a store may pin
+   * what it found for this key here (the memory store keeps its entry: no Map lookup on the
+   * next take of the same subject). Stores must check that a memo is theirs and still valid.
+   */
+  handle?: unknown;
 }
 
 /** One multi-limit decision, as a store receives it: all limits admit the cost, or none is charged. */

@@ -61,11 +61,16 @@ const FORMAT_FAMILY = 'onceflow.window.';
  */
 export class SignatureWindow {
   readonly capacity: number;
-  // Oldest first, from `#head`. Shifting a plain array is O(n); a head index keeps eviction O(1)
-  // amortised for large capacities, and compaction keeps memory bounded by ~2x capacity.
-  #signatures: string[] = [];
-  #orders: (Order | undefined)[] = [];
-  #head = 0;
+  // A ring of slots, the oldest at `#start`. It grows while the window fills, then an admit into a
+  // full window frees the oldest slot and writes the new signature there: nothing shifts, nothing
+  // is compacted, nothing is allocated. Freed slots hold `undefined`, never a string. The ring is
+  // `capacity` long, longer only while a loaded over-capacity save is held.
+  #ring: (string | undefined)[] = [];
+  // Parallel to #ring; allocated on the first entry that carries an order, so a window that never
+  // sees one (the common case) keeps one array, not two.
+  #orders: (Order | undefined)[] | undefined;
+  #start = 0;
+  #count = 0;
   // For small windows a linear scan beats hashing; past INDEX_THRESHOLD a Set keeps admit O(1).
   #index: Set<string> | undefined;
   #horizon: Order | undefined;
@@ -77,7 +82,7 @@ export class SignatureWindow {
 
   /** The number of signatures held (may exceed `capacity` for a loaded over-capacity legacy save). */
   get size(): number {
-    return this.#signatures.length - this.#head;
+    return this.#count;
   }
 
   /** The highest order ever evicted, or `undefined`. */
@@ -88,9 +93,8 @@ export class SignatureWindow {
   /** True when the window holds `signature`. */
   has(signature: string): boolean {
     if (this.#index) return this.#index.has(signature);
-    const list = this.#signatures;
-    for (let i = this.#head; i < list.length; i++) if (list[i] === signature) return true;
-    return false;
+    // Freed slots hold `undefined`, so a scan of the whole ring sees only live entries.
+    return typeof signature === 'string' && this.#ring.includes(signature);
   }
 
   /**
@@ -104,14 +108,17 @@ export class SignatureWindow {
     if (order !== undefined) optionalOrder('order', order);
     if (this.has(signature)) return 'duplicate';
     if (order !== undefined && this.#horizon !== undefined && order <= this.#horizon) return 'stale';
+    // Evicting first, then inserting, evicts the same oldest entries as insert-then-evict would.
+    while (this.#count >= this.capacity) this.#evictOldest();
     this.#push(signature, order);
-    while (this.size > this.capacity) this.#evictOldest();
     return 'fresh';
   }
 
   /** The signatures held, oldest first. */
   signatures(): string[] {
-    return this.#signatures.slice(this.#head);
+    const out: string[] = [];
+    this.#each((i) => out.push(this.#ring[i] as string));
+    return out;
   }
 
   /** The saved form; {@link SignatureWindow.from} reads it back. */
@@ -119,7 +126,7 @@ export class SignatureWindow {
     return {
       format: FORMAT,
       signatures: this.signatures(),
-      orders: this.#orders.slice(this.#head).map((o) => (o === undefined ? null : orderToString(o))),
+      orders: this.#orderList().map((o) => (o === undefined ? null : orderToString(o))),
       horizon: this.#horizon === undefined ? null : orderToString(this.#horizon),
     };
   }
@@ -190,31 +197,58 @@ export class SignatureWindow {
     if (!this.has(signature)) this.#push(signature, order);
   }
 
+  /** Calls `f` with each live slot, oldest first. */
+  #each(f: (slot: number) => void): void {
+    const len = this.#ring.length;
+    for (let k = 0, i = this.#start; k < this.#count; k++, i = i + 1 === len ? 0 : i + 1) f(i);
+  }
+
+  #orderList(): (Order | undefined)[] {
+    const out: (Order | undefined)[] = [];
+    this.#each((i) => out.push(this.#orders?.[i]));
+    return out;
+  }
+
   #push(signature: string, order: Order | undefined): void {
-    this.#signatures.push(signature);
-    this.#orders.push(order);
+    let ring = this.#ring;
+    let slot: number;
+    if (this.#count === ring.length) {
+      // Full ring (still filling up, or loading an over-capacity save): grow it by one slot.
+      if (this.#start !== 0) {
+        // Only reachable when loading into a window that has evicted; keeps the ring oldest-first.
+        const live = this.signatures();
+        const orders = this.#orders === undefined ? undefined : this.#orderList();
+        this.#ring = ring = live;
+        this.#orders = orders;
+        this.#start = 0;
+      }
+      slot = ring.length;
+      ring.push(signature);
+    } else {
+      slot = this.#start + this.#count;
+      if (slot >= ring.length) slot -= ring.length;
+      ring[slot] = signature;
+    }
+    if (order !== undefined || this.#orders !== undefined) {
+      const orders = (this.#orders ??= new Array<Order | undefined>(ring.length).fill(undefined));
+      orders[slot] = order;
+    }
+    this.#count++;
     this.#index?.add(signature);
   }
 
   #evictOldest(): void {
-    let signature: string;
+    const slot = this.#start;
+    const signature = this.#ring[slot] as string;
+    this.#ring[slot] = undefined;
     let order: Order | undefined;
-    if (this.#index === undefined) {
-      // Small windows: shifting a handful of slots is cheaper than tracking a head.
-      signature = this.#signatures.shift() as string;
-      order = this.#orders.shift();
-    } else {
-      signature = this.#signatures[this.#head] as string;
-      order = this.#orders[this.#head];
-      this.#head++;
-      this.#index.delete(signature);
-      // Compact once the dead prefix is as long as the live part: amortised O(1), memory <= 2x.
-      if (this.#head * 2 >= this.#signatures.length) {
-        this.#signatures = this.#signatures.slice(this.#head);
-        this.#orders = this.#orders.slice(this.#head);
-        this.#head = 0;
-      }
+    if (this.#orders !== undefined) {
+      order = this.#orders[slot];
+      this.#orders[slot] = undefined;
     }
+    this.#start = slot + 1 === this.#ring.length ? 0 : slot + 1;
+    this.#count--;
+    this.#index?.delete(signature);
     if (order !== undefined && (this.#horizon === undefined || order > this.#horizon)) this.#horizon = order;
   }
 }
