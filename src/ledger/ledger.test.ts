@@ -84,6 +84,7 @@ describe('createLedger', () => {
       [{ owner: 'p', signature: 7, deltas: {} }, '`signature`'],
       [{ owner: 'p', signature: 's', deltas: [1] }, '`deltas`'],
       [{ owner: 'p', signature: 's', deltas: { '': 1 } }, '`deltas`'],
+      [{ owner: 'p', signature: 's', deltas: JSON.parse('{"__proto__":5,"coins":1}') }, '`deltas`'],
       [{ owner: 'p', signature: 's', deltas: {}, scope: 3 }, '`scope`'],
       [{ owner: 'p', signature: 's', deltas: {}, order: '3' }, '`order`'],
       [{ owner: 'p', signature: 's', deltas: {}, meta: { n: 1n } }, '`meta`'],

@@ -148,12 +148,14 @@ export function createLedger(options: LedgerOptions): Ledger {
     }
     const deltas: (readonly [string, bigint])[] = [];
     for (const field in rawDeltas) {
-      if (field.length === 0)
-        throw new InvalidArgumentError('deltas', 'field names that are not empty', field);
+      // `__proto__` would be set as an object's prototype, not a field, wherever balances are
+      // plain objects (results, JSON): it could be applied but never shown. Refuse it.
+      if (field.length === 0 || field === '__proto__') {
+        throw new InvalidArgumentError('deltas', 'field names that are not empty and not `__proto__`', field);
+      }
       const value = rawDeltas[field];
       // The valid cases first: building the `deltas.<field>` path for every call cost ~4%.
-      const exact =
-        typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value));
+      const exact = typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value));
       deltas.push([field, exact ? BigInt(value) : amount(`deltas.${field}`, value)]);
     }
     const scope = entry.scope === undefined ? undefined : nonEmptyStringArg('scope', entry.scope);

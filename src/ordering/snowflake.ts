@@ -185,7 +185,9 @@ export class Snowflake {
    * clock that is behind after a restart is caught: no id is issued until the clock has passed
    * every timestamp the previous run may have used. The generator holds a lease: it persists
    * `now + lease` ahead of time and renews it at half-time; if the store cannot renew it before it
-   * runs out, `next()` throws a store error rather than issue an id the next run could repeat.
+   * runs out, `next()` throws a store error rather than issue an id the next run could repeat. A
+   * quick restart (the clock behind the last lease by at most `lease`) waits until it has passed
+   * it; a clock further behind than `lease + rollbackToleranceMs` is a rollback: `ERR_CLOCK_ROLLBACK`.
    *
    * @example
    * ```ts
@@ -203,7 +205,21 @@ export class Snowflake {
     const every = parseDuration(options.lease ?? DEFAULT_LEASE, 'lease');
     if (every < 2) throw new InvalidOptionError('lease', 'at least 2 ms', options.lease);
     const persisted = await ops.timestampAdvance(name, -1);
-    const { store: _store, name: _name, lease: _lease, ...rest } = options;
+    const { store: _store, name: _name, lease: _lease, ...given } = options;
+    const rest: SnowflakeOptions = { ...given, clock: options.clock ?? anchoredClock() };
+    if (persisted >= 0) {
+      // The previous run persisted a lease up to `lease` ms ahead of its clock: a quick restart finds
+      // its clock behind it by as much, which is no rollback. That is waited out (asynchronously);
+      // beyond lease + tolerance the clock did go back, and the constructor says so.
+      const tolerance = options.rollbackToleranceMs ?? DEFAULT_TOLERANCE_MS;
+      const clock = rest.clock as Clock;
+      for (;;) {
+        const behind = persisted - Math.floor(clock.now());
+        if (behind <= tolerance || behind > every + tolerance) break;
+        if (options.wait !== undefined) options.wait(behind - tolerance);
+        else await new Promise((resolve) => setTimeout(resolve, behind - tolerance));
+      }
+    }
     const flake = new Snowflake(persisted >= 0 ? { ...rest, lastTimestamp: persisted } : rest);
     const lease: Lease = {
       ms: Number.NEGATIVE_INFINITY,
