@@ -7,10 +7,10 @@
 
 /** floor(a / b) for safe integers a and b > 0, exactly. */
 export function floorDiv(a: number, b: number): number {
-  return Math.floor(a / b);
+  return Math.floor(a / b) + 0; // + 0: never hand back -0
 }
 
 /** ceil(a / b) for safe integers a and b > 0, exactly. */
 export function ceilDiv(a: number, b: number): number {
-  return Math.ceil(a / b);
+  return Math.ceil(a / b) + 0; // Math.ceil(-0.5) is -0
 }

@@ -1,0 +1,43 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/clock.js';
+import { ceilDiv, floorDiv } from './int-math.js';
+import { createMemoryLimiterBackend } from './memory-backend.js';
+
+describe('integer division', () => {
+  it('floorDiv and ceilDiv are exact for every safe integer (checked against BigInt)', () => {
+    const safe = fc.oneof(
+      fc.integer({ min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }),
+      fc.integer({ min: -1e6, max: 1e6 }),
+    );
+    fc.assert(
+      fc.property(safe, fc.integer({ min: 1, max: 1e9 }), (a, b) => {
+        const A = BigInt(a);
+        const B = BigInt(b);
+        const q = A / B; // truncates toward zero
+        const r = A % B;
+        const floor = r < 0n ? q - 1n : q;
+        const ceil = r > 0n ? q + 1n : q;
+        expect(floorDiv(a, b)).toBe(Number(floor));
+        expect(ceilDiv(a, b)).toBe(Number(ceil));
+      }),
+      { numRuns: 5000 },
+    );
+    // Next to an integer quotient, where a rounded division would slip.
+    expect(floorDiv(Number.MAX_SAFE_INTEGER, 3)).toBe(3002399751580330);
+    expect(ceilDiv(Number.MAX_SAFE_INTEGER - 1, 3)).toBe(3002399751580330);
+  });
+});
+
+describe('memory limiter backend', () => {
+  it('drops expired state by itself, without a timer per key', () => {
+    const clock = new FakeClock(0);
+    const backend = createMemoryLimiterBackend(clock);
+    const spec = { id: 'x', algorithm: 'fixed-window', limit: 5, windowMs: 1000, param: 0 } as const;
+    for (let i = 0; i < 5000; i++) backend.take({ limits: [{ spec, key: `{l:t:${i}}:x` }], cost: 1 });
+    expect(backend.size).toBe(5000);
+    clock.advance(1000);
+    for (let i = 0; i < 5000; i++) backend.take({ limits: [{ spec, key: '{l:t:hot}:x' }], cost: 0 });
+    expect(backend.size).toBe(0);
+  });
+});
