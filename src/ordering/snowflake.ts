@@ -62,7 +62,9 @@ const DEFAULT_TOLERANCE_MS = 5;
 const DEFAULT_LIFETIME = '3650d';
 // 63 bits, not 64: the ids stay positive in a signed 64-bit column (PostgreSQL BIGINT, Java long).
 const ID_BITS = 63;
-// A store lease (see start): renewed at half its length, so a store may stall for half of it.
+// A store lease (see start) of 2 s, renewed at half-time: the store may stall for 1 s (a Redis
+// failover elects a replica in about that) before next() refuses; a restart within 2 s of the last
+// renewal waits at most 2 s. Longer leases stall quick restarts longer; shorter ones write more.
 const DEFAULT_LEASE = '2s';
 
 interface Lease {
@@ -248,8 +250,10 @@ export class Snowflake {
     let ms = this.#now();
     if (ms < this.#last) ms = this.#waitFor(this.#last);
     if (ms === this.#last) {
-      if (this.#sequence < this.#maxSequence)
-        return this.#base | (this.#sequences[++this.#sequence] as bigint);
+      if (this.#sequence < this.#maxSequence) {
+        const seq = ++this.#sequence;
+        return this.#base | (this.#sequences[seq] ?? this.#sequenceBigint(seq));
+      }
       ms = this.#waitFor(this.#last + 1);
     }
     if (this.#lease !== undefined) this.#checkLease(ms);
@@ -257,6 +261,13 @@ export class Snowflake {
     this.#sequence = 0;
     this.#base = (BigInt(ms - this.epoch) << this.#timeShift) | this.#workerPart;
     return this.#base;
+  }
+
+  /** Sequence numbers beyond the shared table are made once, on first use, per generator. */
+  #sequenceBigint(seq: number): bigint {
+    const big = BigInt(seq);
+    this.#sequences[seq] = big;
+    return big;
   }
 
   /** The fields of an id made with this layout and epoch. */
@@ -309,6 +320,9 @@ function bits(option: string, value: unknown): number {
 }
 
 function sequenceTable(sequenceBits: number): bigint[] {
+  // Shared and precomputed up to 12 bits (4096 bigints, ~100 KB); a wider sequence gets its own
+  // table, filled as far as one millisecond ever went (never 2^22 bigints up front).
+  if (sequenceBits > 12) return sequenceTable(12).slice();
   let table = sequenceTables.get(sequenceBits);
   if (table === undefined) {
     // One bigint per sequence value, made once: an id then costs one bigint OR, not three.
