@@ -74,7 +74,9 @@ describe('createTenantRegistry', () => {
 
   it('an unknown tenant or a bad policy is an invalid argument', async () => {
     const tenants = createTenantRegistry();
-    expect(() => tenants.take('nobody', 'u')).toThrow(/`tenant` to be a tenant passed to init\(\) first/);
+    await expect(tenants.take('nobody', 'u')).rejects.toThrow(
+      /`tenant` to be a tenant passed to init\(\) first/,
+    );
     expect(() => tenants.init('t', null as never)).toThrow(/`policy`/);
     expect(() => tenants.init('t', { algorithm: 'gcra', limit: -1, window: '1s' })).toThrow(/`limit`/);
     expect(() => tenants.init('', { algorithm: 'gcra', limit: 1, window: '1s' })).toThrow(/`tenant`/);

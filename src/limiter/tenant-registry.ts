@@ -20,7 +20,7 @@ export type TenantEvent =
 export interface TenantRegistry {
   /** Sets (or replaces) a tenant's policy. Its counters are kept unless the policy changes shape. */
   init(tenant: string, policy: TenantPolicy): void;
-  /** `take` on the tenant's limiter. Throws `ERR_INVALID_ARGUMENT` for an unknown tenant. */
+  /** `take` on the tenant's limiter. Rejects with `ERR_INVALID_ARGUMENT` for an unknown tenant. */
   take(
     tenant: string,
     key: string | Readonly<Record<string, string>>,
@@ -91,7 +91,7 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
       limiters.set(id, limiter);
       emit({ type: 'init', tenant: id, replaced });
     },
-    take(tenant, key, takeOptions) {
+    async take(tenant, key, takeOptions) {
       const id = open(tenant);
       const limiter = limiters.get(id);
       if (limiter === undefined)

@@ -160,6 +160,9 @@ describe('memory limiter properties', () => {
             expect(refusing.length).toBeGreaterThan(0);
             expect(refusing.map((p) => p.id)).toContain(r.bound);
             expect(r.retryAfterMs).toBe(Math.max(...refusing.map((p) => p.retryAfterMs)));
+            // Nothing was charged: every part reports what its limit has now (a cost-0 peek).
+            expect(parts[0]?.remaining).toBe((await first.take('k', { cost: 0 })).remaining);
+            expect(parts[1]?.remaining).toBe((await second.take('k', { cost: 0 })).remaining);
           }
         }
       }),
