@@ -101,7 +101,25 @@ export class ClosedError extends OnceflowError {
   }
 }
 
-/** The clock is behind the last timestamp a generator used, by more than it may wait out. */
+/**
+ * The clock is behind the last timestamp a generator used, by more than it may wait out.
+ *
+ * @example
+ * ```ts
+ * const clock = new FakeClock(1_000_000);
+ * const ids = new Snowflake({ worker: 1, epoch: 0, clock, lifetime: 0 });
+ * ids.next();
+ * clock.set(900_000); // 100 s back: far beyond the 5 ms it waits out
+ * let caught;
+ * try {
+ *   ids.next();
+ * } catch (err) {
+ *   caught = err;
+ * }
+ * isOnceflowError(caught, 'ERR_CLOCK_ROLLBACK'); // true
+ * caught.behindMs; // 100000
+ * ```
+ */
 export class ClockRollbackError extends OnceflowError {
   /** How far (ms) the clock is behind the last timestamp used. */
   readonly behindMs: number;
