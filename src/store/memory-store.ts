@@ -119,6 +119,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
     ...memoryOrderingOps(),
     ledgerApply: (cmd) => Promise.resolve(applySync(cmd)),
     limiterTake: (cmd) => Promise.resolve(limiter.take(cmd)),
+    limiterTakeSync: (cmd) => limiter.take(cmd),
     limiterReset: (namespace) => Promise.resolve(limiter.reset(namespace)),
     async ledgerBalances(ledger, owner) {
       return toRecord(ledgers.get(ledger)?.owners.get(owner)?.balances);

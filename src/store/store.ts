@@ -97,6 +97,8 @@ export interface Store extends OrderingStoreOps {
    * limit admits the cost and is charged, or none is. Optional: stores without it have no limiter.
    */
   limiterTake?(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
+  /** The same, answered synchronously, by a store that decides in this process (memory). */
+  limiterTakeSync?(command: LimiterTakeCommand): LimiterTakeReply;
   /** Drops every limiter state in `namespace` (see src/limiter/keys.ts); returns how many keys. */
   limiterReset?(namespace: string): Promise<number>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */
