@@ -111,6 +111,8 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     );
   }
   const take = store.limiterTake.bind(store);
+  // An in-process store answers synchronously: no promise and no microtask per take for it.
+  const takeSync = store.limiterTakeSync?.bind(store);
   const rawLimits =
     options.limits !== undefined
       ? options.limits
@@ -340,22 +342,25 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
           return Promise.resolve(decide(now, false, [part], 'blocked'));
         }
       }
+      const finish = (reply: LimiterTakeReply): Decision => {
+        const decision = decide(reply.now, reply.allowed, partsOf(reply, specs, cost), undefined);
+        if (!decision.allowed && cache !== undefined && decision.retryAfterMs !== Number.POSITIVE_INFINITY) {
+          const bound = specs.findIndex((s) => s.id === decision.bound);
+          cache.set(cacheKey, cost, local.now() + decision.retryAfterMs, decision.resetAt, bound);
+        }
+        return decision;
+      };
+      if (takeSync !== undefined) {
+        let reply: LimiterTakeReply;
+        try {
+          reply = takeSync({ limits: calls, cost, now: passIn?.now() });
+        } catch (err) {
+          return Promise.resolve().then(() => degrade(err, subjects, cost));
+        }
+        return Promise.resolve(finish(reply));
+      }
       // A plain promise chain, not an async function: one fewer promise and microtask per take.
-      return callStore(calls, cost).then(
-        (reply) => {
-          const decision = decide(reply.now, reply.allowed, partsOf(reply, specs, cost), undefined);
-          if (
-            !decision.allowed &&
-            cache !== undefined &&
-            decision.retryAfterMs !== Number.POSITIVE_INFINITY
-          ) {
-            const bound = specs.findIndex((s) => s.id === decision.bound);
-            cache.set(cacheKey, cost, local.now() + decision.retryAfterMs, decision.resetAt, bound);
-          }
-          return decision;
-        },
-        (err: unknown) => degrade(err, subjects, cost),
-      );
+      return callStore(calls, cost).then(finish, (err: unknown) => degrade(err, subjects, cost));
     },
   };
 }
