@@ -16,8 +16,10 @@ const fixture = (options: Omit<LimiterOptions, 'store' | 'clock'>, start = 0) =>
 function spyStore(clock: FakeClock) {
   const inner = memoryStore({ clock });
   const state = { calls: 0, mode: 'ok' as 'ok' | 'fail' | 'hang' };
+  // Without the synchronous path, so every decision goes through the spied limiterTake.
+  const { limiterTakeSync: _sync, ...rest } = inner;
   const store: Store = {
-    ...inner,
+    ...rest,
     kind: 'spy',
     limiterTake(cmd: LimiterTakeCommand) {
       state.calls++;
