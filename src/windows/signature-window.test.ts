@@ -529,7 +529,10 @@ const settlementLog = (maxOpen: 1 | 2) =>
       let next = 1;
       let step = 0;
       while (next <= rounds || open.length > 0) {
-        const canOpen = next <= rounds && open.length < maxOpen;
+        // At most `maxOpen` rounds open, and consecutive: round r+2 never opens while round r is
+        // open (a final first delivered after I_{r+2} would itself break bound (b)).
+        const canOpen =
+          next <= rounds && open.length < maxOpen && (open.length === 0 || (open[0] as number) >= next - 1);
         const canClose = open.length > 0;
         const doOpen = canOpen && (!canClose || (choices[step++ % choices.length] ?? true));
         if (doOpen) {
