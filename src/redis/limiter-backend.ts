@@ -1,12 +1,18 @@
 import { ALGORITHM_CODE } from '../limiter/algorithms.js';
-import type { LimiterTakeCommand, LimiterTakeReply, Verdict } from '../limiter/types.js';
+import type {
+  LimitCall,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+  LimitSpec,
+  Verdict,
+} from '../limiter/types.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
 
 // At most this many decisions per script call: a decision is a few redis.call()s (~2-5 µs of
 // server time), so 128 hold the server well under a millisecond, and 128 x (3 + 4 x limits)
-// arguments stay far below Lua's unpack limit (~8000 values).
+// arguments stay far below Lua's unpack limit (~8000 values) for a few limits per decision.
 const MAX_BATCH = 128;
 
 // Added to every key's TTL. In client-clock mode time comes from the callers, whose clocks may
@@ -15,10 +21,14 @@ const MAX_BATCH = 128;
 // The TTL is garbage collection only: a state read after its time decides as empty.
 const TTL_SLACK_MS = 1000;
 
-/** One queued decision: its keys and arguments, and how many limits its reply covers. */
-interface TakeItem extends BatchItem<number[]> {
-  readonly limits: number;
+/** One queued decision: its calls, keys (with the prefix) and arguments. */
+interface TakeItem extends BatchItem<LimiterTakeReply> {
+  readonly limits: readonly LimitCall[];
+  readonly now: string;
+  readonly cost: string;
 }
+
+const NO_ARGS: readonly string[] = [];
 
 /** The limiter side of the Redis store. */
 export interface RedisLimiterBackend {
@@ -26,58 +36,91 @@ export interface RedisLimiterBackend {
   reset(namespace: string): Promise<number>;
 }
 
+/** What this backend pins on a cached call: the prefixed key, built once per subject. */
+interface KeyMemo {
+  readonly owner: object;
+  readonly key: string;
+}
+
+// The script arguments of a limit spec (algorithm, limit, window, param), built once per spec.
+const specArgs = new WeakMap<LimitSpec, readonly string[]>();
+function argsOf(spec: LimitSpec): readonly string[] {
+  let args = specArgs.get(spec);
+  if (args === undefined) {
+    args = [ALGORITHM_CODE[spec.algorithm], String(spec.limit), String(spec.windowMs), String(spec.param)];
+    specArgs.set(spec, args);
+  }
+  return args;
+}
+
 /** Internal: one decision per queued item; decisions of one hash slot share a script call. */
 export function createRedisLimiterBackend(client: RedisLike, prefix: string): RedisLimiterBackend {
-  const enqueue = createBatcher<number[], TakeItem>({
+  const self = {};
+  const keyOf = (call: LimitCall): string => {
+    const memo = call.handle as KeyMemo | undefined;
+    if (memo !== undefined && memo.owner === self) return memo.key;
+    const key = prefix + call.key;
+    call.handle = { owner: self, key } satisfies KeyMemo;
+    return key;
+  };
+
+  const enqueue = createBatcher<LimiterTakeReply, TakeItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     maxBatch: MAX_BATCH,
     async send(items) {
+      // The batch's distinct limit specs go first, once; each decision names them by index, so
+      // a decision is 3 + limits arguments instead of 3 + 4 x limits (less to encode and parse).
+      const specIndex = new Map<LimitSpec, number>();
+      const specTable: string[] = [];
       const keys: string[] = [];
-      const args: string[] = [String(TTL_SLACK_MS)];
+      const tail: string[] = [];
       for (const item of items) {
         for (const key of item.keys) keys.push(key);
-        for (const arg of item.args) args.push(arg);
+        tail.push(item.now, item.cost, String(item.limits.length));
+        for (const { spec } of item.limits) {
+          let index = specIndex.get(spec);
+          if (index === undefined) {
+            index = specIndex.size + 1;
+            specIndex.set(spec, index);
+            for (const arg of argsOf(spec)) specTable.push(arg);
+          }
+          tail.push(String(index));
+        }
       }
+      const args = [String(TTL_SLACK_MS), String(specIndex.size), ...specTable, ...tail];
       // One flat array of integers: each entry's 2 + 4 x limits values, in order.
       const flat = (await evalScript(client, scripts.limiterTake, keys, args)) as number[];
-      const replies: number[][] = [];
+      const replies: LimiterTakeReply[] = [];
       let at = 0;
       for (const item of items) {
-        const size = 2 + 4 * item.limits;
-        replies.push(flat.slice(at, at + size));
-        at += size;
+        const verdicts: Verdict[] = [];
+        for (let j = 0; j < item.limits.length; j++) {
+          const o = at + 2 + 4 * j;
+          const retry = flat[o + 3] as number;
+          verdicts.push({
+            allowed: flat[o] === 1,
+            remaining: flat[o + 1] as number,
+            resetAt: flat[o + 2] as number,
+            retryAfterMs: retry < 0 ? Number.POSITIVE_INFINITY : retry,
+          });
+        }
+        replies.push({ now: flat[at] as number, allowed: flat[at + 1] === 1, verdicts });
+        at += 2 + 4 * item.limits.length;
       }
       return replies;
     },
   });
 
   return {
-    async take({ limits, cost, now }) {
+    take({ limits, cost, now }) {
       const keys: string[] = [];
-      const args: string[] = [now === undefined ? '' : String(now), String(cost), String(limits.length)];
-      for (const { spec, key } of limits) {
-        keys.push(prefix + key);
-        args.push(
-          ALGORITHM_CODE[spec.algorithm],
-          String(spec.limit),
-          String(spec.windowMs),
-          String(spec.param),
-        );
-      }
-      const reply = await new Promise<number[]>((resolve, reject) =>
-        enqueue({ keys, args, limits: limits.length, resolve, reject }),
+      for (const call of limits) keys.push(keyOf(call));
+      const at = now === undefined ? '' : String(now);
+      const units = String(cost);
+      // `args` stays empty: send() builds the arguments of the whole batch (see above).
+      return new Promise<LimiterTakeReply>((resolve, reject) =>
+        enqueue({ limits, keys, now: at, cost: units, args: NO_ARGS, resolve, reject }),
       );
-      const verdicts: Verdict[] = [];
-      for (let i = 2; i < reply.length; i += 4) {
-        const retry = reply[i + 3] as number;
-        verdicts.push({
-          allowed: reply[i] === 1,
-          remaining: reply[i + 1] as number,
-          resetAt: reply[i + 2] as number,
-          retryAfterMs: retry < 0 ? Number.POSITIVE_INFINITY : retry,
-        });
-      }
-      return { now: reply[0] as number, allowed: reply[1] === 1, verdicts };
     },
 
     async reset(namespace) {

@@ -16,9 +16,11 @@
                                      (with '#o' the expired-entry scan is skipped while
                                      nothing can have expired)
   ARGV[1]    TTL slack in ms, added to every key's TTL (see redis/limiter-backend.ts)
-  ARGV[2..]  per entry: now ('' for Redis TIME), cost, n (number of limits), then per limit:
+  ARGV[2]    S, the number of distinct limit specs in the batch, then S specs of 4 values:
              algorithm ('l' sliding-log, 's' sliding-window, 'f' fixed-window, 'g' gcra),
              limit, window ms, param (bucket ms for 's', burst for 'g', else 0)
+  ARGV[..]   then per entry: now ('' for Redis TIME), cost, n (number of limits), then n spec
+             numbers (1-based, into the specs above), one per limit, in key order
   Returns    one flat array of integers, per entry in order: now, allowed (1|0), then per limit:
              allowed (1|0), remaining, resetAt, retryAfterMs (-1: never, the cost exceeds the limit)
 
@@ -268,9 +270,15 @@ end
 
 local out = {}
 local o = 0
-local a = 2
 local k = 1
 local writes = {}
+local specs = tonumber(ARGV[2])
+local SA, SL, SW, SP = {}, {}, {}, {}
+for i = 1, specs do
+  local b = 3 + 4 * (i - 1)
+  SA[i], SL[i], SW[i], SP[i] = ARGV[b], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+end
+local a = 3 + 4 * specs
 while a <= #ARGV do
   local now = ARGV[a]
   if now == '' then now = time_now() else now = tonumber(now) end
@@ -284,8 +292,9 @@ while a <= #ARGV do
   local w = 0
   local all = true
   for j = 1, n do
-    local alg, L, W, p = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-    a = a + 4
+    local si = tonumber(ARGV[a])
+    local alg, L, W, p = SA[si], SL[si], SW[si], SP[si]
+    a = a + 1
     local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn
     if alg == 'g' then
       ok, remaining, reset, retry, wkey, wvalue, wttl = gcra(KEYS[k], L, W, p, cost, now)
