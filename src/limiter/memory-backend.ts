@@ -64,7 +64,17 @@ export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
         verdicts[i] = verdict;
         if (!verdict.allowed) allowed = false;
       }
-      if (allowed && cost > 0) {
+      if (!allowed) {
+        // Nothing is charged: a limit that would have admitted reports itself as it is now (its
+        // answer to a cost of 0), not as it would have been after this request.
+        for (let i = 0; i < limits.length; i++) {
+          if (!(verdicts[i] as Verdict).allowed) continue;
+          const call = limits[i] as LimitCall;
+          const entry = entryOf(call);
+          const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+          verdicts[i] = MATH[call.spec.algorithm].decide(call.spec, state, now, 0);
+        }
+      } else if (cost > 0) {
         for (const call of limits) {
           const { spec } = call;
           const math = MATH[spec.algorithm];

@@ -63,7 +63,11 @@ export interface LimiterTakeCommand {
   readonly now?: number | undefined;
 }
 
-/** The store's answer: the decision time and one verdict per limit, in order. */
+/**
+ * The store's answer: the decision time and one verdict per limit, in order. When the decision is
+ * refused, nothing was charged, and every limit's verdict describes it as it is now (a limit that
+ * would have admitted answers as to a cost of 0).
+ */
 export interface LimiterTakeReply {
   readonly now: number;
   readonly allowed: boolean;

@@ -279,6 +279,13 @@ for i = 1, specs do
   SA[i], SL[i], SW[i], SP[i] = ARGV[b], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
 end
 local a = 3 + 4 * specs
+local function decide(alg, key, L, W, p, cost, now)
+  if alg == 'g' then return gcra(key, L, W, p, cost, now) end
+  if alg == 'l' then return sliding_log(key, L, W, cost, now) end
+  if alg == 'f' then return fixed_window(key, L, W, cost, now) end
+  return sliding_window(key, L, W, p, cost, now)
+end
+
 while a <= #ARGV do
   local now = ARGV[a]
   if now == '' then now = time_now() else now = tonumber(now) end
@@ -289,22 +296,14 @@ while a <= #ARGV do
   out[head] = now
   out[head + 1] = 1
   o = o + 2
+  local first_spec, first_key = a, k
   local w = 0
   local all = true
   for j = 1, n do
     local si = tonumber(ARGV[a])
-    local alg, L, W, p = SA[si], SL[si], SW[si], SP[si]
     a = a + 1
-    local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn
-    if alg == 'g' then
-      ok, remaining, reset, retry, wkey, wvalue, wttl = gcra(KEYS[k], L, W, p, cost, now)
-    elseif alg == 'l' then
-      ok, remaining, reset, retry, wkey, wvalue, wttl, wfn = sliding_log(KEYS[k], L, W, cost, now)
-    elseif alg == 'f' then
-      ok, remaining, reset, retry, wkey, wvalue, wttl = fixed_window(KEYS[k], L, W, cost, now)
-    else
-      ok, remaining, reset, retry, wkey, wvalue, wttl = sliding_window(KEYS[k], L, W, p, cost, now)
-    end
+    local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn =
+      decide(SA[si], KEYS[k], SL[si], SW[si], SP[si], cost, now)
     k = k + 1
     if ok then
       out[o + 1] = 1
@@ -326,6 +325,18 @@ while a <= #ARGV do
       end
     end
   end
-  if not all then out[head + 1] = 0 end
+  if not all then
+    out[head + 1] = 0
+    -- Nothing was charged: a limit that would have admitted reports itself as it is now (its
+    -- answer to a cost of 0), not as it would have been after this request.
+    for j = 1, n do
+      local at = head + 2 + 4 * (j - 1)
+      if out[at] == 1 then
+        local si = tonumber(ARGV[first_spec + j - 1])
+        local _, remaining, reset = decide(SA[si], KEYS[first_key + j - 1], SL[si], SW[si], SP[si], 0, now)
+        out[at + 1], out[at + 2] = remaining, reset
+      end
+    end
+  end
 end
 return out
