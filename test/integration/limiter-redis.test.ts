@@ -3,7 +3,7 @@
 // server is gone, and the memory each algorithm's state takes per key (MEMORY USAGE).
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLimiter, createTenantRegistry, type LimitOptions } from '../../src/index.js';
+import { createLimiter, createTenantRegistry, FakeClock, type LimitOptions } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { freePort } from '../support/redis-servers.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
@@ -48,6 +48,23 @@ for (const target of [
         expect(ttl, key).toBeGreaterThan(0);
         expect(ttl, key).toBeLessThanOrEqual(2000 + 1000); // the state's end + the slack
       }
+    });
+
+    it('sliding-log: two requests in one millisecond are two entries', async () => {
+      const clock = new FakeClock(1_000_000);
+      const limiter = createLimiter({
+        store,
+        clock,
+        name: 'same-ms',
+        algorithm: 'sliding-log',
+        limit: 2,
+        window: '1s',
+        blockCache: false,
+      });
+      const [a, b, c] = await Promise.all([limiter.take('u'), limiter.take('u'), limiter.take('u')]);
+      expect([a.allowed, b.allowed, c.allowed]).toEqual([true, true, false]);
+      expect(c.retryAfterMs).toBe(1000);
+      expect(await client.zcard(`${prefix}{l:same-ms:u}:2%2F1s:l1000`)).toBe(2 + 4); // 2 entries + totals
     });
 
     it('a refusal writes nothing (TTLs and values unchanged)', async () => {
