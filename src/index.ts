@@ -41,7 +41,7 @@ export {
   type SignatureOptions,
   type SignatureSchema,
 } from './signature/define-signature.js';
-export { type MemoryStoreOptions, memoryStore } from './store/memory-store.js';
+export { DEFAULT_JOURNAL_ENTRIES, type MemoryStoreOptions, memoryStore } from './store/memory-store.js';
 export type {
   ApplyOutcome,
   Balances,

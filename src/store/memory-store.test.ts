@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
-import { memoryStore } from './memory-store.js';
+import { DEFAULT_JOURNAL_ENTRIES, memoryStore } from './memory-store.js';
 
 describe('memoryStore', () => {
   it('stamps journal entries with its clock', async () => {
@@ -71,5 +71,25 @@ describe('memoryStore', () => {
         expect((err as Error).message).toContain(`\`${name}\``);
       }
     }
+  });
+});
+
+describe('memoryStore journal retention by default', () => {
+  it('keeps the newest DEFAULT_JOURNAL_ENTRIES per ledger; Infinity keeps everything', async () => {
+    const ledger = createLedger({ store: memoryStore(), capacity: 1 });
+    for (let i = 0; i < DEFAULT_JOURNAL_ENTRIES + 5; i++) {
+      await ledger.apply({ owner: 'p', signature: `s${i}`, deltas: { coins: 1 }, scope: 'r' });
+    }
+    const journal = await ledger.journal();
+    expect(journal.length).toBe(DEFAULT_JOURNAL_ENTRIES);
+    expect(journal[0]?.signature).toBe('s5');
+    // Balances and scope totals never depend on the journal.
+    expect(await ledger.totals('r')).toEqual({ coins: BigInt(DEFAULT_JOURNAL_ENTRIES + 5) });
+    const all = createLedger({
+      store: memoryStore({ journal: { maxEntries: Number.POSITIVE_INFINITY } }),
+      capacity: 1,
+    });
+    for (let i = 0; i < 10; i++) await all.apply({ owner: 'p', signature: `s${i}`, deltas: {} });
+    expect((await all.journal()).length).toBe(10);
   });
 });

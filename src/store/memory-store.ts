@@ -21,10 +21,20 @@ export interface MemoryStoreOptions {
   /**
    * Journal retention. `maxEntries` bounds the journal per ledger: the oldest entries are dropped
    * one at a time (the journal is a record for reconciliation, not dedup state: dropping it never
-   * lets a repeat through, and scope totals stay exact). Default: keep every entry.
+   * lets a repeat through, and scope totals and balances stay exact). Default: the newest
+   * {@link DEFAULT_JOURNAL_ENTRIES} per ledger; `Infinity` keeps every entry (memory then grows by
+   * about 210 bytes per applied event, forever).
    */
   journal?: { maxEntries?: number };
 }
+
+/**
+ * The memory store's default journal retention per ledger. An embedded default must not grow
+ * without bound: 100 000 entries x ~210 bytes (measured, BENCHMARKS.md) is ~21 MB at most, and at
+ * 1 000 applies/s it still covers the last ~100 s for a reconciliation by journal; per-scope totals
+ * and balances never depend on it. Pass `journal: { maxEntries: Infinity }` to keep everything.
+ */
+export const DEFAULT_JOURNAL_ENTRIES = 100_000;
 
 interface OwnerState {
   window: SignatureWindow;
@@ -58,8 +68,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
   }
   const maxEntries =
     options.journal?.maxEntries === undefined
-      ? Number.POSITIVE_INFINITY
-      : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
+      ? DEFAULT_JOURNAL_ENTRIES
+      : options.journal.maxEntries === Number.POSITIVE_INFINITY
+        ? Number.POSITIVE_INFINITY
+        : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
   const ledgers = new Map<string, LedgerState>();
   const limiter = createMemoryLimiterBackend(clock);
 
