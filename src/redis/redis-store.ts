@@ -21,9 +21,62 @@ import { scripts } from './scripts.generated.js';
 // than that), and 128 x ~12 arguments stays far below Lua's unpack limit (~8000 values).
 const MAX_BATCH = 128;
 
-/** One queued apply: the script's keys and arguments, and the registry entries it needs first. */
+/** One queued apply: the script's keys and arguments, and whose registry entries it needs first. */
 interface ApplyItem extends BatchItem<string[]> {
-  readonly registrations: readonly (readonly [key: string, owner: string])[];
+  readonly memo: OwnerMemo;
+  readonly ledger: string;
+  readonly owner: string;
+  readonly scope: string | undefined;
+}
+
+/** What this process remembers of one (ledger, owner): its keys and what it has registered. */
+interface OwnerMemo {
+  readonly keys: [state: string, journal: string];
+  inLedger: boolean;
+  readonly scopes: Set<string>;
+}
+
+// Scopes remembered per owner: a player sits in a handful of rooms at a time; past this the
+// oldest is forgotten, which costs one more idempotent SADD if it comes back, never a wrong answer.
+const SCOPES_PER_OWNER = 64;
+
+function rememberScope(memo: OwnerMemo, scope: string): void {
+  if (memo.scopes.size >= SCOPES_PER_OWNER) memo.scopes.delete(memo.scopes.values().next().value as string);
+  memo.scopes.add(scope);
+}
+
+/**
+ * Per (ledger, owner): the escaped keys (built once, not on every apply) and the registrations made,
+ * bounded to REGISTERED_CACHE owners, oldest forgotten first.
+ */
+function createOwnerMemo(prefix: string): { get(ledger: string, owner: string): OwnerMemo } {
+  const byLedger = new Map<string, Map<string, OwnerMemo>>();
+  let size = 0;
+  return {
+    get(ledger, owner) {
+      let memos = byLedger.get(ledger);
+      if (memos === undefined) byLedger.set(ledger, (memos = new Map()));
+      let memo = memos.get(owner);
+      if (memo === undefined) {
+        if (size >= REGISTERED_CACHE) {
+          // Forget the oldest owner of the oldest ledger that has one (a Map iterates in insertion order).
+          for (const [name, map] of byLedger) {
+            const first = map.keys().next();
+            if (!first.done) {
+              map.delete(first.value);
+              size--;
+            }
+            if (map.size === 0 && name !== ledger) byLedger.delete(name);
+            if (!first.done) break;
+          }
+        }
+        memo = { keys: ownerKeys(prefix, ledger, owner), inLedger: false, scopes: new Set() };
+        memos.set(owner, memo);
+        size++;
+      }
+      return memo;
+    },
+  };
 }
 
 /** Options of {@link createRedisStore}. */
@@ -40,10 +93,10 @@ export interface RedisStoreOptions {
   journal?: { maxEntries?: number };
 }
 
-// Each process remembers which (ledger, owner) and (ledger, scope, owner) registrations it has
-// already made, so the registry SADD is paid once per pair and process, not once per apply.
-// 50 000 entries x ~100 bytes = ~5 MB per process at most; a forgotten entry costs one more
-// idempotent SADD round trip, never a wrong answer.
+// Each process remembers the keys of the owners it applies for and which (ledger, owner) and
+// (ledger, scope, owner) registrations it has already made, so the registry SADD is paid once per
+// pair and process, not once per apply. 50 000 owners x ~300 bytes (two keys, a small Set) =
+// ~15 MB per process at most; a forgotten owner costs one more idempotent SADD, never a wrong answer.
 const REGISTERED_CACHE = 50_000;
 
 /**
@@ -88,35 +141,48 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     options.journal?.maxEntries === undefined
       ? ''
       : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
-  const registered = new Set<string>();
+  const owners = createOwnerMemo(prefix);
   const enqueue = createBatcher<string[], ApplyItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     maxBatch: MAX_BATCH,
     async send(items) {
-      await register(items.flatMap((i) => i.registrations));
+      await register(items);
       return (await evalScript(
         client,
         scripts.ledgerApply,
-        items.flatMap((i) => i.keys),
+        items.flatMap((i) => i.memo.keys),
         [maxEntries, ...items.flatMap((i) => i.args)],
       )) as string[][];
     },
   });
 
-  // Registers (key, owner) pairs not registered yet by this process, before the script that books
-  // under them runs: a crash in between leaves an owner registered with nothing booked (adds 0).
-  async function register(pairs: readonly (readonly [string, string])[]): Promise<void> {
-    const todo = new Map<string, readonly [string, string]>();
-    for (const pair of pairs) {
-      const memo = `${pair[0]}\n${pair[1]}`;
-      if (!registered.has(memo)) todo.set(memo, pair);
+  // Registers the owners (and their scopes) of a batch that this process has not registered yet,
+  // before the script that books under them runs: a crash in between leaves an owner registered
+  // with nothing booked (adds 0). Registered pairs are remembered, so this is rarely a round trip.
+  async function register(items: readonly ApplyItem[]): Promise<void> {
+    const todo = new Map<string, () => void>();
+    const calls: Promise<unknown>[] = [];
+    for (const { memo, ledger, owner, scope } of items) {
+      if (!memo.inLedger) {
+        const key = ledgerOwnersKey(prefix, ledger);
+        if (!todo.has(`${key}\n${owner}`)) {
+          todo.set(`${key}\n${owner}`, () => {
+            memo.inLedger = true;
+          });
+          calls.push(client.call('SADD', key, owner));
+        }
+      }
+      if (scope !== undefined && !memo.scopes.has(scope)) {
+        const key = scopeOwnersKey(prefix, ledger, scope);
+        if (!todo.has(`${key}\n${owner}`)) {
+          todo.set(`${key}\n${owner}`, () => rememberScope(memo, scope));
+          calls.push(client.call('SADD', key, owner));
+        }
+      }
     }
-    if (todo.size === 0) return;
-    await Promise.all([...todo.values()].map(([key, owner]) => client.call('SADD', key, owner)));
-    for (const memo of todo.keys()) {
-      if (registered.size >= REGISTERED_CACHE) registered.delete(registered.values().next().value as string);
-      registered.add(memo);
-    }
+    if (calls.length === 0) return;
+    await Promise.all(calls);
+    for (const mark of todo.values()) mark();
   }
 
   async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
@@ -154,14 +220,11 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         for (const [field, amount] of cmd.deltas) args.push(field, amount.toString());
         // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch registers
         // the owner (and its scope) before its script runs.
-        const reply = await new Promise<string[]>((resolve, reject) => {
-          const registrations: (readonly [string, string])[] = [
-            [ledgerOwnersKey(prefix, cmd.ledger), cmd.owner],
-          ];
-          if (cmd.scope !== undefined)
-            registrations.push([scopeOwnersKey(prefix, cmd.ledger, cmd.scope), cmd.owner]);
-          enqueue({ keys: ownerKeys(prefix, cmd.ledger, cmd.owner), args, registrations, resolve, reject });
-        });
+        const memo = owners.get(cmd.ledger, cmd.owner);
+        const { ledger, owner, scope } = cmd;
+        const reply = await new Promise<string[]>((resolve, reject) =>
+          enqueue({ memo, ledger, owner, scope, keys: memo.keys, args, resolve, reject }),
+        );
         const [outcome, seq] = reply;
         const balances: Balances = {};
         for (let i = 2; i < reply.length; i += 2)
