@@ -15,7 +15,11 @@ export function render() {
     .filter((f) => f.endsWith('.lua'))
     .sort();
   const entries = files.map((file) => {
-    const text = readFileSync(join(luaDir, file), 'utf8');
+    // `-- #include lib/x.lua` lines are replaced by that file: Redis scripts cannot `require`, and a
+    // helper (integer-string compare) must not be copied by hand into every script that needs it.
+    const text = readFileSync(join(luaDir, file), 'utf8').replace(/^-- #include (\S+)\n/gm, (_, lib) =>
+      readFileSync(join(luaDir, lib), 'utf8'),
+    );
     const header = /^--\[\[([\s\S]*?)\]\]/.exec(text);
     if (!header)
       throw new Error(`${file}: must open with a --[[ ... ]] header naming KEYS, ARGV and returns`);

@@ -11,16 +11,7 @@
   version (an LSN, a snowflake id) above 2^53 would compare wrongly once converted.
 ]]
 
--- Compares two canonical integer strings.
-local function cmp(a, b)
-  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
-  if na ~= nb then return na and -1 or 1 end
-  local x, y = na and a:sub(2) or a, nb and b:sub(2) or b
-  local r = 0
-  if #x ~= #y then r = (#x < #y) and -1 or 1
-  elseif x ~= y then r = (x < y) and -1 or 1 end
-  return na and -r or r
-end
+-- #include lib/int-compare.lua
 
 local stored = redis.call('HGET', KEYS[1], 'v')
 if stored then
