@@ -100,3 +100,22 @@ export function handLog(events: readonly HandEvent[]): DeliveryLog {
     },
   };
 }
+
+/** Test shorthand: player 0's instant settlement of `round` (net 100 + round) in `room`. */
+export const I = (round: number, room = 0): HandEvent => ({
+  player: 0,
+  room,
+  round,
+  final: false,
+  net: 100 + round,
+});
+/** Test shorthand: player 0's final settlement of `round` (net -(200 + round)) in `room`. */
+export const F = (round: number, room = 0): HandEvent => ({
+  player: 0,
+  room,
+  round,
+  final: true,
+  net: -(200 + round),
+});
+/** Test shorthand: player 0 now sits in `room`. */
+export const join = (room: number): HandEvent => ({ player: 0, join: room });

@@ -1,23 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { type HandEvent, handLog } from './hand-log.js';
+import { F, handLog, I, join } from './hand-log.js';
 import { noDedupStrategy } from './no-dedup.js';
 import { evaluateStrategy } from './run-demo.js';
-
-const I = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: false,
-  net: 100 + round,
-});
-const F = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: true,
-  net: -(200 + round),
-});
-const join = (room: number): HandEvent => ({ player: 0, join: room });
 
 describe('no dedup', () => {
   it('applies every repeat, under the settlement own room: doubles, never loses or misbooks', async () => {

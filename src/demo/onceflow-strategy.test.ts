@@ -1,24 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { type HandEvent, handLog } from './hand-log.js';
+import { F, handLog, I, join } from './hand-log.js';
 import { onceflowStrategy, SETTLEMENT_CAPACITY, TOO_SMALL_CAPACITY } from './onceflow-strategy.js';
 import { requiredCapacityOf } from './required-capacity.js';
 import { evaluateStrategy } from './run-demo.js';
-
-const I = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: false,
-  net: 100 + round,
-});
-const F = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: true,
-  net: -(200 + round),
-});
-const join = (room: number): HandEvent => ({ player: 0, join: room });
 
 const c = (capacity: number, withOrder: boolean) => (log: ReturnType<typeof handLog>) =>
   onceflowStrategy(log, { capacity, withOrder });

@@ -1,23 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { type HandEvent, handLog } from './hand-log.js';
+import { F, type HandEvent, handLog, I, join } from './hand-log.js';
 import { perTypeFlagsStrategy } from './per-type-flags.js';
 import { evaluateStrategy } from './run-demo.js';
 
-const I = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: false,
-  net: 100 + round,
-});
-const F = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: true,
-  net: -(200 + round),
-});
-const join = (room: number): HandEvent => ({ player: 0, join: room });
 const run = (events: HandEvent[]) => evaluateStrategy(handLog(events), perTypeFlagsStrategy);
 
 describe('per-type flags ({ round, instantDone, finalDone } per player)', () => {

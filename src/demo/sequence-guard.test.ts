@@ -1,24 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type HandEvent, handLog } from './hand-log.js';
+import { F, type HandEvent, handLog, I, join } from './hand-log.js';
 import { evaluateStrategy } from './run-demo.js';
 import { sequenceGuardStrategy } from './sequence-guard.js';
 
 // Player 0 throughout; nets differ per settlement so sums identify them.
-const I = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: false,
-  net: 100 + round,
-});
-const F = (round: number, room = 0): HandEvent => ({
-  player: 0,
-  room,
-  round,
-  final: true,
-  net: -(200 + round),
-});
-const join = (room: number): HandEvent => ({ player: 0, join: room });
 const run = (events: HandEvent[]) => evaluateStrategy(handLog(events), sequenceGuardStrategy);
 
 describe('sequence guard (the seeds per-player monotonic round guard)', () => {
