@@ -140,6 +140,18 @@ const onceflowSide = (run, journal = true) => ({
 
 let stream;
 
+/** The rate-limiter-flexible side: `points` 1e6 never rejects (verified); 1 rejects after a key's first. */
+const rlfSide = (run, points = RLF_POINTS) => ({
+  id: 'rlf',
+  label:
+    `RateLimiterMemory({ points: ${points === RLF_POINTS ? '1e6' : points}, duration: ${RLF_DURATION_S} }).consume(owner)` +
+    (points === RLF_POINTS ? '' : ' (rejects)'),
+  prepare: () => newLimiter(points),
+  dispose: disposeLimiter,
+  run: (limiter) => run(limiter, stream),
+  verify: (s) => verifyLimiter(s, points, points !== RLF_POINTS),
+});
+
 export default {
   name: 'ledger',
   title: 'Ledger apply (memory store) vs rate-limiter-flexible RateLimiterMemory.consume',
@@ -156,63 +168,23 @@ export default {
       name: 'sequential await',
       note: 'one call awaited at a time',
       target: 3,
-      sides: [
-        onceflowSide(applySequential),
-        {
-          id: 'rlf',
-          label: `RateLimiterMemory({ points: 1e6, duration: ${RLF_DURATION_S} }).consume(owner)`,
-          prepare: () => newLimiter(RLF_POINTS),
-          dispose: disposeLimiter,
-          run: (limiter) => consumeSequential(limiter, stream),
-          verify: (s) => verifyLimiter(s, RLF_POINTS, false),
-        },
-      ],
+      sides: [onceflowSide(applySequential), rlfSide(consumeSequential)],
     },
     {
       name: `concurrent, ${IN_FLIGHT} in flight`,
       note: `batches of ${IN_FLIGHT} calls, then await Promise.all(batch)`,
       target: 3,
-      sides: [
-        onceflowSide(applyConcurrent),
-        {
-          id: 'rlf',
-          label: `RateLimiterMemory({ points: 1e6, duration: ${RLF_DURATION_S} }).consume(owner)`,
-          prepare: () => newLimiter(RLF_POINTS),
-          dispose: disposeLimiter,
-          run: (limiter) => consumeConcurrent(limiter, stream),
-          verify: (s) => verifyLimiter(s, RLF_POINTS, false),
-        },
-      ],
+      sides: [onceflowSide(applyConcurrent), rlfSide(consumeConcurrent)],
     },
     {
       name: 'sequential await, journal off',
       note: 'informative: the same, with the memory store told to keep no journal',
-      sides: [
-        onceflowSide(applySequential, false),
-        {
-          id: 'rlf',
-          label: `RateLimiterMemory({ points: 1e6, duration: ${RLF_DURATION_S} }).consume(owner)`,
-          prepare: () => newLimiter(RLF_POINTS),
-          dispose: disposeLimiter,
-          run: (limiter) => consumeSequential(limiter, stream),
-          verify: (s) => verifyLimiter(s, RLF_POINTS, false),
-        },
-      ],
+      sides: [onceflowSide(applySequential, false), rlfSide(consumeSequential)],
     },
     {
       name: 'sequential await, RLF rejecting',
       note: 'informative: points 1, so every consume after a key’s first rejects',
-      sides: [
-        onceflowSide(applySequential),
-        {
-          id: 'rlf',
-          label: `RateLimiterMemory({ points: 1, duration: ${RLF_DURATION_S} }).consume(owner) (rejects)`,
-          prepare: () => newLimiter(1),
-          dispose: disposeLimiter,
-          run: (limiter) => consumeSequentialRejecting(limiter, stream),
-          verify: (s) => verifyLimiter(s, 1, true),
-        },
-      ],
+      sides: [onceflowSide(applySequential), rlfSide(consumeSequentialRejecting, 1)],
     },
   ],
 };

@@ -95,6 +95,8 @@ class SortOnInsertBuffer {
   }
 }
 
+// Three identical loops on purpose, one per side: a shared loop would see three buffer classes at
+// its `buffer.push` call site and go polymorphic, charging every side for the others' presence.
 function pushAllSortOnInsert(buffer, order) {
   let released = 0;
   for (let i = 0; i < order.length; i++) {

@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { thrown } from '../../test/support/thrown.js';
 import { FakeClock, systemClock } from './clock.js';
 import { isOnceflowError } from './errors.js';
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('FakeClock', () => {
   it('starts at 0 or at the given time and stands still until told', () => {

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { thrown } from '../../test/support/thrown.js';
 import { isOnceflowError } from './errors.js';
 import {
   amount,
@@ -12,15 +13,6 @@ import {
   orderToString,
   positiveInt,
 } from './validate.js';
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('positiveInt', () => {
   it('returns a positive safe integer unchanged', () => {

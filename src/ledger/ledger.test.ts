@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isOnceflowError } from '../core/errors.js';
+import { coded, rejected, thrown } from '../../test/support/thrown.js';
 import { defineSignature } from '../signature/define-signature.js';
 import { memoryStore } from '../store/memory-store.js';
 import { createLedger } from './ledger.js';
@@ -11,25 +11,8 @@ const settlement = defineSignature([
   ['final', 'bool'],
 ]);
 
-function thrown(fn: () => unknown): { code: string; message: string } {
-  try {
-    fn();
-  } catch (err) {
-    if (isOnceflowError(err)) return { code: err.code, message: err.message };
-    throw err;
-  }
-  throw new Error('expected a throw');
-}
-
-async function rejected(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    if (isOnceflowError(err)) return { code: err.code, message: err.message };
-    throw err;
-  }
-  throw new Error('expected a rejection');
-}
+const thrownCode = (fn: () => unknown) => coded(thrown(fn));
+const rejectedCode = async (p: Promise<unknown>) => coded(await rejected(p));
 
 describe('createLedger', () => {
   it('runs the README example: a repeat is a duplicate and balances stay exact', async () => {
@@ -45,24 +28,24 @@ describe('createLedger', () => {
   });
 
   it('validates options once, naming the option', () => {
-    expect(thrown(() => createLedger({ capacity: 0 }))).toEqual({
+    expect(thrownCode(() => createLedger({ capacity: 0 }))).toEqual({
       code: 'ERR_INVALID_OPTION',
       message: 'Expected `capacity` to be a positive safe integer, got `0` (number)',
     });
-    expect(thrown(() => createLedger({ capacity: 2.5 })).message).toContain('`capacity`');
-    expect(thrown(() => createLedger({} as never)).message).toContain('got `undefined`');
-    expect(thrown(() => createLedger({ capacity: 4, store: {} as never })).message).toContain('`store`');
-    expect(thrown(() => createLedger({ capacity: 4, horizon: 'yes' as never })).message).toContain(
+    expect(thrownCode(() => createLedger({ capacity: 2.5 })).message).toContain('`capacity`');
+    expect(thrownCode(() => createLedger({} as never)).message).toContain('got `undefined`');
+    expect(thrownCode(() => createLedger({ capacity: 4, store: {} as never })).message).toContain('`store`');
+    expect(thrownCode(() => createLedger({ capacity: 4, horizon: 'yes' as never })).message).toContain(
       '`horizon`',
     );
-    expect(thrown(() => createLedger({ capacity: 4, name: '' })).message).toContain('`name`');
+    expect(thrownCode(() => createLedger({ capacity: 4, name: '' })).message).toContain('`name`');
   });
 
   it('rejects money that is not an integer, naming the field, and changes nothing', async () => {
     const ledger = createLedger({ capacity: 4 });
     await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } });
     for (const bad of [0.1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, '5', null]) {
-      const err = await rejected(
+      const err = await rejectedCode(
         ledger.apply({ owner: 'p', signature: 'b', deltas: { coins: 1, gems: bad as never } }),
       );
       expect(err.code).toBe('ERR_INVALID_ARGUMENT');
@@ -90,7 +73,7 @@ describe('createLedger', () => {
       [{ owner: 'p', signature: 's', deltas: {}, meta: { n: 1n } }, '`meta`'],
     ];
     for (const [entry, name] of cases) {
-      const err = await rejected(ledger.apply(entry as never));
+      const err = await rejectedCode(ledger.apply(entry as never));
       expect(err.code).toBe('ERR_INVALID_ARGUMENT');
       expect(err.message).toContain(name);
     }
@@ -99,10 +82,10 @@ describe('createLedger', () => {
 
   it('validates journal queries and reader arguments', async () => {
     const ledger = createLedger({ capacity: 4 });
-    expect((await rejected(ledger.journal({ limit: -1 }))).message).toContain('`query.limit`');
-    expect((await rejected(ledger.journal({ owner: '' }))).message).toContain('`query.owner`');
-    expect((await rejected(ledger.balances(''))).message).toContain('`owner`');
-    expect((await rejected(ledger.totals(undefined as never))).message).toContain('`scope`');
+    expect((await rejectedCode(ledger.journal({ limit: -1 }))).message).toContain('`query.limit`');
+    expect((await rejectedCode(ledger.journal({ owner: '' }))).message).toContain('`query.owner`');
+    expect((await rejectedCode(ledger.balances(''))).message).toContain('`owner`');
+    expect((await rejectedCode(ledger.totals(undefined as never))).message).toContain('`scope`');
   });
 
   it('keeps ledgers of different names apart on one store', async () => {

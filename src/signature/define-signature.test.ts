@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { thrown } from '../../test/support/thrown.js';
 import { isOnceflowError } from '../core/errors.js';
 import { defineSignature, type SignatureSchema } from './define-signature.js';
 
@@ -10,15 +11,6 @@ const settlement = defineSignature([
   ['net', 'int'],
   ['final', 'bool'],
 ]);
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 // ---------------------------------------------------------------------------------------------
 // A test-side model of the values a payload stands for, and a decoder of the readable form.

@@ -1,17 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { thrown } from '../../test/support/thrown.js';
 import { isOnceflowError } from '../core/errors.js';
 import type { Order } from '../core/validate.js';
 import { type AdmitOutcome, SignatureWindow } from './signature-window.js';
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 function admitAll(w: SignatureWindow, sigs: string[]): AdmitOutcome[] {
   return sigs.map((s) => w.admit(s));
