@@ -152,6 +152,13 @@ describe('ReorderBuffer', () => {
     ).toBe(true);
     expect(() => b.push(1.5, 'x', 0)).toThrow(/seq/);
     expect(() => b.push(1, 'x', Number.NaN)).toThrow(/now/);
+    // Inside the window (the fast path): a bad time or number is refused and nothing is held.
+    expect(() => b.push(2, 'x', '5' as never)).toThrow(/now/);
+    expect(() => b.push(2.5, 'x', 0)).toThrow(/seq/);
+    expect(b.buffered).toBe(0);
+    b.push(2, 'x', 5);
+    expect(() => b.push(2, 'x', Number.NaN)).toThrow(/now/); // checked before the duplicate answer
+    expect(b.push(2, 'x', 3).outcome).toBe('duplicate'); // a time behind the latest seen is fine
   });
 });
 

@@ -241,12 +241,16 @@ export class ReorderBuffer<T> {
   /** Accepts one item; see {@link PushOutcome}. `now` defaults to the clock. */
   push(seq: number, item: T, now?: number): PushResult<T> {
     const ahead = seq - this.#next;
-    if (ahead > 0 && ahead < this.capacity && Number.isSafeInteger(seq)) {
+    // `next` is a safe integer and `0 < ahead < capacity <= 2^30`, so `seq` is a safe integer
+    // exactly when `ahead` is an integer, which `(ahead | 0) === ahead` tests without a call.
+    if (ahead > 0 && ahead < this.capacity && (ahead | 0) === ahead) {
       // Inside the window, behind a hole: the most common case of a disordered stream, first.
-      const t = this.#time(now);
+      // The common `now`: a number not behind the latest time seen (else #time decides and checks).
+      const t = typeof now === 'number' && now >= this.#lastNow ? (this.#lastNow = now) : this.#time(now);
       const slot = seq & this.#mask;
-      if (this.#items[slot] !== EMPTY) return DUPLICATE;
-      this.#items[slot] = item;
+      const items = this.#items;
+      if (items[slot] !== EMPTY) return DUPLICATE;
+      items[slot] = item;
       this.#at[slot] = t;
       if (this.#buffered++ === 0) {
         this.#since = t;
