@@ -61,6 +61,15 @@ describe('nonEmptyString / nonEmptyStringArg', () => {
   it('accept a non-empty string', () => {
     expect(nonEmptyString('prefix', 'p')).toBe('p');
     expect(nonEmptyStringArg('owner', 'o')).toBe('o');
+    expect(nonEmptyStringArg('owner', 'a\ud83d\ude00b')).toBe('a\ud83d\ude00b'); // a surrogate pair
+  });
+
+  it('reject a lone surrogate (no UTF-8 form) in an argument', () => {
+    for (const bad of ['\ud800', 'x\udc00', '\ude00\ud83d']) {
+      const err = thrown(() => nonEmptyStringArg('owner', bad));
+      expect(isOnceflowError(err, 'ERR_INVALID_ARGUMENT')).toBe(true);
+      expect((err as Error).message).toContain('well-formed Unicode');
+    }
   });
 
   it('reject empty strings and non-strings with the right code', () => {
@@ -69,7 +78,9 @@ describe('nonEmptyString / nonEmptyStringArg', () => {
     expect((opt as Error).message).toBe('Expected `prefix` to be a non-empty string, got `""` (string)');
     const arg = thrown(() => nonEmptyStringArg('owner', 7));
     expect(isOnceflowError(arg, 'ERR_INVALID_ARGUMENT')).toBe(true);
-    expect((arg as Error).message).toBe('Expected `owner` to be a non-empty string, got `7` (number)');
+    expect((arg as Error).message).toBe(
+      'Expected `owner` to be a non-empty, well-formed Unicode string (no lone surrogate), got `7` (number)',
+    );
     expect((arg as { path: string }).path).toBe('owner');
   });
 });

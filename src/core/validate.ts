@@ -24,12 +24,25 @@ export function nonEmptyString(option: string, value: unknown): string {
   return value;
 }
 
-/** Asserts a non-empty string argument (owner, signature, scope). */
+/**
+ * Asserts a non-empty, well-formed string argument (owner, signature, scope, key). A lone
+ * surrogate has no UTF-8 form: a store that writes UTF-8 (Redis, PostgreSQL) would turn every one
+ * into U+FFFD, so two different ids would meet. It is refused in every store alike.
+ */
 export function nonEmptyStringArg(path: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new InvalidArgumentError(path, 'a non-empty string', value);
+  if (typeof value !== 'string' || value.length === 0 || !isWellFormed(value)) {
+    throw new InvalidArgumentError(
+      path,
+      'a non-empty, well-formed Unicode string (no lone surrogate)',
+      value,
+    );
   }
   return value;
+}
+
+/** `String.prototype.isWellFormed` (Node >= 20; the compile target's lib does not declare it yet). */
+export function isWellFormed(value: string): boolean {
+  return (value as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
 /** An order key: a safe integer or a bigint, compared numerically. */

@@ -69,6 +69,11 @@ describe('createLedger', () => {
       [{ owner: 'p', signature: 's', deltas: { '': 1 } }, '`deltas`'],
       [{ owner: 'p', signature: 's', deltas: JSON.parse('{"__proto__":5,"coins":1}') }, '`deltas`'],
       [{ owner: 'p', signature: 's', deltas: {}, scope: 3 }, '`scope`'],
+      // A lone surrogate has no UTF-8 form (a store would write U+FFFD): refused everywhere.
+      [{ owner: 'p\ud800', signature: 's', deltas: {} }, '`owner`'],
+      [{ owner: 'p', signature: 's\udc00', deltas: {} }, '`signature`'],
+      [{ owner: 'p', signature: 's', deltas: {}, scope: '\ud83d' }, '`scope`'],
+      [{ owner: 'p', signature: 's', deltas: { 'c\ud800': 1 } }, '`deltas`'],
       [{ owner: 'p', signature: 's', deltas: {}, order: '3' }, '`order`'],
       [{ owner: 'p', signature: 's', deltas: {}, meta: { n: 1n } }, '`meta`'],
     ];

@@ -2,6 +2,7 @@ import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import {
   amount,
   isPlainObject,
+  isWellFormed,
   nonEmptyString,
   nonEmptyStringArg,
   type Order,
@@ -150,8 +151,12 @@ export function createLedger(options: LedgerOptions): Ledger {
     for (const field in rawDeltas) {
       // `__proto__` would be set as an object's prototype, not a field, wherever balances are
       // plain objects (results, JSON): it could be applied but never shown. Refuse it.
-      if (field.length === 0 || field === '__proto__') {
-        throw new InvalidArgumentError('deltas', 'field names that are not empty and not `__proto__`', field);
+      if (field.length === 0 || field === '__proto__' || !isWellFormed(field)) {
+        throw new InvalidArgumentError(
+          'deltas',
+          'field names that are not empty, not `__proto__` and well-formed Unicode',
+          field,
+        );
       }
       const value = rawDeltas[field];
       // The valid cases first: building the `deltas.<field>` path for every call cost ~4%.

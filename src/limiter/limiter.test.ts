@@ -242,7 +242,8 @@ describe('createLimiter', () => {
 
   it('rejects a bad key or cost as invalid arguments', async () => {
     const { limiter } = fixture({ algorithm: 'gcra', limit: 1, window: '1s' });
-    await expect(limiter.take('')).rejects.toThrow(/`key` to be a non-empty string/);
+    await expect(limiter.take('')).rejects.toThrow(/`key` to be a non-empty, well-formed Unicode string/);
+    await expect(limiter.take('u\ud800')).rejects.toThrow(/`key` to be a non-empty, well-formed Unicode/);
     await expect(limiter.take('u', { cost: -1 })).rejects.toThrow(/`cost` to be a non-negative safe integer/);
     await expect(limiter.take({ user: 'u' })).rejects.toThrow(/`key.key`/);
     const multi = fixture({

@@ -1,7 +1,13 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
-import { isPlainObject, nonEmptyString, nonNegativeInt, positiveInt } from '../core/validate.js';
+import {
+  isPlainObject,
+  isWellFormed,
+  nonEmptyString,
+  nonNegativeInt,
+  positiveInt,
+} from '../core/validate.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { specSuffix } from './algorithms.js';
@@ -190,8 +196,10 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
           : DEFAULT_TIMEOUT_MS;
   const subjectsOf = (key: string | Readonly<Record<string, string>>): string[] => {
     if (typeof key === 'string') {
-      if (key.length === 0 || multiSubject || bys[0] !== 'key') {
-        if (key.length === 0) throw new InvalidArgumentError('key', 'a non-empty string', key);
+      if (key.length === 0 || multiSubject || bys[0] !== 'key' || !isWellFormed(key)) {
+        // A lone surrogate has no UTF-8 form: on Redis it would share U+FFFD's counters.
+        if (key.length === 0 || !isWellFormed(key))
+          throw new InvalidArgumentError('key', 'a non-empty, well-formed Unicode string', key);
         throw new InvalidArgumentError('key', `an object with ${bys.map((b) => `\`${b}\``).join(', ')}`, key);
       }
       return [key];
@@ -199,8 +207,8 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     if (!isPlainObject(key)) throw new InvalidArgumentError('key', 'a string or an object of subjects', key);
     return bys.map((by) => {
       const v = key[by];
-      if (typeof v !== 'string' || v.length === 0)
-        throw new InvalidArgumentError(`key.${by}`, 'a non-empty string', v);
+      if (typeof v !== 'string' || v.length === 0 || !isWellFormed(v))
+        throw new InvalidArgumentError(`key.${by}`, 'a non-empty, well-formed Unicode string', v);
       return v;
     });
   };

@@ -1,9 +1,8 @@
 import { keySlot } from './slot.js';
 
-/** One queued call: its keys and arguments, and how to settle it. */
+/** One queued call: its keys (whatever else it carries, its `send` reads), and how to settle it. */
 export interface BatchItem<R> {
   readonly keys: readonly string[];
-  readonly args: readonly string[];
   resolve(reply: R): void;
   reject(err: unknown): void;
 }

@@ -28,8 +28,6 @@ interface TakeItem extends BatchItem<LimiterTakeReply> {
   readonly cost: string;
 }
 
-const NO_ARGS: readonly string[] = [];
-
 /** The limiter side of the Redis store. */
 export interface RedisLimiterBackend {
   take(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
@@ -117,9 +115,8 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       for (const call of limits) keys.push(keyOf(call));
       const at = now === undefined ? '' : String(now);
       const units = String(cost);
-      // `args` stays empty: send() builds the arguments of the whole batch (see above).
       return new Promise<LimiterTakeReply>((resolve, reject) =>
-        enqueue({ limits, keys, now: at, cost: units, args: NO_ARGS, resolve, reject }),
+        enqueue({ limits, keys, now: at, cost: units, resolve, reject }),
       );
     },
 

@@ -21,8 +21,18 @@ import { scripts } from './scripts.generated.js';
 // than that), and 128 x ~12 arguments stays far below Lua's unpack limit (~8000 values).
 const MAX_BATCH = 128;
 
-/** One queued apply: the script's keys and arguments, and whose registry entries it needs first. */
-interface ApplyItem extends BatchItem<string[]> {
+/**
+ * One entry of ledger-apply's JSON argument: signature, capacity, order ('' when none), horizon
+ * (1 or 0), scope ('' when none), meta JSON ('' when none), then field, delta pairs.
+ */
+type ApplyEntry = [string, number, string, 0 | 1, string, string, string[]];
+
+/** One entry's reply: outcome, journal seq ('' unless applied), the owner's balances. */
+type ApplyReply = [LedgerApplyResult['outcome'], string, Record<string, string>];
+
+/** One queued apply: the script's keys and entry, and whose registry entries it needs first. */
+interface ApplyItem extends BatchItem<ApplyReply> {
+  readonly entry: ApplyEntry;
   readonly memo: OwnerMemo;
   readonly ledger: string;
   readonly owner: string;
@@ -142,17 +152,25 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       ? ''
       : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
   const owners = createOwnerMemo(prefix);
-  const enqueue = createBatcher<string[], ApplyItem>({
+  const enqueue = createBatcher<ApplyReply, ApplyItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     maxBatch: MAX_BATCH,
     async send(items) {
       await register(items);
-      return (await evalScript(
-        client,
-        scripts.ledgerApply,
-        items.flatMap((i) => i.memo.keys),
-        [maxEntries, ...items.flatMap((i) => i.args)],
-      )) as string[][];
+      const keys: string[] = new Array(items.length * 2);
+      const entries: ApplyEntry[] = new Array(items.length);
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i] as ApplyItem;
+        keys[2 * i] = item.memo.keys[0];
+        keys[2 * i + 1] = item.memo.keys[1];
+        entries[i] = item.entry;
+      }
+      // One JSON argument in, one JSON string out (see ledger-apply.lua).
+      const reply = await evalScript(client, scripts.ledgerApply, keys, [
+        JSON.stringify(entries),
+        maxEntries,
+      ]);
+      return JSON.parse(reply as string) as ApplyReply[];
     },
   });
 
@@ -208,29 +226,27 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ...redisOrderingOps(client, prefix),
     ledgerApply: (cmd: LedgerApplyCommand) =>
       guarded('ledgerApply', async (): Promise<LedgerApplyResult> => {
-        const args: string[] = [
+        const deltas: string[] = [];
+        for (const [field, amount] of cmd.deltas) deltas.push(field, amount.toString());
+        const entry: ApplyEntry = [
           cmd.signature,
-          String(cmd.capacity),
+          cmd.capacity,
           cmd.order === undefined ? '' : orderToString(cmd.order),
-          cmd.horizon ? '1' : '0',
+          cmd.horizon ? 1 : 0,
           cmd.scope ?? '',
           cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
-          String(cmd.deltas.length),
+          deltas,
         ];
-        for (const [field, amount] of cmd.deltas) args.push(field, amount.toString());
         // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch registers
         // the owner (and its scope) before its script runs.
         const memo = owners.get(cmd.ledger, cmd.owner);
         const { ledger, owner, scope } = cmd;
-        const reply = await new Promise<string[]>((resolve, reject) =>
-          enqueue({ memo, ledger, owner, scope, keys: memo.keys, args, resolve, reject }),
+        const [outcome, seq, amounts] = await new Promise<ApplyReply>((resolve, reject) =>
+          enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject }),
         );
-        const [outcome, seq] = reply;
         const balances: Balances = {};
-        for (let i = 2; i < reply.length; i += 2)
-          balances[reply[i] as string] = BigInt(reply[i + 1] as string);
-        const result = { outcome: outcome as LedgerApplyResult['outcome'], balances };
-        return seq ? { ...result, seq: Number(seq) } : result;
+        for (const field in amounts) balances[field] = BigInt(amounts[field] as string);
+        return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
       }),
 
     ledgerBalances: (ledger, owner) =>

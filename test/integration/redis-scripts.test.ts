@@ -56,6 +56,35 @@ describe('Lua scripts', () => {
     }
   });
 
+  it('a batch carries any well-formed string exactly (JSON in, JSON out), and one bad call spoils no other', async () => {
+    const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4, name: 'odd' });
+    // NUL, quotes, backslash, slash, line separators, a surrogate pair, bytes cjson escapes or passes raw.
+    const odd = ['\u0000', '"', '\\', '/', '\u2028\u2029', '😀', 'é\n\t', '[]', '{}', '1e3', '-0'];
+    const calls = odd.map((text, i) =>
+      ledger.apply({
+        owner: `o${text}`,
+        signature: `s${text}`,
+        deltas: { [`f${text}`]: i + 1 },
+        scope: `r${text}`,
+      }),
+    );
+    // In the same turn (so in the same batch), a lone surrogate is refused before it is queued.
+    const bad = ledger.apply({ owner: 'o\ud800', signature: 's', deltas: { coins: 1 } });
+    await expect(bad).rejects.toThrow(/well-formed/);
+    const results = await Promise.all(calls);
+    for (const [i, text] of odd.entries()) {
+      expect(results[i]).toEqual({ outcome: 'applied', balances: { [`f${text}`]: BigInt(i + 1) }, seq: 1 });
+      expect(await ledger.window(`o${text}`)).toEqual({ signatures: [`s${text}`] });
+      expect(await ledger.totals(`r${text}`)).toEqual({ [`f${text}`]: BigInt(i + 1) });
+      const [entry] = await ledger.journal({ owner: `o${text}` });
+      expect(entry).toMatchObject({
+        signature: `s${text}`,
+        scope: `r${text}`,
+        deltas: { [`f${text}`]: BigInt(i + 1) },
+      });
+    }
+  });
+
   it('rejects a prefix that would move the hash tag', () => {
     expect(() => createRedisStore({ client, prefix: 'x{' })).toThrow(/`prefix`/);
     expect(() => createRedisStore({ client: {} as never })).toThrow(/`client`/);
