@@ -2,9 +2,9 @@
  * The key layout of the Redis store. Every key of one owner carries the same `{hash tag}`, built
  * from the ledger name and the owner, so each ledger step is one script on one Cluster node:
  *
- *   <prefix>{<ledger>:<owner>}:s   hash    window (w), orders (o), horizon (h), journal counter
- *                                          (seq), balances (b), and this owner's total per scope
- *                                          (t:<#scope>:<scope><field>)
+ *   <prefix>{<ledger>:<owner>}:s   hash    balances, journal counter, horizon, orders and window
+ *                                          in one field (s, format in ledger-apply.lua), and this
+ *                                          owner's total per scope (t:<#scope>:<scope><field>)
  *   <prefix>{<ledger>:<owner>}:j   stream  journal
  *   <prefix>{<ledger>}:owners      set     registry of owners (for journal queries over all owners)
  *   <prefix>{<ledger>|<scope>}:owners set  registry of owners that booked under a scope

@@ -22,16 +22,16 @@ import { scripts } from './scripts.generated.js';
 const MAX_BATCH = 128;
 
 /**
- * One entry of ledger-apply's JSON argument: signature, capacity, order ('' when none), horizon
- * (1 or 0), scope ('' when none), meta JSON ('' when none), then field, delta pairs.
+ * One entry of ledger-apply's flat JSON argument: signature, capacity, order ('' when none),
+ * horizon (1 or 0), scope ('' when none), meta JSON ('' when none), n, then n field, delta pairs.
  */
-type ApplyEntry = [string, number, string, 0 | 1, string, string, string[]];
+type ApplyEntry = (string | number)[];
 
 /** One entry's reply: outcome, journal seq ('' unless applied), the owner's balances. */
 type ApplyReply = [LedgerApplyResult['outcome'], string, Record<string, string>];
 
 /** One queued apply: the script's keys and entry, and whose registry entries it needs first. */
-interface ApplyItem extends BatchItem<ApplyReply> {
+interface ApplyItem extends BatchItem<LedgerApplyResult> {
   readonly entry: ApplyEntry;
   readonly memo: OwnerMemo;
   readonly ledger: string;
@@ -152,25 +152,29 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       ? ''
       : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
   const owners = createOwnerMemo(prefix);
-  const enqueue = createBatcher<ApplyReply, ApplyItem>({
+  const enqueue = createBatcher<LedgerApplyResult, ApplyItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     maxBatch: MAX_BATCH,
     async send(items) {
-      await register(items);
-      const keys: string[] = new Array(items.length * 2);
-      const entries: ApplyEntry[] = new Array(items.length);
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i] as ApplyItem;
-        keys[2 * i] = item.memo.keys[0];
-        keys[2 * i + 1] = item.memo.keys[1];
-        entries[i] = item.entry;
+      try {
+        await register(items);
+        const keys: string[] = new Array(items.length * 2);
+        const entries: ApplyEntry = [];
+        for (let i = 0; i < items.length; i++) {
+          const item = items[i] as ApplyItem;
+          keys[2 * i] = item.memo.keys[0];
+          keys[2 * i + 1] = item.memo.keys[1];
+          for (const value of item.entry) entries.push(value);
+        }
+        // One JSON argument in, one JSON string out (see ledger-apply.lua).
+        const reply = await evalScript(client, scripts.ledgerApply, keys, [
+          JSON.stringify(entries),
+          maxEntries,
+        ]);
+        return (JSON.parse(reply as string) as ApplyReply[]).map(toApplyResult);
+      } catch (err) {
+        throw new StoreError('ledgerApply', err);
       }
-      // One JSON argument in, one JSON string out (see ledger-apply.lua).
-      const reply = await evalScript(client, scripts.ledgerApply, keys, [
-        JSON.stringify(entries),
-        maxEntries,
-      ]);
-      return JSON.parse(reply as string) as ApplyReply[];
     },
   });
 
@@ -217,6 +221,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return raw.map(([, fields]) => parseEntry(owner, fields));
   }
 
+  /** The owner's balances JSON, horizon and window (see ledger-read.lua); [] when it has none. */
+  async function readOwner(ledger: string, owner: string): Promise<string[]> {
+    const [state] = ownerKeys(prefix, ledger, owner);
+    return (await evalScript(client, scripts.ledgerRead, [state], [])) as string[];
+  }
+
   const limiter = createRedisLimiterBackend(client, prefix);
 
   return {
@@ -224,34 +234,31 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     limiterTake: (cmd) => guarded('limiterTake', () => limiter.take(cmd)),
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace)),
     ...redisOrderingOps(client, prefix),
-    ledgerApply: (cmd: LedgerApplyCommand) =>
-      guarded('ledgerApply', async (): Promise<LedgerApplyResult> => {
-        const deltas: string[] = [];
-        for (const [field, amount] of cmd.deltas) deltas.push(field, amount.toString());
-        const entry: ApplyEntry = [
-          cmd.signature,
-          cmd.capacity,
-          cmd.order === undefined ? '' : orderToString(cmd.order),
-          cmd.horizon ? 1 : 0,
-          cmd.scope ?? '',
-          cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
-          deltas,
-        ];
-        // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch registers
-        // the owner (and its scope) before its script runs.
-        const memo = owners.get(cmd.ledger, cmd.owner);
-        const { ledger, owner, scope } = cmd;
-        const [outcome, seq, amounts] = await new Promise<ApplyReply>((resolve, reject) =>
-          enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject }),
-        );
-        const balances: Balances = {};
-        for (const field in amounts) balances[field] = BigInt(amounts[field] as string);
-        return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
-      }),
+    // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
+    // directly (the batch's own failure is already a StoreError), one promise per apply.
+    ledgerApply: (cmd: LedgerApplyCommand) => {
+      const entry: ApplyEntry = [
+        cmd.signature,
+        cmd.capacity,
+        cmd.order === undefined ? '' : orderToString(cmd.order),
+        cmd.horizon ? 1 : 0,
+        cmd.scope ?? '',
+        cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
+        cmd.deltas.length,
+      ];
+      for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
+      // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch registers
+      // the owner (and its scope) before its script runs.
+      const memo = owners.get(cmd.ledger, cmd.owner);
+      const { ledger, owner, scope } = cmd;
+      return new Promise<LedgerApplyResult>((resolve, reject) =>
+        enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject }),
+      );
+    },
 
     ledgerBalances: (ledger, owner) =>
       guarded('ledgerBalances', async () => {
-        const json = (await client.call('HGET', ownerKeys(prefix, ledger, owner)[0], 'b')) as string | null;
+        const [json] = await readOwner(ledger, owner);
         const out: Balances = {};
         if (json)
           for (const [field, amount] of Object.entries(JSON.parse(json) as Record<string, string>))
@@ -261,9 +268,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
     ledgerWindow: (ledger, owner) =>
       guarded('ledgerWindow', async (): Promise<WindowState> => {
-        const [state] = ownerKeys(prefix, ledger, owner);
-        const [window, horizon] = (await client.call('HMGET', state, 'w', 'h')) as (string | null)[];
-        const signatures = window ? (JSON.parse(window) as string[]) : [];
+        const [, horizon, ...signatures] = await readOwner(ledger, owner);
         return horizon ? { signatures, horizon: orderFromString(horizon) } : { signatures };
       }),
 
@@ -321,6 +326,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         return totals;
       }),
   };
+}
+
+function toApplyResult([outcome, seq, amounts]: ApplyReply): LedgerApplyResult {
+  const balances: Balances = {};
+  for (const field in amounts) balances[field] = BigInt(amounts[field] as string);
+  return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
 }
 
 function parseEntry(owner: string, fields: string[]): JournalEntry & { us: bigint } {

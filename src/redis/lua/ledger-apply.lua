@@ -5,27 +5,30 @@
   Cluster a batch only holds entries of one hash slot.
 
   Entry i (1-based) uses KEYS[2i-1 .. 2i]:
-  KEYS[2i-1]  state     hash    w: window signatures (JSON array, oldest first)
-                                o: their orders (JSON array of integer strings, '' when none)
-                                h: horizon (highest evicted order)   seq: journal counter
-                                b: balances (JSON object field -> canonical decimal string)
+  KEYS[2i-1]  state     hash    s: the owner's balances and window, in one string (format below)
                                 t:<#scope>:<scope><field>: this owner's total booked under scope
   KEYS[2i]    journal   stream  one entry per applied signature
-  ARGV[1]     entries   JSON array; entry i is an array of: signature, capacity, order ('' when
-                        none), horizon (1 answer stale at or below it, 0 do not track it), scope
-                        ('' when none), meta JSON ('' when none), and the array of deltas
-                        (field1, delta1, field2, delta2, ...); every amount and order a string
+  ARGV[1]     entries   one flat JSON array; per entry, in order: signature, capacity, order ('' when
+                        none), horizon (1 answer stale at or below it, 0 do not track it), scope ('' when
+                        none), meta JSON ('' when none), n (number of deltas), then n field, delta
+                        pairs; every amount and order a string
   ARGV[2]     journal limit     '' keep every entry, '0' keep none, n keep the newest n
   Returns     a JSON array, one reply per entry: [outcome, seq, { field: balance, ... }]
               outcome: 'applied' | 'duplicate' | 'stale'; seq is '' unless applied
 
-  The batch travels as one JSON argument and returns as one JSON string: decoding ~100 entries
-  with cjson (C) costs less than Redis turning ~10 arguments per entry into Lua strings, and the
-  client encodes and parses one string instead of ~1 000 (measured: BENCHMARKS.md, redis-ledger).
-  One HMGET reads everything an entry needs and one HSET writes it: the per-apply cost of a
-  script is mostly its redis.call()s, so the window, orders and balances are JSON fields of one
-  hash instead of lists and hashes of their own (O(capacity) per apply: right for dedup windows
-  of a few entries). Amounts are added as decimal strings: HINCRBY stops at 64 bits and could
+  The field s is `<balances>\255<seq>,<count>,<horizon>,<order 1>,...,<order count>,` followed by
+  `\255<signature 1>\255...\255<signature count>\255`, oldest first: balances is a JSON object
+  (field -> canonical decimal string), seq the journal counter, horizon the highest evicted order
+  ('' when none), an order '' when the entry had none. The byte 0xFF never occurs in UTF-8, and
+  field names and signatures are well-formed strings (the ledger refuses lone surrogates), so the
+  first two 0xFF split the parts and `\255<signature>\255` occurs in the window exactly when the
+  signature is in it: the duplicate check is one plain string search, with nothing decoded.
+
+  Costs, measured (BENCHMARKS.md, redis-ledger): per entry, a script pays mostly for its
+  redis.call()s and for turning values into Lua strings and back. So the batch travels as one JSON
+  argument and returns as one JSON string (the client encodes and parses one string instead of
+  ~1 000), one HGET (an HMGET with the scope totals of the deltas) reads what an entry needs
+  and one HSET writes it. Amounts are added as decimal strings: HINCRBY stops at 64 bits and could
   fail half-way through the deltas (a script is not rolled back), so it must not be used here.
 ]]
 
@@ -63,8 +66,10 @@ local function sub_mag(x, y)
 end
 
 local function add(a, b)
-  -- Fast path: below 10^15 both operands and their sum are exact in a double (2^53 ~ 9.007e15).
-  if #a <= 15 and #b <= 15 then return string.format('%.0f', tonumber(a) + tonumber(b)) end
+  -- Fast path: with at most 13 characters each, |a|, |b| < 10^13, so the sum is exact in a double
+  -- and below 10^14, which Lua's number-to-string ('%.14g') writes as a plain integer. The
+  -- operands are canonical decimal strings (no hex, no exponent, no '-0'), so coercion is exact.
+  if #a <= 13 and #b <= 13 then return (a + b) .. '' end
   local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
   local x, y = na and a:sub(2) or a, nb and b:sub(2) or b
   if na == nb then
@@ -81,84 +86,104 @@ local function add(a, b)
   return nb and ('-' .. r) or r
 end
 
-local entries = cjson.decode(ARGV[1])
+local args = cjson.decode(ARGV[1])
 local limit = ARGV[2]
 local replies = {}
 local now -- Redis TIME, read once per batch and only when a journal entry is written
+local a = 1
 
-for e = 1, #entries do
-  local state_key, journal_key = KEYS[2 * e - 1], KEYS[2 * e]
-  local entry = entries[e]
-  local signature, capacity, order = entry[1], entry[2], entry[3]
-  local track, scope, meta, deltas = entry[4] == 1, entry[5], entry[6], entry[7]
-  local n = #deltas
+for k = 1, #KEYS, 2 do
+  local state_key, journal_key = KEYS[k], KEYS[k + 1]
+  local signature, capacity, order = args[a], args[a + 1], args[a + 2]
+  local track, scope, meta, n = args[a + 3] == 1, args[a + 4], args[a + 5], args[a + 6]
+  local first = a + 7 -- deltas: args[first .. first + 2n - 1]
+  a = first + 2 * n
 
   local scope_prefix = 't:' .. #scope .. ':' .. scope
-  local wanted = { 'w', 'o', 'h', 'seq', 'b' }
-  if scope ~= '' then
-    for i = 1, n, 2 do wanted[#wanted + 1] = scope_prefix .. deltas[i] end
+  local got
+  if scope == '' then
+    got = { redis.call('HGET', state_key, 's') }
+  elseif n == 1 then
+    got = redis.call('HMGET', state_key, 's', scope_prefix .. args[first])
+  else
+    local wanted = { 'HMGET', state_key, 's' }
+    for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
+    got = redis.call(unpack(wanted))
   end
-  local got = redis.call('HMGET', state_key, unpack(wanted))
-  local window = got[1] and cjson.decode(got[1]) or {}
-  local horizon = got[3]
+
+  local balances, seq, count, horizon, orders, window = '{}', 0, 0, '', '', '\255'
+  if got[1] then
+    local state = got[1]
+    local p = state:find('\255', 1, true)
+    local q = state:find('\255', p + 1, true)
+    balances, window = state:sub(1, p - 1), state:sub(q)
+    seq, count, horizon, orders = state:sub(p + 1, q - 1):match('^(%d+),(%d+),(-?%d*),(.*)$')
+    seq, count = tonumber(seq), tonumber(count)
+  end
 
   local outcome = 'applied'
-  for i = 1, #window do
-    if window[i] == signature then outcome = 'duplicate'; break end
-  end
+  if window:find('\255' .. signature .. '\255', 1, true) then outcome = 'duplicate' end
   local judged = track and order or ''
-  if outcome == 'applied' and judged ~= '' and horizon and cmp(judged, horizon) <= 0 then outcome = 'stale' end
+  if outcome == 'applied' and judged ~= '' and horizon ~= '' and cmp(judged, horizon) <= 0 then
+    outcome = 'stale'
+  end
 
-  local balances = got[5] and cjson.decode(got[5]) or {}
-  local seq = ''
+  local reply_seq = ''
   if outcome == 'applied' then
     -- Insert as newest; evict the oldest, one at a time, while over capacity (never a wholesale clear).
-    local orders = got[2] and cjson.decode(got[2]) or {}
-    window[#window + 1] = signature
-    orders[#orders + 1] = judged
-    local new_horizon = horizon
-    while #window > capacity do
-      table.remove(window, 1)
-      local evicted = table.remove(orders, 1)
-      if evicted ~= '' and ((not new_horizon) or cmp(evicted, new_horizon) > 0) then new_horizon = evicted end
+    window = window .. signature .. '\255'
+    orders = orders .. judged .. ','
+    count = count + 1
+    while count > capacity do
+      local c = orders:find(',', 1, true)
+      local evicted = orders:sub(1, c - 1)
+      orders = orders:sub(c + 1)
+      window = window:sub((window:find('\255', 2, true))) -- the first value only: find returns two
+      count = count - 1
+      if evicted ~= '' and (horizon == '' or cmp(evicted, horizon) > 0) then horizon = evicted end
     end
+    seq = seq + 1
+    reply_seq = tostring(seq)
 
-    seq = tostring((tonumber(got[4]) or 0) + 1)
-    local set = { 'HSET', state_key, 'w', cjson.encode(window), 'o', cjson.encode(orders), 'seq', seq }
-    if new_horizon and new_horizon ~= horizon then
-      set[#set + 1] = 'h'
-      set[#set + 1] = new_horizon
-    end
-    for i = 1, n, 2 do
-      local field, delta = deltas[i], deltas[i + 1]
-      balances[field] = add(balances[field] or '0', delta)
-      if scope ~= '' then
-        set[#set + 1] = scope_prefix .. field
-        set[#set + 1] = add(got[6 + (i - 1) / 2] or '0', delta)
-      end
-    end
     if n > 0 then
-      set[#set + 1] = 'b'
-      set[#set + 1] = cjson.encode(balances)
+      local amounts = cjson.decode(balances)
+      for i = first, a - 1, 2 do
+        local field = args[i]
+        amounts[field] = add(amounts[field] or '0', args[i + 1])
+      end
+      balances = cjson.encode(amounts)
     end
-    redis.call(unpack(set))
+    local state = balances .. '\255' .. reply_seq .. ',' .. count .. ',' .. horizon .. ',' .. orders .. window
+    if scope == '' then
+      redis.call('HSET', state_key, 's', state)
+    elseif n == 1 then
+      redis.call('HSET', state_key, 's', state, scope_prefix .. args[first], add(got[2] or '0', args[first + 1]))
+    else
+      local set = { 'HSET', state_key, 's', state }
+      for i = first, a - 1, 2 do
+        set[#set + 1] = scope_prefix .. args[i]
+        set[#set + 1] = add(got[2 + (i - first) / 2] or '0', args[i + 1])
+      end
+      redis.call(unpack(set))
+    end
 
     if limit ~= '0' then
       now = now or redis.call('TIME')
-      local args = { 'XADD', journal_key }
-      if limit ~= '' then args[#args + 1] = 'MAXLEN'; args[#args + 1] = limit end
-      args[#args + 1] = '*'
-      for _, v in ipairs({ 'seq', seq, 'sig', signature, 's', now[1], 'us', now[2] }) do args[#args + 1] = v end
-      if scope ~= '' then args[#args + 1] = 'scope'; args[#args + 1] = scope end
-      if order ~= '' then args[#args + 1] = 'order'; args[#args + 1] = order end
-      if meta ~= '' then args[#args + 1] = 'meta'; args[#args + 1] = meta end
-      for i = 1, n, 2 do
-        args[#args + 1] = 'd:' .. deltas[i]
-        args[#args + 1] = deltas[i + 1]
+      local xadd = { 'XADD', journal_key }
+      if limit ~= '' then xadd[#xadd + 1] = 'MAXLEN'; xadd[#xadd + 1] = limit end
+      xadd[#xadd + 1] = '*'
+      for _, v in ipairs({ 'seq', reply_seq, 'sig', signature, 's', now[1], 'us', now[2] }) do xadd[#xadd + 1] = v end
+      if scope ~= '' then xadd[#xadd + 1] = 'scope'; xadd[#xadd + 1] = scope end
+      if order ~= '' then xadd[#xadd + 1] = 'order'; xadd[#xadd + 1] = order end
+      if meta ~= '' then xadd[#xadd + 1] = 'meta'; xadd[#xadd + 1] = meta end
+      for i = first, a - 1, 2 do
+        xadd[#xadd + 1] = 'd:' .. args[i]
+        xadd[#xadd + 1] = args[i + 1]
       end
-      redis.call(unpack(args))
+      redis.call(unpack(xadd))
     end
   end
-  replies[e] = { outcome, seq, balances }
+  -- The stored balances are cjson's own output (valid JSON), so the reply is spliced, not re-encoded.
+  replies[#replies + 1] = '["' .. outcome .. '","' .. reply_seq .. '",' .. balances .. ']'
 end
-return cjson.encode(replies)
+return '[' .. table.concat(replies, ',') .. ']'
