@@ -54,6 +54,8 @@ for (const [label, journal] of [
   } while (cursor !== '0');
 }
 console.log('bytes per owner (capacity 4, 400 settlements applied, 7 rooms), by key:');
-console.log('s = state hash (balances, counter, horizon, orders, window in one field; scope shares), j = journal stream');
+console.log(
+  's = state hash (balances, counter, horizon, orders, window in one field; scope shares), j = journal stream',
+);
 console.table(rows);
 await client.quit();

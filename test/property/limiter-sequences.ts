@@ -24,10 +24,19 @@ const edge = fc.constantFrom(
 );
 const advance = fc.oneof(edge, fc.integer({ min: 0, max: 2 * WINDOW }), fc.constant(0));
 
-export const steps = (keys: readonly string[] = ['k']): fc.Arbitrary<Step[]> =>
+// A clock that steps back (NTP, a VM restore): a few ms, a bucket, most of a window.
+const rollback = fc.constantFrom(-1, -GRANULARITY, -(WINDOW - 1));
+
+/**
+ * Request sequences; with `rollbacks`, some steps move the clock back (`advance` < 0: apply it
+ * with `clock.set(clock.now() + advance)`).
+ */
+export const steps = (keys: readonly string[] = ['k'], rollbacks = false): fc.Arbitrary<Step[]> =>
   fc.array(
     fc.record({
-      advance,
+      advance: rollbacks
+        ? fc.oneof({ arbitrary: advance, weight: 4 }, { arbitrary: rollback, weight: 1 })
+        : advance,
       cost: fc.oneof(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 12 })),
       key: fc.constantFrom(...keys),
     }),

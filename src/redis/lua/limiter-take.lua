@@ -10,11 +10,13 @@
              fixed-window    string  '<window start>:<count>'
              sliding-window  string  '<newest bucket index>:<count>,<count>,...' (B + 1 buckets)
              gcra            string  '<q>:<f>'  (TAT = q + f / limit ms)
-             sliding-log     zset    entries: score time, member '<seq>:<cost>' (unique per
-                                     request); totals: members '#t' total cost, '#s' last seq,
-                                     '#l' newest time, '#o' oldest time, scored 2^52 + value
-                                     (with '#o' the expired-entry scan is skipped while
-                                     nothing can have expired)
+             sliding-log     string  (limit <= 512) '<total>,<newest>|' then '<time>:<cost>,' per
+                                     entry, times ascending (two requests in one ms: two entries)
+                                     zset    (limit > 512) entries: score time, member '<seq>:<cost>'
+                                     (unique per request); totals: members '#t' total cost, '#s'
+                                     last seq, '#l' newest time, '#o' oldest time, scored 2^52 +
+                                     value (with '#o' the expired scan is skipped while nothing
+                                     can have expired)
   ARGV[1]    TTL slack in ms, added to every key's TTL (see redis/limiter-backend.ts)
   ARGV[2]    S, the number of distinct limit specs in the batch, then S specs of 4 values:
              algorithm ('l' sliding-log, 's' sliding-window, 'f' fixed-window, 'g' gcra),
@@ -25,8 +27,9 @@
              allowed (1|0), remaining, resetAt, retryAfterMs (-1: never, the cost exceeds the limit)
 
   Server time per decision is what costs (a local Redis runs this script for 128 decisions in
-  well under a millisecond): strings are written with SET PX (one call, value and TTL), the
-  sliding log keeps its totals inside its sorted set, and the reply is integers.
+  well under a millisecond): every algorithm is one GET and, when admitted, one SET PX (value and
+  TTL in one call), and the reply is integers. A sliding log up to limit 512 is a string too (a
+  sorted set takes three calls and up to 3x the server time there); above, a sorted set.
 
   Every key written gets a TTL: the instant its state becomes equivalent to no state, plus the
   slack. Correctness never depends on the TTL (a state read after its time decides as empty).
@@ -82,7 +85,8 @@ end
 
 -- Each decide returns allowed, remaining, resetAt, retry (-1 never) and, when allowed, what to
 -- write: a string key, its value and TTL (no closure: a decision costs a few µs of server time,
--- and closures and pattern captures were a measurable part of it), or a commit function.
+-- and closures and pattern captures were a measurable part of it), or (the sorted-set log) a
+-- commit function.
 
 local function fixed_window(key, L, W, cost, now)
   local v = redis.call('GET', key)
@@ -199,13 +203,93 @@ local function sliding_window(key, L, W, G, cost, now)
   return false, math.max(0, floordiv(L * G - scaled, G)), reset_of(0), retry, nil
 end
 
--- The sliding log's totals live in the sorted set itself, as four members whose scores are
+-- Up to this limit a sliding log is one string (GET, SET PX: two calls); above it, a sorted set.
+-- A log holds at most `limit` entries of ~16 bytes, and each admitted request copies the string a
+-- few times (GET, the new value, SET), so its cost grows with the limit while the sorted set's
+-- stays flat. Measured with `node scripts/sliding-log-cost.mjs` (Redis µs per decision, log
+-- filled to limit - 1 000): string 16.5 at limit 100, 22 at 300, 30 at 512, 61 at 1 000 and 661
+-- at 10 000 (a build forced to strings); sorted set 26..32 at every size. 512 is the crossover.
+-- The limit is part of the key's name, so one key never changes representation.
+local STRING_LOG_MAX = 512
+
+-- The sliding log: '<total>,<newest>|' and then one '<time>:<cost>,' per admitted request still
+-- (or lately) in the window, times ascending; total is the sum of the costs, newest the last time.
+-- Expired entries are skipped from the front (each is parsed once more at most, then dropped by
+-- the next write); a clock that stepped back inserts in time order, like the memory model.
+local function sliding_log(key, L, W, cost, now)
+  local v = redis.call('GET', key)
+  if not v then
+    if cost > L then return false, L, now, -1, nil end
+    local reset = now
+    if cost > 0 then reset = now + W end
+    return true, L - cost, reset, 0, key, cost .. ',' .. int(now) .. '|' .. int(now) .. ':' .. cost .. ',', ttl(reset, now)
+  end
+  local cutoff = now - W -- an entry at t counts while t > now - window
+  local comma = string.find(v, ',', 1, true)
+  local bar = string.find(v, '|', comma + 1, true)
+  local live = tonumber(string.sub(v, 1, comma - 1))
+  local newest = tonumber(string.sub(v, comma + 1, bar - 1))
+  local pos, n = bar + 1, #v
+  while pos <= n do
+    local colon = string.find(v, ':', pos, true)
+    if tonumber(string.sub(v, pos, colon - 1)) > cutoff then break end
+    local sep = string.find(v, ',', colon + 1, true)
+    live = live - tonumber(string.sub(v, colon + 1, sep - 1))
+    pos = sep + 1
+  end
+  if pos > n then newest = nil end
+  if live + cost <= L then
+    local reset = now
+    if cost > 0 then
+      reset = math.max(newest or now, now) + W
+    elseif newest then
+      reset = newest + W
+    end
+    local rest = string.sub(v, pos)
+    local entry = int(now) .. ':' .. cost .. ','
+    local top = now
+    if newest and newest > now then
+      -- The clock stepped back: insert after the entries at or before now (one is later: newest).
+      top = newest
+      local p = 1
+      while true do
+        local colon = string.find(rest, ':', p, true)
+        if tonumber(string.sub(rest, p, colon - 1)) > now then break end
+        p = string.find(rest, ',', colon + 1, true) + 1
+      end
+      rest = string.sub(rest, 1, p - 1) .. entry .. string.sub(rest, p)
+    else
+      rest = rest .. entry
+    end
+    return true, L - live - cost, reset, 0, key, (live + cost) .. ',' .. int(top) .. '|' .. rest, ttl(reset, now)
+  end
+  local retry = -1
+  if cost <= L then
+    -- Drop the oldest live entries until the rest plus this cost fits: the last one dropped decides.
+    local need = live + cost - L
+    local freed, p = 0, pos
+    while freed < need do
+      local colon = string.find(v, ':', p, true)
+      local sep = string.find(v, ',', colon + 1, true)
+      freed = freed + tonumber(string.sub(v, colon + 1, sep - 1))
+      if freed >= need then retry = tonumber(string.sub(v, p, colon - 1)) + W - now end
+      p = sep + 1
+    end
+  end
+  local reset = now
+  if newest then reset = newest + W end
+  return false, L - live, reset, retry, nil
+end
+
+-- A sliding log of more than STRING_LOG_MAX entries is a sorted set (O(log n) per request, where
+-- the string above would copy the whole log). Its totals live in the sorted set itself, as four
+-- members whose scores are
 -- META + value: META = 2^52 lies far above any time in ms (~1.7e12) and META + value stays below
 -- 2^53, so those scores are exact, never fall in an expiry range (-inf, now - W] and sort after
 -- every entry. One key, one ZMSCORE to read them, one ZADD to write an entry and all four.
 local META = 4503599627370496
 local BELOW_META = '(' .. string.format('%.0f', META) -- '..' would print 4.5035996273705e+15
-local function sliding_log(zkey, L, W, cost, now)
+local function sliding_log_zset(zkey, L, W, cost, now)
   local cutoff = now - W
   local total, seq, last, oldest = 0, 0, nil, nil
   local m = redis.call('ZMSCORE', zkey, '#t', '#s', '#l', '#o')
@@ -281,7 +365,10 @@ end
 local a = 3 + 4 * specs
 local function decide(alg, key, L, W, p, cost, now)
   if alg == 'g' then return gcra(key, L, W, p, cost, now) end
-  if alg == 'l' then return sliding_log(key, L, W, cost, now) end
+  if alg == 'l' then
+    if L <= STRING_LOG_MAX then return sliding_log(key, L, W, cost, now) end
+    return sliding_log_zset(key, L, W, cost, now)
+  end
   if alg == 'f' then return fixed_window(key, L, W, cost, now) end
   return sliding_window(key, L, W, p, cost, now)
 end
