@@ -10,9 +10,8 @@ import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
 
-// At most this many decisions per script call: a decision is a few redis.call()s (~2-5 µs of
-// server time), so 128 hold the server well under a millisecond, and 128 x (3 + 4 x limits)
-// arguments stay far below Lua's unpack limit (~8000 values) for a few limits per decision.
+// At most this many decisions per script call: a decision is one to three redis.call()s (~10-30 µs
+// of server time here), so 128 hold the server for a few milliseconds at most.
 const MAX_BATCH = 128;
 
 // Added to every key's TTL. In client-clock mode time comes from the callers, whose clocks may
@@ -21,11 +20,11 @@ const MAX_BATCH = 128;
 // The TTL is garbage collection only: a state read after its time decides as empty.
 const TTL_SLACK_MS = 1000;
 
-/** One queued decision: its calls, keys (with the prefix) and arguments. */
+/** One queued decision: its calls, keys (with the prefix), time ('' for Redis TIME) and cost. */
 interface TakeItem extends BatchItem<LimiterTakeReply> {
   readonly limits: readonly LimitCall[];
-  readonly now: string;
-  readonly cost: string;
+  readonly now: number | '';
+  readonly cost: number;
 }
 
 /** The limiter side of the Redis store. */
@@ -40,12 +39,12 @@ interface KeyMemo {
   readonly key: string;
 }
 
-// The script arguments of a limit spec (algorithm, limit, window, param), built once per spec.
-const specArgs = new WeakMap<LimitSpec, readonly string[]>();
-function argsOf(spec: LimitSpec): readonly string[] {
+// The script's values of a limit spec (algorithm, limit, window, param), built once per spec.
+const specArgs = new WeakMap<LimitSpec, readonly (string | number)[]>();
+function argsOf(spec: LimitSpec): readonly (string | number)[] {
   let args = specArgs.get(spec);
   if (args === undefined) {
-    args = [ALGORITHM_CODE[spec.algorithm], String(spec.limit), String(spec.windowMs), String(spec.param)];
+    args = [ALGORITHM_CODE[spec.algorithm], spec.limit, spec.windowMs, spec.param];
     specArgs.set(spec, args);
   }
   return args;
@@ -67,14 +66,14 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     maxBatch: MAX_BATCH,
     async send(items) {
       // The batch's distinct limit specs go first, once; each decision names them by index, so
-      // a decision is 3 + limits arguments instead of 3 + 4 x limits (less to encode and parse).
+      // a decision is 3 + limits values instead of 3 + 4 x limits (less to encode and parse).
       const specIndex = new Map<LimitSpec, number>();
-      const specTable: string[] = [];
+      const specTable: (string | number)[] = [];
       const keys: string[] = [];
-      const tail: string[] = [];
+      const tail: (string | number)[] = [];
       for (const item of items) {
         for (const key of item.keys) keys.push(key);
-        tail.push(item.now, item.cost, String(item.limits.length));
+        tail.push(item.now, item.cost, item.limits.length);
         for (const { spec } of item.limits) {
           let index = specIndex.get(spec);
           if (index === undefined) {
@@ -82,12 +81,12 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
             specIndex.set(spec, index);
             for (const arg of argsOf(spec)) specTable.push(arg);
           }
-          tail.push(String(index));
+          tail.push(index);
         }
       }
-      const args = [String(TTL_SLACK_MS), String(specIndex.size), ...specTable, ...tail];
+      const args = JSON.stringify([TTL_SLACK_MS, specIndex.size, ...specTable, ...tail]);
       // One flat array of integers: each entry's 2 + 4 x limits values, in order.
-      const flat = (await evalScript(client, scripts.limiterTake, keys, args)) as number[];
+      const flat = (await evalScript(client, scripts.limiterTake, keys, [args])) as number[];
       const replies: LimiterTakeReply[] = [];
       let at = 0;
       for (const item of items) {
@@ -113,10 +112,8 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     take({ limits, cost, now }) {
       const keys: string[] = [];
       for (const call of limits) keys.push(keyOf(call));
-      const at = now === undefined ? '' : String(now);
-      const units = String(cost);
       return new Promise<LimiterTakeReply>((resolve, reject) =>
-        enqueue({ limits, keys, now: at, cost: units, resolve, reject }),
+        enqueue({ limits, keys, now: now ?? '', cost, resolve, reject }),
       );
     },
 

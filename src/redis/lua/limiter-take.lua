@@ -17,12 +17,15 @@
                                      last seq, '#l' newest time, '#o' oldest time, scored 2^52 +
                                      value (with '#o' the expired scan is skipped while nothing
                                      can have expired)
-  ARGV[1]    TTL slack in ms, added to every key's TTL (see redis/limiter-backend.ts)
-  ARGV[2]    S, the number of distinct limit specs in the batch, then S specs of 4 values:
-             algorithm ('l' sliding-log, 's' sliding-window, 'f' fixed-window, 'g' gcra),
-             limit, window ms, param (bucket ms for 's', burst for 'g', else 0)
-  ARGV[..]   then per entry: now ('' for Redis TIME), cost, n (number of limits), then n spec
-             numbers (1-based, into the specs above), one per limit, in key order
+  ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slack in ms, added to
+             every key's TTL (see redis/limiter-backend.ts); S, the number of distinct limit specs
+             in the batch, then S specs of 4 values: algorithm ('l' sliding-log, 's'
+             sliding-window, 'f' fixed-window, 'g' gcra: a string), limit, window ms, param (bucket
+             ms for 's', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
+             n (number of limits), then n spec numbers (1-based, into the specs above), one per
+             limit, in key order. One JSON argument: cjson decodes it into numbers at once, where
+             ~4 arguments per entry were each a Lua string to convert (and a string for the client
+             to encode).
   Returns    one flat array of integers, per entry in order: now, allowed (1|0), then per limit:
              allowed (1|0), remaining, resetAt, retryAfterMs (-1: never, the cost exceeds the limit)
 
@@ -63,7 +66,8 @@ local function pair(v)
   return tonumber(string.sub(v, 1, i - 1)), tonumber(string.sub(v, i + 1))
 end
 
-local slack = tonumber(ARGV[1])
+local args = cjson.decode(ARGV[1])
+local slack = args[1]
 local server_now = nil
 local function time_now()
   if not server_now then
@@ -356,11 +360,11 @@ local out = {}
 local o = 0
 local k = 1
 local writes = {}
-local specs = tonumber(ARGV[2])
+local specs = args[2]
 local SA, SL, SW, SP = {}, {}, {}, {}
 for i = 1, specs do
   local b = 3 + 4 * (i - 1)
-  SA[i], SL[i], SW[i], SP[i] = ARGV[b], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  SA[i], SL[i], SW[i], SP[i] = args[b], args[b + 1], args[b + 2], args[b + 3]
 end
 local a = 3 + 4 * specs
 local function decide(alg, key, L, W, p, cost, now)
@@ -373,11 +377,12 @@ local function decide(alg, key, L, W, p, cost, now)
   return sliding_window(key, L, W, p, cost, now)
 end
 
-while a <= #ARGV do
-  local now = ARGV[a]
-  if now == '' then now = time_now() else now = tonumber(now) end
-  local cost = tonumber(ARGV[a + 1])
-  local n = tonumber(ARGV[a + 2])
+local count = #args
+while a <= count do
+  local now = args[a]
+  if now == '' then now = time_now() end
+  local cost = args[a + 1]
+  local n = args[a + 2]
   a = a + 3
   local head = o + 1
   out[head] = now
@@ -387,7 +392,7 @@ while a <= #ARGV do
   local w = 0
   local all = true
   for j = 1, n do
-    local si = tonumber(ARGV[a])
+    local si = args[a]
     a = a + 1
     local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn =
       decide(SA[si], KEYS[k], SL[si], SW[si], SP[si], cost, now)
@@ -419,7 +424,7 @@ while a <= #ARGV do
     for j = 1, n do
       local at = head + 2 + 4 * (j - 1)
       if out[at] == 1 then
-        local si = tonumber(ARGV[first_spec + j - 1])
+        local si = args[first_spec + j - 1]
         local _, remaining, reset = decide(SA[si], KEYS[first_key + j - 1], SL[si], SW[si], SP[si], 0, now)
         out[at + 1], out[at + 2] = remaining, reset
       end
