@@ -86,6 +86,9 @@ local function add(a, b)
   return nb and ('-' .. r) or r
 end
 
+-- Library functions as locals: a global and a field lookup fewer per call, in the hot path.
+local find, sub, match = string.find, string.sub, string.match
+
 local args = cjson.decode(ARGV[1])
 local limit = ARGV[2]
 local replies = {}
@@ -114,15 +117,15 @@ for k = 1, #KEYS, 2 do
   local balances, seq, count, horizon, orders, window = '{}', 0, 0, '', '', '\255'
   if got[1] then
     local state = got[1]
-    local p = state:find('\255', 1, true)
-    local q = state:find('\255', p + 1, true)
-    balances, window = state:sub(1, p - 1), state:sub(q)
-    seq, count, horizon, orders = state:sub(p + 1, q - 1):match('^(%d+),(%d+),(-?%d*),(.*)$')
+    local p = find(state, '\255', 1, true)
+    local q = find(state, '\255', p + 1, true)
+    balances, window = sub(state, 1, p - 1), sub(state, q)
+    seq, count, horizon, orders = match(sub(state, p + 1, q - 1), '^(%d+),(%d+),(-?%d*),(.*)$')
     seq, count = tonumber(seq), tonumber(count)
   end
 
   local outcome = 'applied'
-  if window:find('\255' .. signature .. '\255', 1, true) then outcome = 'duplicate' end
+  if find(window, '\255' .. signature .. '\255', 1, true) then outcome = 'duplicate' end
   local judged = track and order or ''
   if outcome == 'applied' and judged ~= '' and horizon ~= '' and cmp(judged, horizon) <= 0 then
     outcome = 'stale'
@@ -135,10 +138,10 @@ for k = 1, #KEYS, 2 do
     orders = orders .. judged .. ','
     count = count + 1
     while count > capacity do
-      local c = orders:find(',', 1, true)
-      local evicted = orders:sub(1, c - 1)
-      orders = orders:sub(c + 1)
-      window = window:sub((window:find('\255', 2, true))) -- the first value only: find returns two
+      local c = find(orders, ',', 1, true)
+      local evicted = sub(orders, 1, c - 1)
+      orders = sub(orders, c + 1)
+      window = sub(window, (find(window, '\255', 2, true))) -- the first value only: find returns two
       count = count - 1
       if evicted ~= '' and (horizon == '' or cmp(evicted, horizon) > 0) then horizon = evicted end
     end
