@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// Where a Redis ledger apply spends its time: client CPU (process.cpuUsage) and Redis time (INFO
+// commandstats, EVALSHA usec) per apply, over the redis-ledger bench's workload (28,450 settlement
+// deliveries to 2,000 players, 200 lanes, journal off), 6 runs (the first is warm-up).
+// Usage: npm run build && node scripts/redis-ledger-cost.mjs [redis-url]
+import { Redis } from 'ioredis';
+import { createLedger, defineSignature } from 'onceflow';
+import { createRedisStore } from 'onceflow/redis';
+import { settlementStream } from '../bench/lib/workload.mjs';
+
+const url = process.argv[2] ?? 'redis://127.0.0.1:6379';
+const client = new Redis(url);
+const admin = new Redis(url);
+const sign = defineSignature([
+  ['room', 'string'],
+  ['round', 'int'],
+  ['net', 'int'],
+  ['final', 'bool'],
+]);
+const stream = settlementStream({ sign, players: 2000, rounds: 6, dupRate: 0.22 });
+const lanes = Array.from({ length: 200 }, () => []);
+for (let i = 0; i < stream.length; i++) lanes[Number(stream.owners[i].slice('player-'.length)) % 200].push(i);
+const prefix = `onceflow-ledger-cost:${process.pid}:`;
+const entry = (i, signature = stream.signatures[i], deltas = { coins: stream.nets[i] }) => ({
+  owner: stream.owners[i],
+  signature,
+  deltas,
+  scope: stream.rooms[i],
+});
+
+const rows = [];
+for (let run = 0; run < 6; run++) {
+  const ledger = createLedger({
+    store: createRedisStore({ client, prefix, journal: { maxEntries: 0 } }),
+    capacity: 4,
+    name: `run${run}`,
+  });
+  // Untimed: every (player, room) registered once, as in a long-running process.
+  const pairs = new Map();
+  for (let i = 0; i < stream.length; i++) pairs.set(`${stream.owners[i]}\n${stream.rooms[i]}`, i);
+  await Promise.all([...pairs.values()].map((i) => ledger.apply(entry(i, `warm:${stream.rooms[i]}`, {}))));
+  await admin.config('RESETSTAT');
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  await Promise.all(
+    lanes.map(async (lane) => {
+      for (const i of lane) await ledger.apply(entry(i));
+    }),
+  );
+  const ms = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  const stats = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await admin.info('commandstats'));
+  if (run === 0) continue;
+  rows.push({
+    'applies/s': Math.round((stream.length / ms) * 1000),
+    'client µs/apply': Number(((used.user + used.system) / stream.length).toFixed(1)),
+    'Redis µs/apply': Number((Number(stats?.[2]) / stream.length).toFixed(1)),
+    'applies/script': Number((stream.length / Number(stats?.[1])).toFixed(1)),
+  });
+}
+console.table(rows);
+let cursor = '0';
+do {
+  const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+  cursor = next;
+  if (keys.length > 0) await client.unlink(...keys);
+} while (cursor !== '0');
+client.disconnect();
+admin.disconnect();
