@@ -16,9 +16,9 @@ import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { scripts } from './scripts.generated.js';
 
-// At most this many applies per script call. A ledger step costs a few microseconds of Redis
-// time, so 128 of them hold the server for well under a millisecond (other clients wait no longer
-// than that), and 128 x ~12 arguments stays far below Lua's unpack limit (~8000 values).
+// At most this many applies per script call. A ledger step costs ~15-20 µs of Redis time (on the
+// 2-core machine of BENCHMARKS.md), so 128 of them hold the server for ~2-3 ms at most (other
+// clients wait no longer than that); the batch is one JSON argument plus 2 keys per apply.
 const MAX_BATCH = 128;
 
 /**
@@ -236,25 +236,25 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ...redisOrderingOps(client, prefix),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
-    ledgerApply: (cmd: LedgerApplyCommand) => {
-      const entry: ApplyEntry = [
-        cmd.signature,
-        cmd.capacity,
-        cmd.order === undefined ? '' : orderToString(cmd.order),
-        cmd.horizon ? 1 : 0,
-        cmd.scope ?? '',
-        cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
-        cmd.deltas.length,
-      ];
-      for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
-      // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch registers
-      // the owner (and its scope) before its script runs.
-      const memo = owners.get(cmd.ledger, cmd.owner);
-      const { ledger, owner, scope } = cmd;
-      return new Promise<LedgerApplyResult>((resolve, reject) =>
-        enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject }),
-      );
-    },
+    ledgerApply: (cmd: LedgerApplyCommand) =>
+      // Built inside the executor, so anything thrown rejects the promise instead of escaping.
+      new Promise<LedgerApplyResult>((resolve, reject) => {
+        const entry: ApplyEntry = [
+          cmd.signature,
+          cmd.capacity,
+          cmd.order === undefined ? '' : orderToString(cmd.order),
+          cmd.horizon ? 1 : 0,
+          cmd.scope ?? '',
+          cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
+          cmd.deltas.length,
+        ];
+        for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
+        // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch
+        // registers the owner (and its scope) before its script runs.
+        const memo = owners.get(cmd.ledger, cmd.owner);
+        const { ledger, owner, scope } = cmd;
+        enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject });
+      }),
 
     ledgerBalances: (ledger, owner) =>
       guarded('ledgerBalances', async () => {
