@@ -12,7 +12,7 @@ export const MATH: { readonly [A in Algorithm]: AlgorithmMath<unknown> } = {
   gcra: gcra as AlgorithmMath<unknown>,
 };
 
-/** One letter per algorithm, in key names and in the Lua script's arguments. */
+/** One letter per algorithm, in key names and in the Lua script's arguments (see {@link codeOf}). */
 export const ALGORITHM_CODE: { readonly [A in Algorithm]: string } = {
   'sliding-log': 'l',
   'sliding-window': 's',
@@ -21,11 +21,31 @@ export const ALGORITHM_CODE: { readonly [A in Algorithm]: string } = {
 };
 
 /**
- * The last part of a limit's key: algorithm, window and parameter. A limiter whose limit changes
- * shape (another algorithm, window, bucket or burst) starts on fresh keys instead of reading a
- * state of another shape; the old keys run out on their TTL.
+ * Above this limit a sliding log is kept on Redis as a sorted set (code `z`), at or below it as
+ * one string (code `l`): the string is copied on every admitted request, so its cost grows with
+ * the limit while the sorted set's stays flat. 512 is the measured crossover (derivation beside
+ * the sliding-log functions in src/redis/lua/limiter-take.lua).
+ */
+export const STRING_LOG_MAX = 512;
+
+/**
+ * The letter of a limit in key names and in the Lua script's arguments: its algorithm's, except
+ * a sliding log above {@link STRING_LOG_MAX}, which is `z`. A state of another representation is
+ * then never read as this one: limits that share an `id` but not a representation get apart keys.
+ */
+export function codeOf(spec: LimitSpec): string {
+  return spec.algorithm === 'sliding-log' && spec.limit > STRING_LOG_MAX
+    ? 'z'
+    : ALGORITHM_CODE[spec.algorithm];
+}
+
+/**
+ * The last part of a limit's key: algorithm (with the sliding log's representation), window and
+ * parameter. A limiter whose limit changes shape (another algorithm, window, bucket or burst, or a
+ * sliding log crossing {@link STRING_LOG_MAX}) starts on fresh keys instead of reading a state of
+ * another shape; the old keys run out on their TTL.
  */
 export function specSuffix(spec: LimitSpec): string {
-  const base = `${ALGORITHM_CODE[spec.algorithm]}${spec.windowMs}`;
+  const base = `${codeOf(spec)}${spec.windowMs}`;
   return spec.param > 0 ? `${base}.${spec.param}` : base;
 }

@@ -240,6 +240,32 @@ describe('createLimiter', () => {
     ).toThrow(/`store`/);
   });
 
+  it('a clock reading that is not a finite number fails that take alone, with no store call and no degrading', async () => {
+    const clock = new FakeClock(0);
+    const { store, state } = spyStore(clock);
+    let reading: unknown = Number.NaN;
+    const bad = createLimiter({
+      store,
+      clock: { now: () => reading as number },
+      algorithm: 'gcra',
+      limit: 5,
+      window: '1s',
+      degraded: 'allow',
+    });
+    for (const value of [Number.NaN, Number.POSITIVE_INFINITY, '5', 5n]) {
+      reading = value;
+      const err = await bad.take('u').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isOnceflowError(err, 'ERR_INVALID_ARGUMENT')).toBe(true);
+      expect(String(err)).toContain('clock.now()');
+    }
+    expect(state.calls).toBe(0); // refused before the store: a 'degraded: allow' never admits it
+    reading = 100;
+    expect((await bad.take('u')).allowed).toBe(true);
+  });
+
   it('rejects a bad key or cost as invalid arguments', async () => {
     const { limiter } = fixture({ algorithm: 'gcra', limit: 1, window: '1s' });
     await expect(limiter.take('')).rejects.toThrow(/`key` to be a non-empty, well-formed Unicode string/);

@@ -153,7 +153,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     if (typeof (clockOption as Clock)?.now !== 'function') {
       throw new InvalidOptionError('clock', "'store', 'client' or an object with now()", clockOption);
     }
-    passIn = clockOption as Clock;
+    passIn = checkedClock(clockOption as Clock);
   }
   const local: Clock = passIn ?? systemClock;
 
@@ -286,8 +286,12 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     return decide(at, allowed, parts, allowed ? 'degraded-allow' : 'degraded-deny');
   };
 
-  const callStore = (calls: LimitCall[], cost: number): Promise<LimiterTakeReply> => {
-    const command = { limits: calls, cost, now: passIn?.now() };
+  const callStore = (
+    calls: LimitCall[],
+    cost: number,
+    now: number | undefined,
+  ): Promise<LimiterTakeReply> => {
+    const command = { limits: calls, cost, now };
     if (timeoutMs === 0) return take(command);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
@@ -314,6 +318,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       let cost: number;
       let subjects: string[];
       let calls: LimitCall[];
+      let given: number | undefined;
       try {
         cost =
           takeOptions === undefined || takeOptions.cost === undefined
@@ -321,13 +326,16 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
             : nonNegativeIntArg(takeOptions.cost);
         subjects = subjectsOf(key);
         calls = callsOf(subjects);
+        // A passed-in time is read (and checked) once, here: a clock that answers NaN fails this
+        // call alone, before it can reach a batch that other callers share.
+        given = passIn?.now();
       } catch (err) {
         return Promise.reject(err);
       }
       const cacheKey =
         cache === undefined ? '' : multiSubject ? subjects.join('\n') : (subjects[0] as string);
       if (cache !== undefined) {
-        const now = local.now();
+        const now = given ?? local.now();
         const block = cache.get(cacheKey, cost, now);
         if (block !== undefined) {
           const s = specs[block.bound] as LimitSpec;
@@ -354,14 +362,31 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       if (takeSync !== undefined) {
         let reply: LimiterTakeReply;
         try {
-          reply = takeSync({ limits: calls, cost, now: passIn?.now() });
+          reply = takeSync({ limits: calls, cost, now: given });
         } catch (err) {
           return Promise.resolve().then(() => degrade(err, subjects, cost));
         }
-        return Promise.resolve(finish(reply));
+        try {
+          return Promise.resolve(finish(reply));
+        } catch (err) {
+          return Promise.reject(err);
+        }
       }
       // A plain promise chain, not an async function: one fewer promise and microtask per take.
-      return callStore(calls, cost).then(finish, (err: unknown) => degrade(err, subjects, cost));
+      return callStore(calls, cost, given).then(finish, (err: unknown) => degrade(err, subjects, cost));
+    },
+  };
+}
+
+/** A caller's clock whose readings are checked: a finite number of milliseconds, or a typed error. */
+function checkedClock(clock: Clock): Clock {
+  return {
+    now() {
+      const t = clock.now();
+      if (typeof t !== 'number' || !Number.isFinite(t)) {
+        throw new InvalidArgumentError('clock.now()', 'a finite number of milliseconds', t);
+      }
+      return t;
     },
   };
 }

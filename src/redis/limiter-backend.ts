@@ -1,4 +1,4 @@
-import { ALGORITHM_CODE } from '../limiter/algorithms.js';
+import { codeOf } from '../limiter/algorithms.js';
 import type {
   LimitCall,
   LimiterTakeCommand,
@@ -44,7 +44,7 @@ const specArgs = new WeakMap<LimitSpec, readonly (string | number)[]>();
 function argsOf(spec: LimitSpec): readonly (string | number)[] {
   let args = specArgs.get(spec);
   if (args === undefined) {
-    args = [ALGORITHM_CODE[spec.algorithm], spec.limit, spec.windowMs, spec.param];
+    args = [codeOf(spec), spec.limit, spec.windowMs, spec.param];
     specArgs.set(spec, args);
   }
   return args;

@@ -42,7 +42,7 @@ for (const target of [
       expect(r.allowed).toBe(true);
       expect(Math.abs(r.at - before)).toBeLessThan(5000); // Redis TIME, on this machine's clock
       const keys = await keysUnder(client, `${prefix}{l:ttl:`);
-      expect(keys).toHaveLength(4); // one key per limit (the sliding log keeps its totals in its sorted set)
+      expect(keys).toHaveLength(4); // one key per limit
       for (const key of keys) {
         const ttl = await client.pttl(key);
         expect(ttl, key).toBeGreaterThan(0);
@@ -66,6 +66,34 @@ for (const target of [
       expect(c.retryAfterMs).toBe(1000);
       // The log string: total 2, newest 1 000 000, then two entries of the same millisecond.
       expect(await client.get(`${prefix}{l:same-ms:u}:2%2F1s:l1000`)).toBe('2,1000000|1000000:1,1000000:1,');
+    });
+
+    it('sliding logs of one id on both sides of limit 512 keep apart keys (a string, a sorted set)', async () => {
+      // The representation is in the key's name: a limit raised past 512 under the same id starts
+      // on a fresh key instead of reading a string as a sorted set (WRONGTYPE) or the reverse.
+      const make = (limit: number) =>
+        createLimiter({ store, name: 'shape', algorithm: 'sliding-log', id: 'ip/s', limit, window: '10s' });
+      for (const limit of [100, 1000, 100, 1000]) expect((await make(limit).take('u')).allowed).toBe(true);
+      const types = await Promise.all(
+        (await keysUnder(client, `${prefix}{l:shape:`)).map((k) => client.type(k)),
+      );
+      expect(types.sort()).toEqual(['string', 'zset']);
+    });
+
+    it('a broken clock fails its own take, not the batch it would have shared', async () => {
+      const healthy = createLimiter({ store, name: 'clock-ok', algorithm: 'gcra', limit: 5, window: '1s' });
+      const broken = createLimiter({
+        store,
+        name: 'clock-bad',
+        clock: { now: () => Number.NaN },
+        algorithm: 'gcra',
+        limit: 5,
+        window: '1s',
+      });
+      const [a, b, c] = await Promise.allSettled([healthy.take('u'), broken.take('u'), healthy.take('v')]);
+      expect(a.status === 'fulfilled' && a.value.allowed).toBe(true);
+      expect(b.status === 'rejected' && String(b.reason)).toContain('clock.now()');
+      expect(c.status === 'fulfilled' && c.value.allowed).toBe(true);
     });
 
     it('a refusal writes nothing (TTLs and values unchanged)', async () => {

@@ -10,18 +10,19 @@
              fixed-window    string  '<window start>:<count>'
              sliding-window  string  '<newest bucket index>:<count>,<count>,...' (B + 1 buckets)
              gcra            string  '<q>:<f>'  (TAT = q + f / limit ms)
-             sliding-log     string  (limit <= 512) '<total>,<newest>|' then '<time>:<cost>,' per
-                                     entry, times ascending (two requests in one ms: two entries)
-                                     zset    (limit > 512) entries: score time, member '<seq>:<cost>'
+             sliding-log     string  (code 'l', limit <= 512) '<total>,<newest>|' then
+                                     '<time>:<cost>,' per entry, times ascending (two requests
+                                     in one ms: two entries)
+                                     zset    (code 'z', limit > 512) entries: score time, member '<seq>:<cost>'
                                      (unique per request); totals: members '#t' total cost, '#s'
                                      last seq, '#l' newest time, '#o' oldest time, scored 2^52 +
                                      value (with '#o' the expired scan is skipped while nothing
                                      can have expired)
   ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slack in ms, added to
              every key's TTL (see redis/limiter-backend.ts); S, the number of distinct limit specs
-             in the batch, then S specs of 4 values: algorithm ('l' sliding-log, 's'
-             sliding-window, 'f' fixed-window, 'g' gcra: a string), limit, window ms, param (bucket
-             ms for 's', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
+             in the batch, then S specs of 4 values: algorithm (a string: 'l' sliding-log as a
+             string, 'z' sliding-log as a sorted set, 's' sliding-window, 'f' fixed-window, 'g'
+             gcra), limit, window ms, param (bucket ms for 's', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
              n (number of limits), then n spec numbers (1-based, into the specs above), one per
              limit, in key order. One JSON argument: cjson decodes it into numbers at once, where
              ~4 arguments per entry were each a Lua string to convert (and a string for the client
@@ -209,14 +210,14 @@ local function sliding_window(key, L, W, G, cost, now)
   return false, max(0, floordiv(L * G - scaled, G)), reset_of(0), retry, nil
 end
 
--- Up to this limit a sliding log is one string (GET, SET PX: two calls); above it, a sorted set.
+-- A sliding log up to limit 512 is one string (code 'l': GET, SET PX, two calls); above it, a
+-- sorted set (code 'z'); the client picks the code (STRING_LOG_MAX in src/limiter/algorithms.ts)
+-- and the code is part of the key's name, so one key never holds the other representation.
 -- A log holds at most `limit` entries of ~16 bytes, and each admitted request copies the string a
 -- few times (GET, the new value, SET), so its cost grows with the limit while the sorted set's
 -- stays flat. Measured with `node scripts/sliding-log-cost.mjs` (Redis µs per decision, log
 -- filled to limit - 1 000): string 16.5 at limit 100, 22 at 300, 30 at 512, 61 at 1 000 and 661
 -- at 10 000 (a build forced to strings); sorted set 26..32 at every size. 512 is the crossover.
--- The limit is part of the key's name, so one key never changes representation.
-local STRING_LOG_MAX = 512
 
 -- The sliding log: '<total>,<newest>|' and then one '<time>:<cost>,' per admitted request still
 -- (or lately) in the window, times ascending; total is the sum of the costs, newest the last time.
@@ -287,8 +288,8 @@ local function sliding_log(key, L, W, cost, now)
   return false, L - live, reset, retry, nil
 end
 
--- A sliding log of more than STRING_LOG_MAX entries is a sorted set (O(log n) per request, where
--- the string above would copy the whole log). Its totals live in the sorted set itself, as four
+-- A sliding log above limit 512 is a sorted set (O(log n) per request, where the string above
+-- would copy the whole log). Its totals live in the sorted set itself, as four
 -- members whose scores are
 -- META + value: META = 2^52 lies far above any time in ms (~1.7e12) and META + value stays below
 -- 2^53, so those scores are exact, never fall in an expiry range (-inf, now - W] and sort after
@@ -371,10 +372,8 @@ end
 local a = 3 + 4 * specs
 local function decide(alg, key, L, W, p, cost, now)
   if alg == 'g' then return gcra(key, L, W, p, cost, now) end
-  if alg == 'l' then
-    if L <= STRING_LOG_MAX then return sliding_log(key, L, W, cost, now) end
-    return sliding_log_zset(key, L, W, cost, now)
-  end
+  if alg == 'l' then return sliding_log(key, L, W, cost, now) end
+  if alg == 'z' then return sliding_log_zset(key, L, W, cost, now) end
   if alg == 'f' then return fixed_window(key, L, W, cost, now) end
   return sliding_window(key, L, W, p, cost, now)
 end
