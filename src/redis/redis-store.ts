@@ -221,6 +221,29 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return raw.map(([, fields]) => parseEntry(owner, fields));
   }
 
+  /** Queues one apply; the batch it joins settles it (see `send` above). */
+  function enqueueApply(
+    cmd: LedgerApplyCommand,
+    resolve: (result: LedgerApplyResult) => void,
+    reject: (err: unknown) => void,
+  ): void {
+    const entry: ApplyEntry = [
+      cmd.signature,
+      cmd.capacity,
+      cmd.order === undefined ? '' : orderToString(cmd.order),
+      cmd.horizon ? 1 : 0,
+      cmd.scope ?? '',
+      cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
+      cmd.deltas.length,
+    ];
+    for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
+    // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch
+    // registers the owner (and its scope) before its script runs.
+    const memo = owners.get(cmd.ledger, cmd.owner);
+    const { ledger, owner, scope } = cmd;
+    enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject });
+  }
+
   /** The owner's balances JSON, horizon and window (see ledger-read.lua); [] when it has none. */
   async function readOwner(ledger: string, owner: string): Promise<string[]> {
     const [state] = ownerKeys(prefix, ledger, owner);
@@ -237,23 +260,13 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
     ledgerApply: (cmd: LedgerApplyCommand) =>
-      // Built inside the executor, so anything thrown rejects the promise instead of escaping.
+      // Inside the executor: anything thrown rejects the promise instead of escaping.
       new Promise<LedgerApplyResult>((resolve, reject) => {
-        const entry: ApplyEntry = [
-          cmd.signature,
-          cmd.capacity,
-          cmd.order === undefined ? '' : orderToString(cmd.order),
-          cmd.horizon ? 1 : 0,
-          cmd.scope ?? '',
-          cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
-          cmd.deltas.length,
-        ];
-        for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
-        // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch
-        // registers the owner (and its scope) before its script runs.
-        const memo = owners.get(cmd.ledger, cmd.owner);
-        const { ledger, owner, scope } = cmd;
-        enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject });
+        try {
+          enqueueApply(cmd, resolve, reject);
+        } catch (err) {
+          reject(new StoreError('ledgerApply', err));
+        }
       }),
 
     ledgerBalances: (ledger, owner) =>

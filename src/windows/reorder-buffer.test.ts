@@ -155,7 +155,15 @@ describe('ReorderBuffer', () => {
     // Inside the window (the fast path): a bad time or number is refused and nothing is held.
     expect(() => b.push(2, 'x', '5' as never)).toThrow(/now/);
     expect(() => b.push(2.5, 'x', 0)).toThrow(/seq/);
+    // Not numbers, though `seq - next` would be one (kafkajs hands offsets over as strings).
+    for (const seq of ['3', true, [2], { valueOf: () => 2 }])
+      expect(() => b.push(seq as never, 'x', 0)).toThrow(/seq/);
     expect(b.buffered).toBe(0);
+    // Beyond 2^53 - 1 nothing is accepted, even inside the window (2^53 + 1 === 2^53 there).
+    const top = new ReorderBuffer({ next: 2 ** 53 - 2, capacity: 8, gapTimeout: 1 });
+    expect(() => top.push(2 ** 53, 'x', 0)).toThrow(/seq/);
+    expect(top.push(2 ** 53 - 1, 'b', 0).outcome).toBe('buffered');
+    expect(top.push(2 ** 53 - 2, 'a', 0).map((r) => r.item)).toEqual(['a', 'b']);
     b.push(2, 'x', 5);
     expect(() => b.push(2, 'x', Number.NaN)).toThrow(/now/); // checked before the duplicate answer
     expect(b.push(2, 'x', 3).outcome).toBe('duplicate'); // a time behind the latest seen is fine

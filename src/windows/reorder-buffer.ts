@@ -241,9 +241,15 @@ export class ReorderBuffer<T> {
   /** Accepts one item; see {@link PushOutcome}. `now` defaults to the clock. */
   push(seq: number, item: T, now?: number): PushResult<T> {
     const ahead = seq - this.#next;
-    // `next` is a safe integer and `0 < ahead < capacity <= 2^30`, so `seq` is a safe integer
-    // exactly when `ahead` is an integer, which `(ahead | 0) === ahead` tests without a call.
-    if (ahead > 0 && ahead < this.capacity && (ahead | 0) === ahead) {
+    // A number at most 2^53 - 1 whose offset from `next` (a safe integer) is an integer in
+    // (0, capacity) is a safe integer: the same test as Number.isSafeInteger, without the call.
+    if (
+      typeof seq === 'number' &&
+      ahead > 0 &&
+      ahead < this.capacity &&
+      (ahead | 0) === ahead &&
+      seq <= Number.MAX_SAFE_INTEGER
+    ) {
       // Inside the window, behind a hole: the most common case of a disordered stream, first.
       // The common `now`: a number not behind the latest time seen (else #time decides and checks).
       const t = typeof now === 'number' && now >= this.#lastNow ? (this.#lastNow = now) : this.#time(now);

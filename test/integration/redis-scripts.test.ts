@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs build script without types
 import { render } from '../../scripts/gen-lua.mjs';
-import { createLedger } from '../../src/index.js';
+import { createLedger, memoryStore } from '../../src/index.js';
 import { createRedisStore, escapeId, scripts } from '../../src/redis/index.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
@@ -83,6 +83,19 @@ describe('Lua scripts', () => {
         deltas: { [`f${text}`]: BigInt(i + 1) },
       });
     }
+  });
+
+  it('the journal keeps the apply order across owners of one batch, as the memory store does', async () => {
+    const owners = ['z', 'a', 'm', 'b', 'y'];
+    const journals = [];
+    for (const store of [createRedisStore({ client, prefix }), memoryStore()]) {
+      const ledger = createLedger({ store, capacity: 4, name: 'order' });
+      // One turn of the event loop: one batch on Redis, one TIME for all of it.
+      await Promise.all(owners.map((owner) => ledger.apply({ owner, signature: 's', deltas: { coins: 1 } })));
+      journals.push((await ledger.journal()).map((e) => e.owner));
+    }
+    expect(journals[0]).toEqual(owners);
+    expect(journals[1]).toEqual(owners);
   });
 
   it('rejects a prefix that would move the hash tag', () => {

@@ -93,6 +93,7 @@ local args = cjson.decode(ARGV[1])
 local limit = ARGV[2]
 local replies = {}
 local now -- Redis TIME, read once per batch and only when a journal entry is written
+local stamped = 0 -- journal entries written by this batch so far
 local a = 1
 
 for k = 1, #KEYS, 2 do
@@ -171,11 +172,18 @@ for k = 1, #KEYS, 2 do
     end
 
     if limit ~= '0' then
+      -- One TIME per batch; its k-th journal entry (k = 0, 1, ...) is stamped TIME + k µs, so
+      -- the journal's order across owners (by time) is the order applied. A script spends far
+      -- more than 1 µs per entry, so no stamp passes the real time: the next batch's TIME is later.
       now = now or redis.call('TIME')
+      local us = tonumber(now[2]) + stamped
+      local seconds = tonumber(now[1]) + math.floor(us / 1000000)
+      us = us % 1000000
+      stamped = stamped + 1
       local xadd = { 'XADD', journal_key }
       if limit ~= '' then xadd[#xadd + 1] = 'MAXLEN'; xadd[#xadd + 1] = limit end
       xadd[#xadd + 1] = '*'
-      for _, v in ipairs({ 'seq', reply_seq, 'sig', signature, 's', now[1], 'us', now[2] }) do xadd[#xadd + 1] = v end
+      for _, v in ipairs({ 'seq', reply_seq, 'sig', signature, 's', seconds, 'us', us }) do xadd[#xadd + 1] = v end
       if scope ~= '' then xadd[#xadd + 1] = 'scope'; xadd[#xadd + 1] = scope end
       if order ~= '' then xadd[#xadd + 1] = 'order'; xadd[#xadd + 1] = order end
       if meta ~= '' then xadd[#xadd + 1] = 'meta'; xadd[#xadd + 1] = meta end
