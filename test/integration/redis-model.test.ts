@@ -32,12 +32,31 @@ const amount = fc.oneof(
 const apply: fc.Arbitrary<Op> = fc
   .record({
     owner,
-    signature: fc.constantFrom('s1', 's2', 's3', 's4', 's5', 's6', 's7'),
+    // Plain ids, and ones that stress the Redis state string: prefixes of each other, the
+    // separators of its parts, NUL, U+00FF (bytes C3 BF), U+FFFD (what a lone surrogate would become).
+    signature: fc.constantFrom(
+      's1',
+      's2',
+      's3',
+      's4',
+      'a',
+      'ab',
+      'b,a',
+      'x|y',
+      ',',
+      '\u0000',
+      'ÿ',
+      '\ufffd',
+      '1',
+    ),
     deltas: fc.dictionary(fc.constantFrom('coins', 'gems', 'x y'), amount, { maxKeys: 3 }),
     scope: fc.option(scope, { nil: undefined }),
-    order: fc.option(fc.oneof(fc.integer({ min: 0, max: 20 }), fc.bigInt({ min: 0n, max: 2n ** 70n })), {
-      nil: undefined,
-    }),
+    order: fc.option(
+      fc.oneof(fc.integer({ min: -20, max: 20 }), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n })),
+      {
+        nil: undefined,
+      },
+    ),
   })
   .map((r) => {
     const entry: LedgerEntry = { owner: r.owner, signature: r.signature, deltas: r.deltas };
@@ -97,13 +116,20 @@ for (const mode of ['standalone', 'cluster'] as const) {
       await fc.assert(
         fc.asyncProperty(
           fc.integer({ min: 1, max: 5 }),
+          fc.integer({ min: 1, max: 5 }),
           fc.boolean(),
           fc.array(op, { minLength: 1, maxLength: 40 }),
-          async (capacity, horizon, ops) => {
+          async (capacity, later, horizon, ops) => {
             const name = `run${run++}`;
-            const model = createLedger({ store: memoryStore(), capacity, horizon, name });
-            const real = createLedger({ store: redis, capacity, horizon, name });
+            const memory = memoryStore();
+            let model = createLedger({ store: memory, capacity, horizon, name });
+            let real = createLedger({ store: redis, capacity, horizon, name });
             for (const [i, o] of ops.entries()) {
+              if (i === ops.length >> 1) {
+                // Halfway, the same ledger reopened with another capacity (a redeploy).
+                model = createLedger({ store: memory, capacity: later, horizon, name });
+                real = createLedger({ store: redis, capacity: later, horizon, name });
+              }
               expect(await runOp(real, o), `op ${i} ${o.kind}`).toEqual(await runOp(model, o));
             }
           },
