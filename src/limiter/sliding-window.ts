@@ -28,8 +28,11 @@ export const slidingWindow: AlgorithmMath<SlidingWindowState> = {
   decide(spec, state, now, cost): Verdict {
     const G = spec.param;
     const L = spec.limit;
-    const view = normalise(spec, state, now);
-    const { counts, index: c, time } = view;
+    // The buckets as seen at `now`, read in place (no copy): bucket j of the view is
+    // state.counts[j + shift], or 0 past the end (see `viewOf`).
+    const time = timeOf(spec, state, now);
+    const c = floorDiv(time, G);
+    const counts = viewOf(spec, state, c);
     const B = counts.length - 1;
     const r = time - c * G;
     let recent = 0;
@@ -37,12 +40,11 @@ export const slidingWindow: AlgorithmMath<SlidingWindowState> = {
     const old = counts[0] as number;
     const scaled = G * recent + old * (G - r); // the estimate x G
     if (scaled + cost * G <= L * G) {
-      const after = counts.slice();
-      after[B] = (after[B] as number) + cost;
       return {
         allowed: true,
         remaining: floorDiv(L * G - scaled - cost * G, G),
-        resetAt: resetOf(after, c, G, time),
+        // With the cost added to the newest bucket: that bucket decides the reset when it is > 0.
+        resetAt: cost > 0 ? (c + B + 1) * G : resetOf(counts, c, G, time),
         retryAfterMs: 0,
       };
     }
@@ -54,34 +56,49 @@ export const slidingWindow: AlgorithmMath<SlidingWindowState> = {
     };
   },
   commit(spec, state, now, cost) {
-    const view = normalise(spec, state, now);
-    const counts = view.counts;
-    counts[counts.length - 1] = (counts[counts.length - 1] as number) + cost;
-    if (state === undefined) return { index: view.index, counts };
-    state.index = view.index;
-    state.counts = counts;
+    const G = spec.param;
+    const B = spec.windowMs / G;
+    const index = floorDiv(timeOf(spec, state, now), G);
+    if (state === undefined) {
+      const counts = new Array<number>(B + 1).fill(0);
+      counts[B] = cost;
+      return { index, counts };
+    }
+    // Shifted in place (shift >= 0: time never goes below the newest bucket seen).
+    const counts = state.counts;
+    const shift = index - state.index;
+    if (shift > 0) {
+      for (let j = 0; j <= B; j++) counts[j] = j + shift <= B ? (counts[j + shift] as number) : 0;
+      state.index = index;
+    }
+    counts[B] = (counts[B] as number) + cost;
     return state;
   },
   expiresAt: (spec, state) => resetOf(state.counts, state.index, spec.param, 0),
 };
 
-/** The buckets as seen at `now`: shifted so that the last one is the current bucket. */
-function normalise(spec: LimitSpec, state: SlidingWindowState | undefined, now: number) {
-  const G = spec.param;
-  const B = spec.windowMs / G;
-  // A clock that steps back stays in the newest bucket seen (the Lua script does the same).
-  const time = state !== undefined && now < state.index * G ? state.index * G : now;
-  const index = floorDiv(time, G);
+/** The time the decision is made at: a clock that steps back stays in the newest bucket seen (as the Lua script does). */
+function timeOf(spec: LimitSpec, state: SlidingWindowState | undefined, now: number): number {
+  return state !== undefined && now < state.index * spec.param ? state.index * spec.param : now;
+}
+
+/**
+ * The buckets at bucket index `c`, last one current: the state's own array when it is already
+ * current (the common case for a busy key: no copy), else a shifted copy (all zeros without state).
+ */
+function viewOf(spec: LimitSpec, state: SlidingWindowState | undefined, c: number): readonly number[] {
+  const B = spec.windowMs / spec.param;
+  if (state !== undefined && c === state.index) return state.counts;
   const counts = new Array<number>(B + 1).fill(0);
   if (state !== undefined) {
-    const shift = index - state.index;
+    const shift = c - state.index;
     for (let j = shift; j <= B; j++) counts[j - shift] = state.counts[j] as number;
   }
-  return { index, counts, time };
+  return counts;
 }
 
 /** When, with no more requests, the newest non-empty bucket has left the window entirely. */
-function resetOf(counts: number[], c: number, G: number, time: number): number {
+function resetOf(counts: readonly number[], c: number, G: number, time: number): number {
   for (let j = counts.length - 1; j >= 0; j--) if ((counts[j] as number) > 0) return (c + j + 1) * G;
   return time;
 }
@@ -91,7 +108,7 @@ function resetOf(counts: number[], c: number, G: number, time: number): number {
  * more requests. Segment s is bucket c + s: there the oldest bucket is counts[s], weighted by
  * (G − r) / G, and the ones after it count fully; the estimate only falls with time.
  */
-function retryAt(counts: number[], c: number, r0: number, G: number, room: number): number {
+function retryAt(counts: readonly number[], c: number, r0: number, G: number, room: number): number {
   const B = counts.length - 1;
   let recent = 0;
   for (let j = 1; j <= B; j++) recent += counts[j] as number;
