@@ -2,8 +2,8 @@ import type { AlgorithmMath, Verdict } from './types.js';
 
 /**
  * Every admitted request still inside the window: times (ascending) and costs from `head` on,
- * and their total. Two requests in one millisecond are two entries (the Redis twin gives each a
- * unique sorted-set member for the same reason: a member keyed by time alone would merge them).
+ * and their total. Two requests in one millisecond are two entries (so are they in the Redis twin:
+ * one `time:cost` record each in its string, a unique member each in its sorted set above limit 512).
  */
 export interface SlidingLogState {
   times: number[];
@@ -65,7 +65,7 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
     }
     if (cost === 0) return s;
     let at = s.times.length;
-    // A clock that steps back inserts in time order (the sorted set of the Redis twin does too).
+    // A clock that steps back inserts in time order (the Redis twin does too, in either form).
     while (at > s.head && (s.times[at - 1] as number) > now) at--;
     if (at === s.times.length) {
       s.times.push(now);
