@@ -1,4 +1,4 @@
-import type { AlgorithmMath, LimitSpec, Verdict } from './types.js';
+import type { AlgorithmMath, LimitSpec, LimitVerdict } from './types.js';
 
 /** Count of the current aligned window: `start` is a multiple of the window length. */
 export interface FixedWindowState {
@@ -12,7 +12,7 @@ export interface FixedWindowState {
  * length (the known weakness: use `sliding-log` or `gcra` when that matters).
  */
 export const fixedWindow: AlgorithmMath<FixedWindowState> = {
-  decide(spec, state, now, cost): Verdict {
+  decide(spec, state, now, cost): LimitVerdict {
     const { start, used, time } = current(spec, state, now);
     const end = start + spec.windowMs;
     if (used + cost <= spec.limit) {
@@ -22,6 +22,9 @@ export const fixedWindow: AlgorithmMath<FixedWindowState> = {
         remaining: spec.limit - after,
         resetAt: after > 0 ? end : time,
         retryAfterMs: 0,
+        id: spec.id,
+        limit: spec.limit,
+        windowMs: spec.windowMs,
       };
     }
     return {
@@ -30,6 +33,9 @@ export const fixedWindow: AlgorithmMath<FixedWindowState> = {
       resetAt: used > 0 ? end : time,
       // The next window starts empty, so any cost <= limit passes there and not before.
       retryAfterMs: cost > spec.limit ? Number.POSITIVE_INFINITY : end - now,
+      id: spec.id,
+      limit: spec.limit,
+      windowMs: spec.windowMs,
     };
   },
   commit(spec, state, now, cost) {

@@ -1,5 +1,5 @@
 import { ceilDiv, floorDiv } from './int-math.js';
-import type { AlgorithmMath, Verdict } from './types.js';
+import type { AlgorithmMath, LimitVerdict } from './types.js';
 
 /**
  * The theoretical arrival time (TAT) as the exact rational `q + f / limit` milliseconds,
@@ -19,7 +19,7 @@ export interface GcraState {
  * at most `burst + d·limit/window` cost is admitted, and the memory it needs is one number.
  */
 export const gcra: AlgorithmMath<GcraState> = {
-  decide(spec, state, now, cost): Verdict {
+  decide(spec, state, now, cost): LimitVerdict {
     const { limit: L, windowMs: W, param: burst } = spec;
     // The TAT to start from: the stored one, or now when it lies in the past.
     const live = state !== undefined && state.q >= now;
@@ -36,6 +36,9 @@ export const gcra: AlgorithmMath<GcraState> = {
         remaining: floorDiv(burst * W - ahead, W),
         resetAt: cost > 0 ? ceilTime(q2, f2) : ceilTime(q, f),
         retryAfterMs: 0,
+        id: spec.id,
+        limit: spec.limit,
+        windowMs: spec.windowMs,
       };
     }
     const held = (q - now) * L + f;
@@ -45,6 +48,9 @@ export const gcra: AlgorithmMath<GcraState> = {
       resetAt: ceilTime(q, f),
       // The smallest whole t with TAT + c·T − t <= burst·T, i.e. t >= TAT − (burst − c)·T.
       retryAfterMs: cost > burst ? Number.POSITIVE_INFINITY : q + ceilDiv(f - (burst - cost) * W, L) - now,
+      id: spec.id,
+      limit: spec.limit,
+      windowMs: spec.windowMs,
     };
   },
   commit(spec, state, now, cost) {

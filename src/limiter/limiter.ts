@@ -247,6 +247,14 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   };
 
   const partsOf = (reply: LimiterTakeReply, forSpecs: readonly LimitSpec[]): LimitDecision[] => {
+    // The built-in stores answer each limit's verdict with its id, limit and window (the math
+    // returns them whole): the reply's fresh array is the decision's list as it is.
+    const verdicts = reply.verdicts;
+    let whole = verdicts.length === forSpecs.length;
+    for (let i = 0; whole && i < forSpecs.length; i++) {
+      whole = (verdicts[i] as Partial<LimitDecision>).id === (forSpecs[i] as LimitSpec).id;
+    }
+    if (whole) return verdicts as LimitDecision[];
     const parts: LimitDecision[] = [];
     for (let i = 0; i < forSpecs.length; i++) {
       const v = reply.verdicts[i] as LimitDecision;

@@ -1,4 +1,4 @@
-import type { AlgorithmMath, Verdict } from './types.js';
+import type { AlgorithmMath, LimitVerdict } from './types.js';
 
 /**
  * Every admitted request still inside the window: times (ascending) and costs from `head` on,
@@ -19,13 +19,29 @@ export interface SlidingLogState {
  * O(entries in a window), up to `limit` entries: use it for small limits where exactness matters.
  */
 export const slidingLog: AlgorithmMath<SlidingLogState> = {
-  decide(spec, state, now, cost): Verdict {
+  decide(spec, state, now, cost): LimitVerdict {
     const W = spec.windowMs;
     const L = spec.limit;
     if (state === undefined) {
       return cost <= L
-        ? { allowed: true, remaining: L - cost, resetAt: cost > 0 ? now + W : now, retryAfterMs: 0 }
-        : { allowed: false, remaining: L, resetAt: now, retryAfterMs: Number.POSITIVE_INFINITY };
+        ? {
+            allowed: true,
+            remaining: L - cost,
+            resetAt: cost > 0 ? now + W : now,
+            retryAfterMs: 0,
+            id: spec.id,
+            limit: L,
+            windowMs: W,
+          }
+        : {
+            allowed: false,
+            remaining: L,
+            resetAt: now,
+            retryAfterMs: Number.POSITIVE_INFINITY,
+            id: spec.id,
+            limit: L,
+            windowMs: W,
+          };
     }
     const { times, costs } = state;
     const cutoff = now - W; // an entry at t counts while t > now - window
@@ -40,6 +56,9 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
         remaining: L - live - cost,
         resetAt: last === undefined ? now : last + W,
         retryAfterMs: 0,
+        id: spec.id,
+        limit: spec.limit,
+        windowMs: spec.windowMs,
       };
     }
     let retryAfterMs = Number.POSITIVE_INFINITY;
@@ -50,7 +69,15 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
       while (freed < need) freed += costs[i++] as number;
       retryAfterMs = (times[i - 1] as number) + W - now;
     }
-    return { allowed: false, remaining: L - live, resetAt: (newest as number) + W, retryAfterMs };
+    return {
+      allowed: false,
+      remaining: L - live,
+      resetAt: (newest as number) + W,
+      retryAfterMs,
+      id: spec.id,
+      limit: L,
+      windowMs: W,
+    };
   },
   commit(spec, state, now, cost) {
     const s = state ?? { times: [], costs: [], head: 0, total: 0 };

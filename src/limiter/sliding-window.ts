@@ -1,5 +1,5 @@
 import { floorDiv } from './int-math.js';
-import type { AlgorithmMath, LimitSpec, Verdict } from './types.js';
+import type { AlgorithmMath, LimitSpec, LimitVerdict } from './types.js';
 
 /**
  * Bucket counts: `counts[B]` is bucket `index` (the newest written), `counts[B - j]` bucket
@@ -25,7 +25,7 @@ export interface SlidingWindowState {
  * All arithmetic is integer (scaled by G), so Redis and memory decide identically.
  */
 export const slidingWindow: AlgorithmMath<SlidingWindowState> = {
-  decide(spec, state, now, cost): Verdict {
+  decide(spec, state, now, cost): LimitVerdict {
     const G = spec.param;
     const L = spec.limit;
     // The buckets as seen at `now`, read in place (no copy): bucket j of the view is
@@ -46,6 +46,9 @@ export const slidingWindow: AlgorithmMath<SlidingWindowState> = {
         // With the cost added to the newest bucket: that bucket decides the reset when it is > 0.
         resetAt: cost > 0 ? (c + B + 1) * G : resetOf(counts, c, G, time),
         retryAfterMs: 0,
+        id: spec.id,
+        limit: spec.limit,
+        windowMs: spec.windowMs,
       };
     }
     return {
@@ -53,6 +56,9 @@ export const slidingWindow: AlgorithmMath<SlidingWindowState> = {
       remaining: Math.max(0, floorDiv(L * G - scaled, G)),
       resetAt: resetOf(counts, c, G, time),
       retryAfterMs: cost > L ? Number.POSITIVE_INFINITY : retryAt(counts, c, r, G, L - cost) - now,
+      id: spec.id,
+      limit: spec.limit,
+      windowMs: spec.windowMs,
     };
   },
   commit(spec, state, now, cost) {

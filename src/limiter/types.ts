@@ -29,13 +29,23 @@ export interface Verdict {
 }
 
 /**
+ * A verdict with the limit it speaks for: what a decision lists per limit. The math returns it
+ * whole, so a decision needs no second object per limit.
+ */
+export interface LimitVerdict extends Verdict {
+  readonly id: string;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/**
  * The pure math of one algorithm: no I/O, no clock, time passed in. A decision is two steps so a
  * multi-limit decision can ask every limit first and charge all of them or none: `decide` never
  * changes the state; `commit` (called only when every limit allowed) records the cost.
  */
 export interface AlgorithmMath<S> {
   /** Decides `cost` at `now` against `state` (`undefined`: nothing recorded yet). Pure. */
-  decide(spec: LimitSpec, state: S | undefined, now: number, cost: number): Verdict;
+  decide(spec: LimitSpec, state: S | undefined, now: number, cost: number): LimitVerdict;
   /** Records an admitted `cost` at `now`; may reuse (and change) `state`, returns the new state. */
   commit(spec: LimitSpec, state: S | undefined, now: number, cost: number): S;
   /** From this instant on the state is equivalent to no state: it may be dropped (and its TTL ends). */
@@ -71,5 +81,9 @@ export interface LimiterTakeCommand {
 export interface LimiterTakeReply {
   readonly now: number;
   readonly allowed: boolean;
-  readonly verdicts: readonly Verdict[];
+  /**
+   * One per limit, in the command's order. The built-in stores answer whole {@link LimitVerdict}s
+   * (the limiter then lists them as they are); a plain verdict is completed from the spec.
+   */
+  readonly verdicts: readonly (Verdict | LimitVerdict)[];
 }

@@ -4,7 +4,7 @@ import type {
   LimiterTakeCommand,
   LimiterTakeReply,
   LimitSpec,
-  Verdict,
+  LimitVerdict,
 } from '../limiter/types.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
@@ -90,15 +90,19 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       const replies: LimiterTakeReply[] = [];
       let at = 0;
       for (const item of items) {
-        const verdicts: Verdict[] = [];
+        const verdicts: LimitVerdict[] = [];
         for (let j = 0; j < item.limits.length; j++) {
           const o = at + 2 + 4 * j;
           const retry = flat[o + 3] as number;
+          const spec = (item.limits[j] as LimitCall).spec;
           verdicts.push({
             allowed: flat[o] === 1,
             remaining: flat[o + 1] as number,
             resetAt: flat[o + 2] as number,
             retryAfterMs: retry < 0 ? Number.POSITIVE_INFINITY : retry,
+            id: spec.id,
+            limit: spec.limit,
+            windowMs: spec.windowMs,
           });
         }
         replies.push({ now: flat[at] as number, allowed: flat[at + 1] === 1, verdicts });
