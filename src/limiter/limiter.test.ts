@@ -252,7 +252,7 @@ describe('createLimiter', () => {
       window: '1s',
       degraded: 'allow',
     });
-    for (const value of [Number.NaN, Number.POSITIVE_INFINITY, '5', 5n]) {
+    for (const value of [Number.NaN, Number.POSITIVE_INFINITY, '5', 5n, 2 ** 53]) {
       reading = value;
       const err = await bad.take('u').then(
         () => undefined,
@@ -262,8 +262,32 @@ describe('createLimiter', () => {
       expect(String(err)).toContain('clock.now()');
     }
     expect(state.calls).toBe(0); // refused before the store: a 'degraded: allow' never admits it
-    reading = 100;
-    expect((await bad.take('u')).allowed).toBe(true);
+    reading = 100.75; // floored: limits work in whole milliseconds (so do Redis's TTLs)
+    expect((await bad.take('u')).at).toBe(100);
+  });
+
+  it('a store that throws instead of rejecting ends in the degraded policy, never in a throw', async () => {
+    const throwing = {
+      kind: 'custom',
+      limiterTake() {
+        throw new Error('broken driver');
+      },
+    } as unknown as Store;
+    for (const timeout of [0, 50]) {
+      const deny = createLimiter({
+        store: throwing,
+        algorithm: 'gcra',
+        limit: 5,
+        window: '1s',
+        degraded: 'deny',
+        timeout,
+      });
+      let result: Promise<unknown> | undefined;
+      expect(() => {
+        result = deny.take('u');
+      }).not.toThrow();
+      expect(await result).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+    }
   });
 
   it('rejects a bad key or cost as invalid arguments', async () => {

@@ -299,14 +299,20 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     cost: number,
     now: number | undefined,
   ): Promise<LimiterTakeReply> => {
-    const command = { limits: calls, cost, now };
-    if (timeoutMs === 0) return take(command);
+    let pending: Promise<LimiterTakeReply>;
+    try {
+      pending = take({ limits: calls, cost, now });
+    } catch (err) {
+      // A store that throws instead of rejecting still ends in the degraded policy, never a throw.
+      return Promise.reject(err);
+    }
+    if (timeoutMs === 0) return pending;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new StoreError('limiterTake', new Error(`no answer within ${timeoutMs} ms`))),
         timeoutMs,
       );
-      take(command).then(
+      pending.then(
         (r) => {
           clearTimeout(timer);
           resolve(r);
@@ -386,15 +392,19 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   };
 }
 
-/** A caller's clock whose readings are checked: a finite number of milliseconds, or a typed error. */
+/**
+ * A caller's clock whose readings are checked and whole: a number of milliseconds within the safe
+ * integers (else a typed error), floored (limits work in whole milliseconds, as Redis's TTLs do:
+ * a fractional time would give `SET PX` a fractional TTL, and memory and Redis would round apart).
+ */
 function checkedClock(clock: Clock): Clock {
   return {
     now() {
       const t = clock.now();
-      if (typeof t !== 'number' || !Number.isFinite(t)) {
-        throw new InvalidArgumentError('clock.now()', 'a finite number of milliseconds', t);
+      if (typeof t !== 'number' || !(Math.abs(t) <= Number.MAX_SAFE_INTEGER)) {
+        throw new InvalidArgumentError('clock.now()', 'a number of milliseconds within ±(2^53 - 1)', t);
       }
-      return t;
+      return Math.floor(t);
     },
   };
 }

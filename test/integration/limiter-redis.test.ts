@@ -3,7 +3,13 @@
 // server is gone, and the memory each algorithm's state takes per key (MEMORY USAGE).
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLimiter, createTenantRegistry, FakeClock, type LimitOptions } from '../../src/index.js';
+import {
+  createLimiter,
+  createTenantRegistry,
+  FakeClock,
+  type LimitOptions,
+  memoryStore,
+} from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { freePort } from '../support/redis-servers.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
@@ -90,10 +96,32 @@ for (const target of [
         limit: 5,
         window: '1s',
       });
-      const [a, b, c] = await Promise.allSettled([healthy.take('u'), broken.take('u'), healthy.take('v')]);
+      // A fractional clock (performance.now() based) is floored to whole ms: a fractional TTL
+      // would make SET PX fail the whole batch, and memory and Redis would round apart.
+      const fractional = createLimiter({
+        store,
+        name: 'clock-frac',
+        clock: { now: () => 1_000_000.75 },
+        limits: ALL,
+      });
+      const [a, b, c, d] = await Promise.allSettled([
+        healthy.take('u'),
+        broken.take('u'),
+        healthy.take('v'),
+        fractional.take('u', { cost: 2 }),
+      ]);
       expect(a.status === 'fulfilled' && a.value.allowed).toBe(true);
       expect(b.status === 'rejected' && String(b.reason)).toContain('clock.now()');
       expect(c.status === 'fulfilled' && c.value.allowed).toBe(true);
+      expect(d.status === 'fulfilled' && d.value).toMatchObject({ allowed: true, at: 1_000_000 });
+      const memory = createLimiter({
+        store: memoryStore(),
+        name: 'clock-frac',
+        clock: { now: () => 1_000_000.75 },
+        limits: ALL,
+      });
+      const fromMemory = await memory.take('u', { cost: 2 });
+      expect(d.status === 'fulfilled' && d.value.limits).toEqual(fromMemory.limits);
     });
 
     it('a refusal writes nothing (TTLs and values unchanged)', async () => {
