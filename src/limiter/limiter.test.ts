@@ -266,6 +266,18 @@ describe('createLimiter', () => {
     expect((await bad.take('u')).at).toBe(100);
   });
 
+  it('a memory store whose own clock answers NaN fails (degraded policy), never admits everything', async () => {
+    const store = memoryStore({ clock: { now: () => Number.NaN } });
+    const limiter = createLimiter({ store, algorithm: 'fixed-window', limit: 1, window: '1s' });
+    const err = await limiter.take('u').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isOnceflowError(err, 'ERR_STORE')).toBe(true); // the default policy, 'throw'
+    const deny = createLimiter({ store, algorithm: 'sliding-log', limit: 1, window: '1s', degraded: 'deny' });
+    expect(await deny.take('u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+  });
+
   it('a store that throws instead of rejecting ends in the degraded policy, never in a throw', async () => {
     const throwing = {
       kind: 'custom',

@@ -1,4 +1,5 @@
-import type { Clock } from '../core/clock.js';
+import { type Clock, systemClock } from '../core/clock.js';
+import { InvalidArgumentError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, Verdict } from './types.js';
 
@@ -30,6 +31,8 @@ const SWEEP_MIN = 1024;
 /** Limiter state in a Map, one synchronous block per decision (atomic by construction). */
 export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
   const entries = new Map<string, Entry>();
+  // The default clock is read directly (whole ms, always valid); any other is checked per read.
+  const wallClock = clock === systemClock;
   const self = {};
   // The entry of a call: its memo when valid (the common case: a hot subject), else the map.
   const entryOf = (call: LimitCall): Entry | undefined => {
@@ -52,7 +55,7 @@ export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
 
   return {
     take({ limits, cost, now: given }) {
-      const now = given ?? clock.now();
+      const now = given ?? (wallClock ? Date.now() : storeNow(clock));
       if (++sinceSweep >= SWEEP_MIN && sinceSweep >= entries.size) sweep(now);
       const verdicts: Verdict[] = new Array(limits.length);
       let allowed = true;
@@ -109,6 +112,20 @@ export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
       return entries.size;
     },
   };
+}
+
+/**
+ * The store's own time for a decision, checked and whole (as Redis's TIME is): a clock answering
+ * NaN would otherwise make every comparison false and admit everything, a silent fail-open. The
+ * error is a store failure: the limiter's degraded policy decides what happens next.
+ */
+function storeNow(clock: Clock): number {
+  const t = clock.now();
+  if (Number.isSafeInteger(t)) return t; // a FakeClock: the common case, one check
+  if (typeof t !== 'number' || !(Math.abs(t) <= Number.MAX_SAFE_INTEGER)) {
+    throw new InvalidArgumentError('store clock.now()', 'a number of milliseconds within ±(2^53 - 1)', t);
+  }
+  return Math.floor(t);
 }
 
 /** True when `key` (`{<namespace>:...}...` or `{<namespace>}...`) belongs to `namespace`. */
