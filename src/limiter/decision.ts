@@ -1,4 +1,4 @@
-import type { Verdict } from './types.js';
+import type { LimitVerdict } from './types.js';
 
 /** Why a decision came out as it did. */
 export type DecisionReason =
@@ -17,12 +17,8 @@ export type DecisionReason =
   /** The store failed or timed out; this node's local limiter decided, with its share of the limit. */
   | 'degraded-local';
 
-/** One limit's part of a decision. */
-export interface LimitDecision extends Verdict {
-  readonly id: string;
-  readonly limit: number;
-  readonly windowMs: number;
-}
+/** One limit's part of a decision: its verdict, with the limit it speaks for. */
+export type LimitDecision = LimitVerdict;
 
 /** The answer of `take`: expected outcomes are values, never exceptions. */
 export interface Decision {
@@ -33,7 +29,7 @@ export interface Decision {
   readonly remaining: number;
   /** When the bound limit is full again with no further requests (store time, ms). */
   readonly resetAt: number;
-  /** 0 when allowed; otherwise the exact wait (see {@link Verdict.retryAfterMs}). */
+  /** 0 when allowed; otherwise the exact wait (see {@link LimitVerdict.retryAfterMs}). */
   readonly retryAfterMs: number;
   readonly reason: DecisionReason;
   /**

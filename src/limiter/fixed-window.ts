@@ -1,4 +1,5 @@
 import type { AlgorithmMath, LimitSpec, LimitVerdict } from './types.js';
+import { verdict } from './verdict.js';
 
 /** Count of the current aligned window: `start` is a multiple of the window length. */
 export interface FixedWindowState {
@@ -17,26 +18,16 @@ export const fixedWindow: AlgorithmMath<FixedWindowState> = {
     const end = start + spec.windowMs;
     if (used + cost <= spec.limit) {
       const after = used + cost;
-      return {
-        allowed: true,
-        remaining: spec.limit - after,
-        resetAt: after > 0 ? end : time,
-        retryAfterMs: 0,
-        id: spec.id,
-        limit: spec.limit,
-        windowMs: spec.windowMs,
-      };
+      return verdict(spec, true, spec.limit - after, after > 0 ? end : time, 0);
     }
-    return {
-      allowed: false,
-      remaining: spec.limit - used,
-      resetAt: used > 0 ? end : time,
+    return verdict(
+      spec,
+      false,
+      spec.limit - used,
+      used > 0 ? end : time,
       // The next window starts empty, so any cost <= limit passes there and not before.
-      retryAfterMs: cost > spec.limit ? Number.POSITIVE_INFINITY : end - now,
-      id: spec.id,
-      limit: spec.limit,
-      windowMs: spec.windowMs,
-    };
+      cost > spec.limit ? Number.POSITIVE_INFINITY : end - now,
+    );
   },
   commit(spec, state, now, cost) {
     const { start, used } = current(spec, state, now);

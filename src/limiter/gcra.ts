@@ -1,5 +1,6 @@
 import { ceilDiv, floorDiv } from './int-math.js';
 import type { AlgorithmMath, LimitVerdict } from './types.js';
+import { verdict } from './verdict.js';
 
 /**
  * The theoretical arrival time (TAT) as the exact rational `q + f / limit` milliseconds,
@@ -31,27 +32,23 @@ export const gcra: AlgorithmMath<GcraState> = {
     const f2 = sum - carry * L;
     const ahead = (q2 - now) * L + f2; // how far the new TAT runs ahead of now, in ms x L
     if (ahead <= burst * W) {
-      return {
-        allowed: true,
-        remaining: floorDiv(burst * W - ahead, W),
-        resetAt: cost > 0 ? ceilTime(q2, f2) : ceilTime(q, f),
-        retryAfterMs: 0,
-        id: spec.id,
-        limit: spec.limit,
-        windowMs: spec.windowMs,
-      };
+      return verdict(
+        spec,
+        true,
+        floorDiv(burst * W - ahead, W),
+        cost > 0 ? ceilTime(q2, f2) : ceilTime(q, f),
+        0,
+      );
     }
     const held = (q - now) * L + f;
-    return {
-      allowed: false,
-      remaining: Math.max(0, floorDiv(burst * W - held, W)),
-      resetAt: ceilTime(q, f),
+    return verdict(
+      spec,
+      false,
+      Math.max(0, floorDiv(burst * W - held, W)),
+      ceilTime(q, f),
       // The smallest whole t with TAT + c·T − t <= burst·T, i.e. t >= TAT − (burst − c)·T.
-      retryAfterMs: cost > burst ? Number.POSITIVE_INFINITY : q + ceilDiv(f - (burst - cost) * W, L) - now,
-      id: spec.id,
-      limit: spec.limit,
-      windowMs: spec.windowMs,
-    };
+      cost > burst ? Number.POSITIVE_INFINITY : q + ceilDiv(f - (burst - cost) * W, L) - now,
+    );
   },
   commit(spec, state, now, cost) {
     const live = state !== undefined && state.q >= now;

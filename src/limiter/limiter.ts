@@ -16,7 +16,8 @@ import { type Decision, decide, type LimitDecision } from './decision.js';
 import { escapeKeyPart, limiterNamespace } from './keys.js';
 import { createMemoryLimiterBackend, type MemoryLimiterBackend } from './memory-backend.js';
 import { type LimitOptions, toSpec } from './options.js';
-import type { LimitCall, LimiterTakeReply, LimitSpec } from './types.js';
+import type { LimitCall, LimiterTakeReply, LimitSpec, Verdict } from './types.js';
+import { verdict } from './verdict.js';
 
 /** What a limiter does when its store fails or does not answer in time. Never a silent fail-open. */
 export type DegradedPolicy =
@@ -257,18 +258,9 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     if (whole) return verdicts as LimitDecision[];
     const parts: LimitDecision[] = [];
     for (let i = 0; i < forSpecs.length; i++) {
-      const v = reply.verdicts[i] as LimitDecision;
-      const s = forSpecs[i] as LimitSpec;
-      // Field by field: an object spread here made every take ~7x slower in V8 (measured).
-      parts.push({
-        allowed: v.allowed,
-        remaining: v.remaining,
-        resetAt: v.resetAt,
-        retryAfterMs: v.retryAfterMs,
-        id: s.id,
-        limit: s.limit,
-        windowMs: s.windowMs,
-      });
+      const v = verdicts[i] as Verdict;
+      // Field by field (verdict()): an object spread here made every take ~7x slower in V8 (measured).
+      parts.push(verdict(forSpecs[i] as LimitSpec, v.allowed, v.remaining, v.resetAt, v.retryAfterMs));
     }
     return parts;
   };
@@ -282,15 +274,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       return decide(reply.now, reply.allowed, partsOf(reply, fallback.specs), 'degraded-local');
     }
     const allowed = policy === 'allow';
-    const parts = specs.map((s) => ({
-      id: s.id,
-      limit: s.limit,
-      windowMs: s.windowMs,
-      allowed,
-      remaining: 0,
-      resetAt: at,
-      retryAfterMs: allowed ? 0 : DEGRADED_RETRY_MS,
-    }));
+    const parts = specs.map((s) => verdict(s, allowed, 0, at, allowed ? 0 : DEGRADED_RETRY_MS));
     return decide(at, allowed, parts, allowed ? 'degraded-allow' : 'degraded-deny');
   };
 
@@ -352,16 +336,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
         const now = given ?? local.now();
         const block = cache.get(cacheKey, cost, now);
         if (block !== undefined) {
-          const s = specs[block.bound] as LimitSpec;
-          const part = {
-            id: s.id,
-            limit: s.limit,
-            windowMs: s.windowMs,
-            allowed: false,
-            remaining: 0,
-            resetAt: block.resetAt,
-            retryAfterMs: block.until - now,
-          };
+          const part = verdict(specs[block.bound] as LimitSpec, false, 0, block.resetAt, block.until - now);
           return Promise.resolve(decide(now, false, [part], 'blocked'));
         }
       }

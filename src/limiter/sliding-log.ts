@@ -1,4 +1,5 @@
 import type { AlgorithmMath, LimitVerdict } from './types.js';
+import { verdict } from './verdict.js';
 
 /**
  * Every admitted request still inside the window: times (ascending) and costs from `head` on,
@@ -24,24 +25,8 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
     const L = spec.limit;
     if (state === undefined) {
       return cost <= L
-        ? {
-            allowed: true,
-            remaining: L - cost,
-            resetAt: cost > 0 ? now + W : now,
-            retryAfterMs: 0,
-            id: spec.id,
-            limit: L,
-            windowMs: W,
-          }
-        : {
-            allowed: false,
-            remaining: L,
-            resetAt: now,
-            retryAfterMs: Number.POSITIVE_INFINITY,
-            id: spec.id,
-            limit: L,
-            windowMs: W,
-          };
+        ? verdict(spec, true, L - cost, cost > 0 ? now + W : now, 0)
+        : verdict(spec, false, L, now, Number.POSITIVE_INFINITY);
     }
     const { times, costs } = state;
     const cutoff = now - W; // an entry at t counts while t > now - window
@@ -51,15 +36,7 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
     const newest = i < times.length ? (times[times.length - 1] as number) : undefined;
     if (live + cost <= L) {
       const last = cost > 0 ? Math.max(newest ?? now, now) : newest;
-      return {
-        allowed: true,
-        remaining: L - live - cost,
-        resetAt: last === undefined ? now : last + W,
-        retryAfterMs: 0,
-        id: spec.id,
-        limit: spec.limit,
-        windowMs: spec.windowMs,
-      };
+      return verdict(spec, true, L - live - cost, last === undefined ? now : last + W, 0);
     }
     let retryAfterMs = Number.POSITIVE_INFINITY;
     if (cost <= L) {
@@ -69,15 +46,7 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
       while (freed < need) freed += costs[i++] as number;
       retryAfterMs = (times[i - 1] as number) + W - now;
     }
-    return {
-      allowed: false,
-      remaining: L - live,
-      resetAt: (newest as number) + W,
-      retryAfterMs,
-      id: spec.id,
-      limit: L,
-      windowMs: W,
-    };
+    return verdict(spec, false, L - live, (newest as number) + W, retryAfterMs);
   },
   commit(spec, state, now, cost) {
     const s = state ?? { times: [], costs: [], head: 0, total: 0 };

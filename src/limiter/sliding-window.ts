@@ -1,5 +1,6 @@
 import { floorDiv } from './int-math.js';
 import type { AlgorithmMath, LimitSpec, LimitVerdict } from './types.js';
+import { verdict } from './verdict.js';
 
 /**
  * Bucket counts: `counts[B]` is bucket `index` (the newest written), `counts[B - j]` bucket
@@ -40,26 +41,22 @@ export const slidingWindow: AlgorithmMath<SlidingWindowState> = {
     const old = counts[0] as number;
     const scaled = G * recent + old * (G - r); // the estimate x G
     if (scaled + cost * G <= L * G) {
-      return {
-        allowed: true,
-        remaining: floorDiv(L * G - scaled - cost * G, G),
+      return verdict(
+        spec,
+        true,
+        floorDiv(L * G - scaled - cost * G, G),
+        cost > 0 ? (c + B + 1) * G : resetOf(counts, c, G, time),
         // With the cost added to the newest bucket: that bucket decides the reset when it is > 0.
-        resetAt: cost > 0 ? (c + B + 1) * G : resetOf(counts, c, G, time),
-        retryAfterMs: 0,
-        id: spec.id,
-        limit: spec.limit,
-        windowMs: spec.windowMs,
-      };
+        0,
+      );
     }
-    return {
-      allowed: false,
-      remaining: Math.max(0, floorDiv(L * G - scaled, G)),
-      resetAt: resetOf(counts, c, G, time),
-      retryAfterMs: cost > L ? Number.POSITIVE_INFINITY : retryAt(counts, c, r, G, L - cost) - now,
-      id: spec.id,
-      limit: spec.limit,
-      windowMs: spec.windowMs,
-    };
+    return verdict(
+      spec,
+      false,
+      Math.max(0, floorDiv(L * G - scaled, G)),
+      resetOf(counts, c, G, time),
+      cost > L ? Number.POSITIVE_INFINITY : retryAt(counts, c, r, G, L - cost) - now,
+    );
   },
   commit(spec, state, now, cost) {
     const G = spec.param;

@@ -6,6 +6,7 @@ import type {
   LimitSpec,
   LimitVerdict,
 } from '../limiter/types.js';
+import { verdict } from '../limiter/verdict.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
@@ -95,15 +96,15 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
           const o = at + 2 + 4 * j;
           const retry = flat[o + 3] as number;
           const spec = (item.limits[j] as LimitCall).spec;
-          verdicts.push({
-            allowed: flat[o] === 1,
-            remaining: flat[o + 1] as number,
-            resetAt: flat[o + 2] as number,
-            retryAfterMs: retry < 0 ? Number.POSITIVE_INFINITY : retry,
-            id: spec.id,
-            limit: spec.limit,
-            windowMs: spec.windowMs,
-          });
+          verdicts.push(
+            verdict(
+              spec,
+              flat[o] === 1,
+              flat[o + 1] as number,
+              flat[o + 2] as number,
+              retry < 0 ? Number.POSITIVE_INFINITY : retry,
+            ),
+          );
         }
         replies.push({ now: flat[at] as number, allowed: flat[at + 1] === 1, verdicts });
         at += 2 + 4 * item.limits.length;

@@ -223,12 +223,20 @@ end
 -- (or lately) in the window, times ascending; total is the sum of the costs, newest the last time.
 -- Expired entries are skipped from the front (each is parsed once more at most, then dropped by
 -- the next write); a clock that stepped back inserts in time order, like the memory model.
+-- When a sliding log is empty again with no more requests: its newest live entry (`newest`, nil
+-- when none) leaves the window, or this request's entry when it is admitted with a cost > 0.
+-- Shared by both forms of the log (string and sorted set).
+local function log_reset(newest, now, W, admitted)
+  if admitted > 0 then return max(newest or now, now) + W end
+  if newest then return newest + W end
+  return now
+end
+
 local function sliding_log(key, L, W, cost, now)
   local v = redis.call('GET', key)
   if not v then
     if cost > L then return false, L, now, -1, nil end
-    local reset = now
-    if cost > 0 then reset = now + W end
+    local reset = log_reset(nil, now, W, cost)
     return true, L - cost, reset, 0, key, cost .. ',' .. int(now) .. '|' .. int(now) .. ':' .. cost .. ',', ttl(reset, now)
   end
   local cutoff = now - W -- an entry at t counts while t > now - window
@@ -246,12 +254,7 @@ local function sliding_log(key, L, W, cost, now)
   end
   if pos > n then newest = nil end
   if live + cost <= L then
-    local reset = now
-    if cost > 0 then
-      reset = max(newest or now, now) + W
-    elseif newest then
-      reset = newest + W
-    end
+    local reset = log_reset(newest, now, W, cost)
     local rest = sub(v, pos)
     local entry = int(now) .. ':' .. cost .. ','
     local top = now
@@ -283,9 +286,7 @@ local function sliding_log(key, L, W, cost, now)
       p = sep + 1
     end
   end
-  local reset = now
-  if newest then reset = newest + W end
-  return false, L - live, reset, retry, nil
+  return false, L - live, log_reset(newest, now, W, 0), retry, nil
 end
 
 -- A sliding log above limit 512 is a sorted set (O(log n) per request, where the string above
@@ -315,12 +316,7 @@ local function sliding_log_zset(zkey, L, W, cost, now)
   local newest = nil
   if live > 0 then newest = last end
   if live + cost <= L then
-    local reset = now
-    if cost > 0 then
-      reset = max(newest or now, now) + W
-    elseif newest then
-      reset = newest + W
-    end
+    local reset = log_reset(newest, now, W, cost)
     return true, L - live - cost, reset, 0, nil, nil, nil, function()
       local first = now
       if expired then
@@ -354,9 +350,7 @@ local function sliding_log_zset(zkey, L, W, cost, now)
       end
     end
   end
-  local reset = now
-  if newest then reset = newest + W end
-  return false, L - live, reset, retry, nil
+  return false, L - live, log_reset(newest, now, W, 0), retry, nil
 end
 
 local out = {}
