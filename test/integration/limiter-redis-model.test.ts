@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLimiter, type Decision, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
-import { limitSets, steps } from '../property/limiter-sequences.js';
+import { limitSets, type Step, steps } from '../property/limiter-sequences.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
 const view = (d: Decision) => ({
@@ -35,36 +35,33 @@ for (const target of targets) {
     });
     let run = 0;
 
+    /** Runs `seq` on a memory and a Redis limiter driven by one fake clock; every decision must be equal. */
+    async function sameDecisions(limits: LimitOptions[], seq: Step[], costScale = 1): Promise<void> {
+      const clock = new FakeClock(1_000_000);
+      const name = `run-${run++}`;
+      const memory = createLimiter({ store: memoryStore({ clock }), clock, limits, name, blockCache: false });
+      const redis = createLimiter({
+        store: createRedisStore({ client, prefix }),
+        clock,
+        limits,
+        name,
+        blockCache: false,
+        timeout: '5s',
+      });
+      for (const s of seq) {
+        clock.set(clock.now() + s.advance);
+        const cost = s.cost * costScale;
+        const [m, r] = await Promise.all([memory.take(s.key, { cost }), redis.take(s.key, { cost })]);
+        expect(view(r)).toEqual(view(m));
+      }
+    }
+
     it('gives identical decisions for the same sequence and clock', async () => {
       await fc.assert(
         // With clock rollbacks: every algorithm's step-back handling must match the model too.
-        fc.asyncProperty(limitSets, steps(['a', 'b:c', '{x}'], true), async (limits: LimitOptions[], seq) => {
-          const clock = new FakeClock(1_000_000);
-          const name = `run-${run++}`;
-          const memory = createLimiter({
-            store: memoryStore({ clock }),
-            clock,
-            limits,
-            name,
-            blockCache: false,
-          });
-          const redis = createLimiter({
-            store: createRedisStore({ client, prefix }),
-            clock,
-            limits,
-            name,
-            blockCache: false,
-            timeout: '5s',
-          });
-          for (const s of seq) {
-            clock.set(clock.now() + s.advance);
-            const [m, r] = await Promise.all([
-              memory.take(s.key, { cost: s.cost }),
-              redis.take(s.key, { cost: s.cost }),
-            ]);
-            expect(view(r)).toEqual(view(m));
-          }
-        }),
+        fc.asyncProperty(limitSets, steps(['a', 'b:c', '{x}'], true), (limits, seq) =>
+          sameDecisions(limits, seq),
+        ),
         { numRuns: 60 },
       );
     });
@@ -75,33 +72,9 @@ for (const target of targets) {
           fc.integer({ min: 513, max: 700 }),
           steps(['a', 'b'], true),
           fc.integer({ min: 40, max: 120 }),
-          async (limit, seq, scale) => {
-            const clock = new FakeClock(1_000_000);
-            const name = `zset-${run++}`;
-            const limits: LimitOptions[] = [{ algorithm: 'sliding-log', limit, window: 1000 }];
-            const memory = createLimiter({
-              store: memoryStore({ clock }),
-              clock,
-              limits,
-              name,
-              blockCache: false,
-            });
-            const redis = createLimiter({
-              store: createRedisStore({ client, prefix }),
-              clock,
-              limits,
-              name,
-              blockCache: false,
-              timeout: '5s',
-            });
-            for (const s of seq) {
-              clock.set(clock.now() + s.advance);
-              // Costs scaled up so that a few requests fill the log and refusals happen.
-              const cost = s.cost * scale;
-              const [m, r] = await Promise.all([memory.take(s.key, { cost }), redis.take(s.key, { cost })]);
-              expect(view(r)).toEqual(view(m));
-            }
-          },
+          // Costs scaled up so that a few requests fill the log and refusals happen.
+          (limit, seq, scale) =>
+            sameDecisions([{ algorithm: 'sliding-log', limit, window: 1000 }], seq, scale),
         ),
         { numRuns: 30 },
       );
