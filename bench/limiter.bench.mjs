@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import { createLimiter, memoryStore } from '../dist/index.js';
 import { createRedisStore } from '../dist/redis/index.js';
+import { unlinkPrefix } from './lib/redis.mjs';
 import { prng } from './lib/workload.mjs';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -186,12 +187,7 @@ export default {
     return keys;
   },
   async teardown() {
-    let cursor = '0';
-    do {
-      const [next, found] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (found.length > 0) await client.unlink(...found);
-    } while (cursor !== '0');
+    await unlinkPrefix(client, prefix);
     client.disconnect();
     rlfClient.disconnect();
   },

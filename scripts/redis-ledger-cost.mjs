@@ -6,7 +6,8 @@
 import { Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
-import { settlementStream } from '../bench/lib/workload.mjs';
+import { unlinkPrefix } from '../bench/lib/redis.mjs';
+import { playerLanes, registerRooms, settlementStream } from '../bench/lib/workload.mjs';
 
 const url = process.argv[2] ?? 'redis://127.0.0.1:6379';
 const client = new Redis(url);
@@ -18,13 +19,12 @@ const sign = defineSignature([
   ['final', 'bool'],
 ]);
 const stream = settlementStream({ sign, players: 2000, rounds: 6, dupRate: 0.22 });
-const lanes = Array.from({ length: 200 }, () => []);
-for (let i = 0; i < stream.length; i++) lanes[Number(stream.owners[i].slice('player-'.length)) % 200].push(i);
+const lanes = playerLanes(stream, 200);
 const prefix = `onceflow-ledger-cost:${process.pid}:`;
-const entry = (i, signature = stream.signatures[i], deltas = { coins: stream.nets[i] }) => ({
+const entry = (i) => ({
   owner: stream.owners[i],
-  signature,
-  deltas,
+  signature: stream.signatures[i],
+  deltas: { coins: stream.nets[i] },
   scope: stream.rooms[i],
 });
 
@@ -35,10 +35,7 @@ for (let run = 0; run < 6; run++) {
     capacity: 4,
     name: `run${run}`,
   });
-  // Untimed: every (player, room) registered once, as in a long-running process.
-  const pairs = new Map();
-  for (let i = 0; i < stream.length; i++) pairs.set(`${stream.owners[i]}\n${stream.rooms[i]}`, i);
-  await Promise.all([...pairs.values()].map((i) => ledger.apply(entry(i, `warm:${stream.rooms[i]}`, {}))));
+  await registerRooms(ledger, stream); // untimed
   await admin.config('RESETSTAT');
   const cpu = process.cpuUsage();
   const start = performance.now();
@@ -59,11 +56,6 @@ for (let run = 0; run < 6; run++) {
   });
 }
 console.table(rows);
-let cursor = '0';
-do {
-  const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-  cursor = next;
-  if (keys.length > 0) await client.unlink(...keys);
-} while (cursor !== '0');
+await unlinkPrefix(client, prefix);
 client.disconnect();
 admin.disconnect();

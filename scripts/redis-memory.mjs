@@ -4,6 +4,7 @@
 import { Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore, escapeId } from 'onceflow/redis';
+import { unlinkPrefix } from '../bench/lib/redis.mjs';
 
 const url = process.argv[2] ?? 'redis://127.0.0.1:6379';
 const client = new Redis(url);
@@ -46,12 +47,7 @@ for (const [label, journal] of [
     sizes[suffix] = Math.round(total / owners);
   }
   rows.push({ label, ...sizes, total: Object.values(sizes).reduce((a, b) => a + b, 0) });
-  let cursor = '0';
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const k of keys) await client.unlink(k);
-  } while (cursor !== '0');
+  await unlinkPrefix(client, prefix);
 }
 console.log('bytes per owner (capacity 4, 400 settlements applied, 7 rooms), by key:');
 console.log(

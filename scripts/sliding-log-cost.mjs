@@ -7,6 +7,7 @@
 import { Redis } from 'ioredis';
 import { createLimiter } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
+import { unlinkPrefix } from '../bench/lib/redis.mjs';
 
 const client = new Redis(process.argv[2] ?? 'redis://127.0.0.1:6379');
 const prefix = `onceflow-log-cost:${process.pid}:`;
@@ -44,5 +45,5 @@ for (const limit of [100, 300, 512, 513, 1000, 10_000]) {
   });
 }
 console.table(rows);
-for (const key of await client.keys(`${prefix}*`)) await client.unlink(key);
+await unlinkPrefix(client, prefix);
 await client.quit();
