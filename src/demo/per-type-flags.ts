@@ -1,5 +1,6 @@
-import { type DeliveryLog, joinRoom } from './delivery-log.js';
-import { Decision, type Strategy } from './strategy.js';
+import { currentRoomStrategy } from './current-room.js';
+import type { DeliveryLog } from './delivery-log.js';
+import type { Strategy } from './strategy.js';
 
 /**
  * Per player `{ round, instantDone, finalDone }`: a settlement of the remembered round passes
@@ -22,40 +23,16 @@ export function perTypeFlagsStrategy(log: DeliveryLog): Strategy {
   const lastRound = new Float64Array(log.players).fill(Number.NaN);
   // Bit 0: instant done, bit 1: final done.
   const flags = new Uint8Array(log.players);
-  const current = new Int32Array(log.players).fill(-1);
-  const books = new Float64Array(log.rooms);
-  const { round, net, final } = log.settlements;
-  return {
-    id: 'per-type-flags',
-    name: 'per-type flags',
-    run(from, to, out) {
-      for (let i = from; i < to; i++) {
-        const ref = log.ref[i] as number;
-        const p = log.player[i] as number;
-        if (ref < 0) {
-          current[p] = joinRoom(ref);
-          out.outcome[i] = Decision.NONE;
-          continue;
-        }
-        const r = round[ref] as number;
-        if (r !== lastRound[p]) {
-          lastRound[p] = r;
-          flags[p] = 0;
-        }
-        const bit = final[ref] === 1 ? 2 : 1;
-        if (((flags[p] as number) & bit) !== 0) {
-          out.outcome[i] = Decision.BLOCKED;
-          continue;
-        }
-        flags[p] = (flags[p] as number) | bit;
-        const room = current[p] as number;
-        books[room] = (books[room] as number) + (net[ref] as number);
-        out.outcome[i] = Decision.APPLIED;
-        out.room[i] = room;
-      }
-    },
-    async roomTotals() {
-      return books.slice();
-    },
-  };
+  const { round, final } = log.settlements;
+  return currentRoomStrategy(log, 'per-type-flags', 'per-type flags', (p, ref) => {
+    const r = round[ref] as number;
+    if (r !== lastRound[p]) {
+      lastRound[p] = r;
+      flags[p] = 0;
+    }
+    const bit = final[ref] === 1 ? 2 : 1;
+    if (((flags[p] as number) & bit) !== 0) return false;
+    flags[p] = (flags[p] as number) | bit;
+    return true;
+  });
 }

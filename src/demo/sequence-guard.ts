@@ -1,5 +1,6 @@
-import { type DeliveryLog, joinRoom } from './delivery-log.js';
-import { Decision, type Strategy } from './strategy.js';
+import { currentRoomStrategy } from './current-room.js';
+import type { DeliveryLog } from './delivery-log.js';
+import type { Strategy } from './strategy.js';
 
 /**
  * The seeds' per-player monotonic guard on the round number: accept iff `round >= last`
@@ -24,35 +25,11 @@ import { Decision, type Strategy } from './strategy.js';
  */
 export function sequenceGuardStrategy(log: DeliveryLog): Strategy {
   const last = new Float64Array(log.players).fill(Number.NEGATIVE_INFINITY);
-  const current = new Int32Array(log.players).fill(-1);
-  const books = new Float64Array(log.rooms);
-  const { round, net } = log.settlements;
-  return {
-    id: 'sequence-guard',
-    name: 'sequence guard',
-    run(from, to, out) {
-      for (let i = from; i < to; i++) {
-        const ref = log.ref[i] as number;
-        const p = log.player[i] as number;
-        if (ref < 0) {
-          current[p] = joinRoom(ref);
-          out.outcome[i] = Decision.NONE;
-          continue;
-        }
-        const seq = round[ref] as number;
-        if (seq < (last[p] as number)) {
-          out.outcome[i] = Decision.BLOCKED;
-          continue;
-        }
-        last[p] = seq;
-        const room = current[p] as number;
-        books[room] = (books[room] as number) + (net[ref] as number);
-        out.outcome[i] = Decision.APPLIED;
-        out.room[i] = room;
-      }
-    },
-    async roomTotals() {
-      return books.slice();
-    },
-  };
+  const { round } = log.settlements;
+  return currentRoomStrategy(log, 'sequence-guard', 'sequence guard', (p, ref) => {
+    const seq = round[ref] as number;
+    if (seq < (last[p] as number)) return false;
+    last[p] = seq;
+    return true;
+  });
 }
