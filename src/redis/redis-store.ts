@@ -182,29 +182,29 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   // before the script that books under them runs: a crash in between leaves an owner registered
   // with nothing booked (adds 0). Registered pairs are remembered, so this is rarely a round trip.
   async function register(items: readonly ApplyItem[]): Promise<void> {
-    const todo = new Map<string, () => void>();
-    const calls: Promise<unknown>[] = [];
+    // One SADD per registry key with every owner the batch adds to it (a batch of first contacts
+    // is then a few commands, not one per owner and scope); marks run once all have succeeded.
+    const members = new Map<string, Set<string>>();
+    const marks: (() => void)[] = [];
+    const add = (key: string, owner: string, mark: () => void) => {
+      let set = members.get(key);
+      if (set === undefined) members.set(key, (set = new Set()));
+      set.add(owner);
+      marks.push(mark);
+    };
     for (const { memo, ledger, owner, scope } of items) {
       if (!memo.inLedger) {
-        const key = ledgerOwnersKey(prefix, ledger);
-        if (!todo.has(`${key}\n${owner}`)) {
-          todo.set(`${key}\n${owner}`, () => {
-            memo.inLedger = true;
-          });
-          calls.push(client.call('SADD', key, owner));
-        }
+        add(ledgerOwnersKey(prefix, ledger), owner, () => {
+          memo.inLedger = true;
+        });
       }
       if (scope !== undefined && !memo.scopes.has(scope)) {
-        const key = scopeOwnersKey(prefix, ledger, scope);
-        if (!todo.has(`${key}\n${owner}`)) {
-          todo.set(`${key}\n${owner}`, () => rememberScope(memo, scope));
-          calls.push(client.call('SADD', key, owner));
-        }
+        add(scopeOwnersKey(prefix, ledger, scope), owner, () => rememberScope(memo, scope));
       }
     }
-    if (calls.length === 0) return;
-    await Promise.all(calls);
-    for (const mark of todo.values()) mark();
+    if (members.size === 0) return;
+    await Promise.all([...members].map(([key, owners]) => client.call('SADD', key, ...owners)));
+    for (const mark of marks) mark();
   }
 
   async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
