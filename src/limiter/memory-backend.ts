@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, Verdict } from './types.js';
@@ -31,8 +31,6 @@ const SWEEP_MIN = 1024;
 /** Limiter state in a Map, one synchronous block per decision (atomic by construction). */
 export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
   const entries = new Map<string, Entry>();
-  // The default clock is read directly (whole ms, always valid); any other is checked per read.
-  const wallClock = clock === systemClock;
   const self = {};
   // The entry of a call: its memo when valid (the common case: a hot subject), else the map.
   const entryOf = (call: LimitCall): Entry | undefined => {
@@ -55,7 +53,7 @@ export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
 
   return {
     take({ limits, cost, now: given }) {
-      const now = given ?? (wallClock ? Date.now() : storeNow(clock));
+      const now = given ?? storeNow(clock);
       if (++sinceSweep >= SWEEP_MIN && sinceSweep >= entries.size) sweep(now);
       const verdicts: Verdict[] = new Array(limits.length);
       let allowed = true;
@@ -121,7 +119,7 @@ export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
  */
 function storeNow(clock: Clock): number {
   const t = clock.now();
-  if (Number.isSafeInteger(t)) return t; // a FakeClock: the common case, one check
+  if (Number.isSafeInteger(t)) return t; // Date.now(), a FakeClock: the common case, one check
   if (typeof t !== 'number' || !(Math.abs(t) <= Number.MAX_SAFE_INTEGER)) {
     throw new InvalidArgumentError('store clock.now()', 'a number of milliseconds within ±(2^53 - 1)', t);
   }
