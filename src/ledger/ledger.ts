@@ -108,38 +108,58 @@ export function createLedger(options: LedgerOptions): Ledger {
   const horizon = options.horizon ?? true;
   if (typeof horizon !== 'boolean') throw new InvalidOptionError('horizon', 'a boolean', horizon);
   const name = options.name === undefined ? 'default' : nonEmptyString('name', options.name);
+  return new ExactLedger(name, capacity, store, horizon);
+}
 
-  return {
-    name,
-    capacity,
-    store,
-    // Not `async`: an async function that returns the store's promise wraps it in a second one
-    // and pays extra microtask turns per call. Invalid input still rejects, never throws.
-    apply(entry) {
-      let cmd: LedgerApplyCommand;
-      try {
-        cmd = toCommand(entry);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return store.ledgerApply(cmd);
-    },
-    async balances(owner) {
-      return store.ledgerBalances(name, nonEmptyStringArg('owner', owner));
-    },
-    async window(owner) {
-      return store.ledgerWindow(name, nonEmptyStringArg('owner', owner));
-    },
-    async journal(query = {}) {
-      return store.ledgerJournal(name, checkQuery(query));
-    },
-    async totals(scope) {
-      return store.ledgerScopeTotals(name, nonEmptyStringArg('scope', scope));
-    },
-  };
+/**
+ * The ledger {@link createLedger} returns. A class, not an object of closures: V8 inlines
+ * prototype methods into their callers' optimised code for good, where closures made per ledger
+ * are inlined as that ledger's objects and every caller optimised with them is thrown away once
+ * the ledger is collected (BENCHMARKS.md, limiter).
+ */
+class ExactLedger implements Ledger {
+  readonly name: string;
+  readonly capacity: number;
+  readonly store: Store;
+  readonly #horizon: boolean;
+
+  constructor(name: string, capacity: number, store: Store, horizon: boolean) {
+    this.name = name;
+    this.capacity = capacity;
+    this.store = store;
+    this.#horizon = horizon;
+  }
+
+  // Not `async`: an async function that returns the store's promise wraps it in a second one
+  // and pays extra microtask turns per call. Invalid input still rejects, never throws.
+  apply(entry: LedgerEntry): Promise<ApplyResult> {
+    let cmd: LedgerApplyCommand;
+    try {
+      cmd = this.#toCommand(entry);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.store.ledgerApply(cmd);
+  }
+
+  async balances(owner: string): Promise<Balances> {
+    return this.store.ledgerBalances(this.name, nonEmptyStringArg('owner', owner));
+  }
+
+  async window(owner: string): Promise<WindowState> {
+    return this.store.ledgerWindow(this.name, nonEmptyStringArg('owner', owner));
+  }
+
+  async journal(query: JournalQuery = {}): Promise<JournalEntry[]> {
+    return this.store.ledgerJournal(this.name, checkQuery(query));
+  }
+
+  async totals(scope: string): Promise<Balances> {
+    return this.store.ledgerScopeTotals(this.name, nonEmptyStringArg('scope', scope));
+  }
 
   // Validation happens before the store is called, so invalid input never changes state.
-  function toCommand(entry: LedgerEntry): LedgerApplyCommand {
+  #toCommand(entry: LedgerEntry): LedgerApplyCommand {
     if (!isPlainObject(entry)) throw new InvalidArgumentError('entry', 'an object', entry);
     const owner = nonEmptyStringArg('owner', entry.owner);
     const signature = nonEmptyStringArg('signature', entry.signature);
@@ -169,7 +189,17 @@ export function createLedger(options: LedgerOptions): Ledger {
     // caller passed: `0n` and `0` are the same order in every store.
     const order = raw === undefined ? undefined : orderFromString(orderToString(raw));
     if (entry.meta !== undefined) checkJson(entry.meta);
-    return { ledger: name, capacity, horizon, owner, signature, deltas, scope, order, meta: entry.meta };
+    return {
+      ledger: this.name,
+      capacity: this.capacity,
+      horizon: this.#horizon,
+      owner,
+      signature,
+      deltas,
+      scope,
+      order,
+      meta: entry.meta,
+    };
   }
 }
 

@@ -14,7 +14,7 @@ import { specSuffix } from './algorithms.js';
 import { BlockCache } from './block-cache.js';
 import { type Decision, decide, type LimitDecision } from './decision.js';
 import { escapeKeyPart, limiterNamespace } from './keys.js';
-import { createMemoryLimiterBackend, type MemoryLimiterBackend } from './memory-backend.js';
+import { MemoryLimiterBackend } from './memory-backend.js';
 import { type LimitOptions, toSpec } from './options.js';
 import type { LimitCall, LimiterTakeReply, LimitSpec, Verdict } from './types.js';
 import { verdict } from './verdict.js';
@@ -85,6 +85,9 @@ const KEY_CACHE = 20_000;
 // Degraded 'deny' cannot know when the store returns; this is the wait it suggests to clients.
 const DEGRADED_RETRY_MS = 1000;
 
+/** A take's subjects: one key, or one per distinct `by` of a multi-subject limiter. */
+type Subjects = string | string[];
+
 /** Internal: the namespace is the tenant registry's business. */
 export interface LimiterInternals {
   namespace?: string;
@@ -117,9 +120,6 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       store,
     );
   }
-  const take = store.limiterTake.bind(store);
-  // An in-process store answers synchronously: no promise and no microtask per take for it.
-  const takeSync = store.limiterTakeSync?.bind(store);
   const rawLimits =
     options.limits !== undefined
       ? options.limits
@@ -142,10 +142,6 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   const namespace =
     internals.namespace ??
     limiterNamespace(options.name === undefined ? 'default' : nonEmptyString('name', options.name));
-  const bys = [...new Set(specs.map((s) => s.by ?? 'key'))];
-  const multiSubject = bys.length > 1;
-  // Per limit: the key's tail after the subject (escaped id and shape).
-  const tails = specs.map((s) => `:${escapeKeyPart(s.id)}:${specSuffix(s)}`);
 
   const clockOption = options.clock ?? 'store';
   let passIn: Clock | undefined;
@@ -167,14 +163,14 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   }
 
   const policy: DegradedPolicy = options.degraded ?? 'throw';
-  let fallback: { backend: MemoryLimiterBackend; specs: LimitSpec[] } | undefined;
+  let fallback: Fallback | undefined;
   if (isPlainObject(policy) && policy.mode === 'local') {
     const share: unknown = policy.share;
     if (typeof share !== 'number' || !(share > 0 && share <= 1)) {
       throw new InvalidOptionError('degraded.share', 'a number in (0, 1], e.g. 1 / nodes', share);
     }
     fallback = {
-      backend: createMemoryLimiterBackend(local),
+      backend: new MemoryLimiterBackend(local),
       specs: specs.map((s) => ({
         ...s,
         limit: Math.max(1, Math.floor(s.limit * share)),
@@ -195,59 +191,195 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
         : policy === 'throw'
           ? 0
           : DEFAULT_TIMEOUT_MS;
-  const subjectsOf = (key: string | Readonly<Record<string, string>>): string[] => {
+  return new RateLimiter({
+    store,
+    specs,
+    namespace,
+    passIn,
+    local,
+    cache,
+    policy,
+    fallback,
+    timeoutMs,
+    onDegraded: internals.onDegraded,
+  });
+}
+
+/** What {@link createLimiter} validated: everything a limiter needs to decide. */
+interface LimiterConfig {
+  readonly store: Store;
+  readonly specs: SubjectSpec[];
+  readonly namespace: string;
+  /** The time passed to the store, when not the store's own. */
+  readonly passIn: Clock | undefined;
+  /** The clock of the block cache and the local degraded limiter. */
+  readonly local: Clock;
+  readonly cache: BlockCache | undefined;
+  readonly policy: DegradedPolicy;
+  readonly fallback: Fallback | undefined;
+  readonly timeoutMs: number;
+  readonly onDegraded: ((error: unknown) => void) | undefined;
+}
+
+/** A limit with the subject it counts by (`undefined`: the plain key). */
+type SubjectSpec = LimitSpec & { readonly by: string | undefined };
+
+/** The local limiter of the degraded policy `{ mode: 'local', share }`. */
+interface Fallback {
+  readonly backend: MemoryLimiterBackend;
+  readonly specs: LimitSpec[];
+}
+
+/**
+ * The limiter {@link createLimiter} returns. A class, not an object of closures: V8 inlines
+ * prototype methods into their callers' optimised code for good, where closures made per limiter
+ * are inlined as that limiter's objects, so every caller optimised with them was thrown away and
+ * recompiled once the limiter was collected (a limiter per tenant, per test, per bench run).
+ */
+class RateLimiter implements Limiter {
+  readonly limits: readonly LimitSpec[];
+  readonly #config: LimiterConfig;
+  readonly #specs: SubjectSpec[];
+  readonly #store: Store;
+  readonly #cache: BlockCache | undefined;
+  readonly #passIn: Clock | undefined;
+  /** Distinct subject names (`by`), in first-use order; one entry: a single-subject limiter. */
+  readonly #bys: string[];
+  readonly #multiSubject: boolean;
+  /** Per limit: the key's tail after the subject (escaped id and shape). */
+  readonly #tails: string[];
+  // Store keys per subject, kept so a hot subject's key strings are built and hashed once (a
+  // fresh concatenated key costs a flatten and a hash on every Map lookup or send). A pure cache
+  // of derived strings: 20 000 subjects x ~200 bytes ≈ 4 MB per limiter at most; the oldest
+  // entry goes first when full.
+  readonly #keyCache = new Map<string, LimitCall[]>();
+
+  constructor(config: LimiterConfig) {
+    this.#config = config;
+    this.#specs = config.specs;
+    this.limits = config.specs;
+    this.#store = config.store;
+    this.#cache = config.cache;
+    this.#passIn = config.passIn;
+    this.#bys = [...new Set(config.specs.map((s) => s.by ?? 'key'))];
+    this.#multiSubject = this.#bys.length > 1;
+    this.#tails = config.specs.map((s) => `:${escapeKeyPart(s.id)}:${specSuffix(s)}`);
+  }
+
+  clearBlocks(): void {
+    this.#cache?.clear();
+  }
+
+  take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
+    let cost: number;
+    let subjects: Subjects;
+    let calls: LimitCall[];
+    let given: number | undefined;
+    try {
+      cost =
+        takeOptions === undefined || takeOptions.cost === undefined ? 1 : nonNegativeIntArg(takeOptions.cost);
+      subjects = this.#subjectsOf(key);
+      calls = this.#callsOf(subjects);
+      // A passed-in time is read (and checked) once, here: a clock that answers NaN fails this
+      // call alone, before it can reach a batch that other callers share.
+      given = this.#passIn?.now();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const cache = this.#cache;
+    const cacheKey = cache === undefined ? '' : typeof subjects === 'string' ? subjects : subjects.join('\n');
+    if (cache !== undefined) {
+      const now = given ?? this.#config.local.now();
+      const block = cache.get(cacheKey, cost, now);
+      if (block !== undefined) {
+        const part = verdict(
+          this.#specs[block.bound] as LimitSpec,
+          false,
+          0,
+          block.resetAt,
+          block.until - now,
+        );
+        return Promise.resolve(decide(now, false, [part], 'blocked'));
+      }
+    }
+    const store = this.#store;
+    if (store.limiterTakeSync !== undefined) {
+      // An in-process store: its answer is the decision itself (no command, reply or promise
+      // of its own), and a failure is handled on a microtask, as a remote one would be.
+      let decision: Decision;
+      try {
+        decision = store.limiterTakeSync(calls, cost, given);
+      } catch (err) {
+        return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
+      }
+      if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, decision);
+      return Promise.resolve(decision);
+    }
+    // A plain promise chain, not an async function: one fewer promise and microtask per take.
+    return this.#callStore(calls, cost, given).then(
+      (reply) => {
+        const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
+        if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, decision);
+        return decision;
+      },
+      (err: unknown) => this.#degrade(err, subjects, cost),
+    );
+  }
+
+  // A take's subjects: the key itself for a limiter whose limits all use the subject `key` (the
+  // common case: no array per take), else one subject per distinct `by`, in `#bys` order.
+  #subjectsOf(key: string | Readonly<Record<string, string>>): Subjects {
+    const bys = this.#bys;
     if (typeof key === 'string') {
-      if (key.length === 0 || multiSubject || bys[0] !== 'key' || !isWellFormed(key)) {
+      if (key.length === 0 || this.#multiSubject || bys[0] !== 'key' || !isWellFormed(key)) {
         // A lone surrogate has no UTF-8 form: on Redis it would share U+FFFD's counters.
         if (key.length === 0 || !isWellFormed(key))
           throw new InvalidArgumentError('key', 'a non-empty, well-formed Unicode string', key);
         throw new InvalidArgumentError('key', `an object with ${bys.map((b) => `\`${b}\``).join(', ')}`, key);
       }
-      return [key];
+      return key;
     }
     if (!isPlainObject(key)) throw new InvalidArgumentError('key', 'a string or an object of subjects', key);
-    return bys.map((by) => {
+    const subjects = bys.map((by) => {
       const v = key[by];
       if (typeof v !== 'string' || v.length === 0 || !isWellFormed(v))
         throw new InvalidArgumentError(`key.${by}`, 'a non-empty, well-formed Unicode string', v);
       return v;
     });
-  };
+    return this.#multiSubject ? subjects : (subjects[0] as string);
+  }
 
-  // Store keys per subject, kept so a hot subject's key strings are built and hashed once (a
-  // fresh concatenated key costs a flatten and a hash on every Map lookup or send). A pure cache
-  // of derived strings: 20 000 subjects x ~200 bytes ≈ 4 MB per limiter at most; the oldest
-  // entry goes first when full.
-  const keyCache = new Map<string, LimitCall[]>();
-  const callsOf = (subjects: string[]): LimitCall[] => {
-    if (multiSubject) return callsFor(subjects, specs);
-    const subject = subjects[0] as string;
-    let calls = keyCache.get(subject);
+  #callsOf(subjects: Subjects): LimitCall[] {
+    if (typeof subjects !== 'string') return this.#callsFor(subjects, this.#specs);
+    let calls = this.#keyCache.get(subjects);
     if (calls === undefined) {
-      calls = callsFor(subjects, specs);
-      if (keyCache.size >= KEY_CACHE) keyCache.delete(keyCache.keys().next().value as string);
-      keyCache.set(subject, calls);
+      calls = this.#callsFor(subjects, this.#specs);
+      if (this.#keyCache.size >= KEY_CACHE)
+        this.#keyCache.delete(this.#keyCache.keys().next().value as string);
+      this.#keyCache.set(subjects, calls);
     }
     return calls;
-  };
+  }
 
-  const callsFor = (subjects: string[], forSpecs: readonly LimitSpec[]): LimitCall[] => {
-    if (!multiSubject) {
-      const head = `{${namespace}:${escapeKeyPart(subjects[0] as string)}}`;
+  #callsFor(subjects: Subjects, forSpecs: readonly LimitSpec[]): LimitCall[] {
+    const { namespace } = this.#config;
+    const tails = this.#tails;
+    if (typeof subjects === 'string') {
+      const head = `{${namespace}:${escapeKeyPart(subjects)}}`;
       return forSpecs.map((spec, i) => ({ spec, key: head + tails[i], handle: undefined }));
     }
     return forSpecs.map((spec, i) => {
-      const by = specs[i]?.by ?? 'key';
-      const subject = subjects[bys.indexOf(by)] as string;
+      const by = this.#specs[i]?.by ?? 'key';
+      const subject = subjects[this.#bys.indexOf(by)] as string;
       return {
         spec,
         key: `{${namespace}}:${escapeKeyPart(by)}:${escapeKeyPart(subject)}${tails[i]}`,
         handle: undefined,
       };
     });
-  };
+  }
 
-  const partsOf = (reply: LimiterTakeReply, forSpecs: readonly LimitSpec[]): LimitDecision[] => {
+  #partsOf(reply: LimiterTakeReply, forSpecs: readonly LimitSpec[]): LimitDecision[] {
     // The built-in stores answer each limit's verdict with its id, limit and window (the math
     // returns them whole): the reply's fresh array is the decision's list as it is.
     const verdicts = reply.verdicts;
@@ -263,29 +395,31 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       parts.push(verdict(forSpecs[i] as LimitSpec, v.allowed, v.remaining, v.resetAt, v.retryAfterMs));
     }
     return parts;
-  };
+  }
 
-  const degrade = (err: unknown, subjects: string[], cost: number): Decision => {
-    internals.onDegraded?.(err);
+  #degrade(err: unknown, subjects: Subjects, cost: number): Decision {
+    const { policy, fallback, local } = this.#config;
+    this.#config.onDegraded?.(err);
     if (policy === 'throw') throw err instanceof StoreError ? err : new StoreError('limiterTake', err);
     const at = local.now();
     if (fallback !== undefined) {
-      const reply = fallback.backend.take({ limits: callsFor(subjects, fallback.specs), cost, now: at });
-      return decide(reply.now, reply.allowed, partsOf(reply, fallback.specs), 'degraded-local');
+      const reply = fallback.backend.take({
+        limits: this.#callsFor(subjects, fallback.specs),
+        cost,
+        now: at,
+      });
+      return decide(reply.now, reply.allowed, this.#partsOf(reply, fallback.specs), 'degraded-local');
     }
     const allowed = policy === 'allow';
-    const parts = specs.map((s) => verdict(s, allowed, 0, at, allowed ? 0 : DEGRADED_RETRY_MS));
+    const parts = this.#specs.map((s) => verdict(s, allowed, 0, at, allowed ? 0 : DEGRADED_RETRY_MS));
     return decide(at, allowed, parts, allowed ? 'degraded-allow' : 'degraded-deny');
-  };
+  }
 
-  const callStore = (
-    calls: LimitCall[],
-    cost: number,
-    now: number | undefined,
-  ): Promise<LimiterTakeReply> => {
+  #callStore(calls: LimitCall[], cost: number, now: number | undefined): Promise<LimiterTakeReply> {
+    const timeoutMs = this.#config.timeoutMs;
     let pending: Promise<LimiterTakeReply>;
     try {
-      pending = take({ limits: calls, cost, now });
+      pending = (this.#store.limiterTake as NonNullable<Store['limiterTake']>)({ limits: calls, cost, now });
     } catch (err) {
       // A store that throws instead of rejecting still ends in the degraded policy, never a throw.
       return Promise.reject(err);
@@ -307,64 +441,15 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
         },
       );
     });
-  };
+  }
 
-  return {
-    limits: specs,
-    clearBlocks: () => cache?.clear(),
-    take(key, takeOptions) {
-      let cost: number;
-      let subjects: string[];
-      let calls: LimitCall[];
-      let given: number | undefined;
-      try {
-        cost =
-          takeOptions === undefined || takeOptions.cost === undefined
-            ? 1
-            : nonNegativeIntArg(takeOptions.cost);
-        subjects = subjectsOf(key);
-        calls = callsOf(subjects);
-        // A passed-in time is read (and checked) once, here: a clock that answers NaN fails this
-        // call alone, before it can reach a batch that other callers share.
-        given = passIn?.now();
-      } catch (err) {
-        return Promise.reject(err);
-      }
-      const cacheKey =
-        cache === undefined ? '' : multiSubject ? subjects.join('\n') : (subjects[0] as string);
-      if (cache !== undefined) {
-        const now = given ?? local.now();
-        const block = cache.get(cacheKey, cost, now);
-        if (block !== undefined) {
-          const part = verdict(specs[block.bound] as LimitSpec, false, 0, block.resetAt, block.until - now);
-          return Promise.resolve(decide(now, false, [part], 'blocked'));
-        }
-      }
-      const finish = (reply: LimiterTakeReply): Decision => {
-        const decision = decide(reply.now, reply.allowed, partsOf(reply, specs), undefined);
-        if (!decision.allowed && cache !== undefined && decision.retryAfterMs !== Number.POSITIVE_INFINITY) {
-          const bound = specs.findIndex((s) => s.id === decision.bound);
-          cache.set(cacheKey, cost, local.now() + decision.retryAfterMs, decision.resetAt, bound);
-        }
-        return decision;
-      };
-      if (takeSync !== undefined) {
-        let reply: LimiterTakeReply;
-        try {
-          reply = takeSync({ limits: calls, cost, now: given });
-        } catch (err) {
-          return Promise.resolve().then(() => degrade(err, subjects, cost));
-        }
-        try {
-          return Promise.resolve(finish(reply));
-        } catch (err) {
-          return Promise.reject(err);
-        }
-      }
-      // A plain promise chain, not an async function: one fewer promise and microtask per take.
-      return callStore(calls, cost, given).then(finish, (err: unknown) => degrade(err, subjects, cost));
-    },
-  };
+  // Remembers a refusal in the block cache until the wait it names is over.
+  #block(cacheKey: string, cost: number, decision: Decision): void {
+    if (decision.retryAfterMs === Number.POSITIVE_INFINITY) return;
+    const bound = this.#specs.findIndex((s) => s.id === decision.bound);
+    const until = this.#config.local.now() + decision.retryAfterMs;
+    (this.#cache as BlockCache).set(cacheKey, cost, until, decision.resetAt, bound);
+  }
 }
 
 /**

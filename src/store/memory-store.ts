@@ -1,7 +1,10 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt } from '../core/validate.js';
-import { createMemoryLimiterBackend } from '../limiter/memory-backend.js';
+import type { Decision } from '../limiter/decision.js';
+import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
+import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
+import type { VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
 import type {
@@ -60,32 +63,121 @@ interface LedgerState {
  * ```
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store {
-  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
-  const clock: Clock = (options as MemoryStoreOptions).clock ?? systemClock;
-  if (typeof clock?.now !== 'function') throw new InvalidOptionError('clock', 'an object with now()', clock);
-  if (options.journal !== undefined && !isPlainObject(options.journal)) {
-    throw new InvalidOptionError('journal', 'an object like { maxEntries: 100000 }', options.journal);
-  }
-  const maxEntries =
-    options.journal?.maxEntries === undefined
-      ? DEFAULT_JOURNAL_ENTRIES
-      : options.journal.maxEntries === Number.POSITIVE_INFINITY
-        ? Number.POSITIVE_INFINITY
-        : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
-  const ledgers = new Map<string, LedgerState>();
-  const limiter = createMemoryLimiterBackend(clock);
+  return new MemoryStore(options);
+}
 
-  const ledgerOf = (name: string): LedgerState => {
-    let state = ledgers.get(name);
+/**
+ * The store behind {@link memoryStore}. A class, not an object of closures: V8 inlines prototype
+ * methods into their callers' optimised code for good, where a closure made per store is inlined
+ * as that store's object, and every caller optimised with it is thrown away once the store is
+ * collected (BENCHMARKS.md, limiter).
+ */
+class MemoryStore implements Store {
+  readonly kind = 'memory';
+  readonly #clock: Clock;
+  readonly #maxEntries: number;
+  readonly #ledgers = new Map<string, LedgerState>();
+  readonly #limiter: MemoryLimiterBackend;
+  readonly #ordering = memoryOrderingOps();
+
+  constructor(options: MemoryStoreOptions) {
+    if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+    const clock: Clock = (options as MemoryStoreOptions).clock ?? systemClock;
+    if (typeof clock?.now !== 'function')
+      throw new InvalidOptionError('clock', 'an object with now()', clock);
+    if (options.journal !== undefined && !isPlainObject(options.journal)) {
+      throw new InvalidOptionError('journal', 'an object like { maxEntries: 100000 }', options.journal);
+    }
+    this.#clock = clock;
+    this.#maxEntries =
+      options.journal?.maxEntries === undefined
+        ? DEFAULT_JOURNAL_ENTRIES
+        : options.journal.maxEntries === Number.POSITIVE_INFINITY
+          ? Number.POSITIVE_INFINITY
+          : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
+    this.#limiter = new MemoryLimiterBackend(clock);
+  }
+
+  ledgerApply(cmd: LedgerApplyCommand): Promise<LedgerApplyResult> {
+    return Promise.resolve(this.#apply(cmd));
+  }
+
+  limiterTake(cmd: LimiterTakeCommand): Promise<LimiterTakeReply> {
+    return Promise.resolve(this.#limiter.take(cmd));
+  }
+
+  limiterTakeSync(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision {
+    return this.#limiter.decide(limits, cost, now);
+  }
+
+  limiterReset(namespace: string): Promise<number> {
+    return Promise.resolve(this.#limiter.reset(namespace));
+  }
+
+  async ledgerBalances(ledger: string, owner: string): Promise<Balances> {
+    return toRecord(this.#ledgers.get(ledger)?.owners.get(owner)?.balances);
+  }
+
+  async ledgerWindow(ledger: string, owner: string): Promise<WindowState> {
+    const window = this.#ledgers.get(ledger)?.owners.get(owner)?.window;
+    if (window === undefined) return { signatures: [] };
+    const horizon = window.horizon;
+    return horizon === undefined
+      ? { signatures: window.signatures() }
+      : { signatures: window.signatures(), horizon };
+  }
+
+  async ledgerJournal(ledger: string, query: JournalQuery): Promise<JournalEntry[]> {
+    const state = this.#ledgers.get(ledger);
+    if (state === undefined) return [];
+    const limit = query.limit ?? Number.POSITIVE_INFINITY;
+    const out: JournalEntry[] = [];
+    for (let i = state.journalHead; i < state.journal.length && out.length < limit; i++) {
+      const e = state.journal[i] as JournalEntry;
+      if (query.after !== undefined && e.seq <= query.after) continue;
+      if (query.owner !== undefined && e.owner !== query.owner) continue;
+      if (query.scope !== undefined && e.scope !== query.scope) continue;
+      const copy = { ...e, deltas: { ...e.deltas } };
+      out.push(e.meta === undefined ? copy : { ...copy, meta: structuredClone(e.meta) });
+    }
+    return out;
+  }
+
+  async ledgerScopeTotals(ledger: string, scope: string): Promise<Balances> {
+    return toRecord(this.#ledgers.get(ledger)?.scopeTotals.get(scope));
+  }
+
+  checkpointSave(name: string, revision: number, data: string): Promise<'saved' | 'stale'> {
+    return this.#ordering.checkpointSave(name, revision, data);
+  }
+
+  checkpointLoad(name: string): Promise<{ revision: number; data: string } | undefined> {
+    return this.#ordering.checkpointLoad(name);
+  }
+
+  versionUpsert(gate: string, key: string, version: string, value: string): Promise<VersionUpsertReply> {
+    return this.#ordering.versionUpsert(gate, key, version, value);
+  }
+
+  versionGet(gate: string, key: string): Promise<{ version: string; value: string } | undefined> {
+    return this.#ordering.versionGet(gate, key);
+  }
+
+  timestampAdvance(name: string, ms: number): Promise<number> {
+    return this.#ordering.timestampAdvance(name, ms);
+  }
+
+  #ledgerOf(name: string): LedgerState {
+    let state = this.#ledgers.get(name);
     if (state === undefined) {
       state = { owners: new Map(), journal: [], journalHead: 0, nextSeq: 1, scopeTotals: new Map() };
-      ledgers.set(name, state);
+      this.#ledgers.set(name, state);
     }
     return state;
-  };
+  }
 
-  const applySync = (cmd: LedgerApplyCommand): LedgerApplyResult => {
-    const state = ledgerOf(cmd.ledger);
+  #apply(cmd: LedgerApplyCommand): LedgerApplyResult {
+    const state = this.#ledgerOf(cmd.ledger);
     let owner = state.owners.get(cmd.owner);
     if (owner === undefined) {
       owner = { window: new SignatureWindow({ capacity: cmd.capacity }), balances: new Map() };
@@ -109,60 +201,22 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
       for (const [field, amount] of cmd.deltas) totals.set(field, (totals.get(field) ?? 0n) + amount);
     }
     const seq = state.nextSeq++;
-    if (maxEntries > 0) {
+    if (this.#maxEntries > 0) {
       const entry: { -readonly [K in keyof JournalEntry]: JournalEntry[K] } = {
         seq,
         owner: cmd.owner,
         signature: cmd.signature,
         deltas,
-        at: clock.now(),
+        at: this.#clock.now(),
       };
       if (cmd.scope !== undefined) entry.scope = cmd.scope;
       if (cmd.order !== undefined) entry.order = cmd.order;
       if (cmd.meta !== undefined) entry.meta = structuredClone(cmd.meta);
       state.journal.push(entry);
-      trimJournal(state, maxEntries);
+      trimJournal(state, this.#maxEntries);
     }
     return { outcome: 'applied', balances: toRecord(owner.balances), seq };
-  };
-
-  return {
-    kind: 'memory',
-    ...memoryOrderingOps(),
-    ledgerApply: (cmd) => Promise.resolve(applySync(cmd)),
-    limiterTake: (cmd) => Promise.resolve(limiter.take(cmd)),
-    limiterTakeSync: (cmd) => limiter.take(cmd),
-    limiterReset: (namespace) => Promise.resolve(limiter.reset(namespace)),
-    async ledgerBalances(ledger, owner) {
-      return toRecord(ledgers.get(ledger)?.owners.get(owner)?.balances);
-    },
-    async ledgerWindow(ledger, owner): Promise<WindowState> {
-      const window = ledgers.get(ledger)?.owners.get(owner)?.window;
-      if (window === undefined) return { signatures: [] };
-      const horizon = window.horizon;
-      return horizon === undefined
-        ? { signatures: window.signatures() }
-        : { signatures: window.signatures(), horizon };
-    },
-    async ledgerJournal(ledger, query: JournalQuery) {
-      const state = ledgers.get(ledger);
-      if (state === undefined) return [];
-      const limit = query.limit ?? Number.POSITIVE_INFINITY;
-      const out: JournalEntry[] = [];
-      for (let i = state.journalHead; i < state.journal.length && out.length < limit; i++) {
-        const e = state.journal[i] as JournalEntry;
-        if (query.after !== undefined && e.seq <= query.after) continue;
-        if (query.owner !== undefined && e.owner !== query.owner) continue;
-        if (query.scope !== undefined && e.scope !== query.scope) continue;
-        const copy = { ...e, deltas: { ...e.deltas } };
-        out.push(e.meta === undefined ? copy : { ...copy, meta: structuredClone(e.meta) });
-      }
-      return out;
-    },
-    async ledgerScopeTotals(ledger, scope) {
-      return toRecord(ledgers.get(ledger)?.scopeTotals.get(scope));
-    },
-  };
+  }
 }
 
 function trimJournal(state: LedgerState, maxEntries: number): void {

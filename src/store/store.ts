@@ -1,5 +1,6 @@
 import type { Order } from '../core/validate.js';
-import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
+import type { Decision } from '../limiter/decision.js';
+import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 import type { OrderingStoreOps } from '../ordering/store-ops.js';
 
 /** A JSON value, as kept in a journal entry's `meta`. */
@@ -97,8 +98,13 @@ export interface Store extends OrderingStoreOps {
    * limit admits the cost and is charged, or none is. Optional: stores without it have no limiter.
    */
   limiterTake?(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
-  /** The same, answered synchronously, by a store that decides in this process (memory). */
-  limiterTakeSync?(command: LimiterTakeCommand): LimiterTakeReply;
+  /**
+   * The same, answered synchronously and as the limiter's decision, by a store that decides in
+   * this process (memory): no promise, command or reply object per take. The arguments are the
+   * command's fields; `now` undefined means the store's clock. A store answering this must give
+   * whole `LimitVerdict`s (the decision lists them as they are).
+   */
+  limiterTakeSync?(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision;
   /** Drops every limiter state in `namespace` (see src/limiter/keys.ts); returns how many keys. */
   limiterReset?(namespace: string): Promise<number>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */
