@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { coded, rejected, thrown } from '../../test/support/thrown.js';
+import { FakeClock } from '../core/clock.js';
 import { defineSignature } from '../signature/define-signature.js';
 import { memoryStore } from '../store/memory-store.js';
 import { createLedger } from './ledger.js';
@@ -120,6 +121,42 @@ describe('createLedger', () => {
     expect(await ledger.totals('B')).toEqual({ coins: 60n });
     expect(await ledger.balances('p')).toEqual({ coins: 105n });
     expect((await ledger.journal({ scope: 'A' })).map((e) => e.deltas['coins'])).toEqual([50n, -5n]);
+  });
+
+  it('journals every field of an entry: one delta or several, scope, order and meta', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const ledger = createLedger({ store: memoryStore({ clock }), capacity: 4 });
+    await ledger.apply({ owner: 'p', signature: 'one', deltas: { coins: 5 } });
+    clock.advance(7);
+    await ledger.apply({
+      owner: 'p',
+      signature: 'two',
+      deltas: { coins: -3, gems: 2n ** 70n },
+      scope: 'room-1',
+      order: 12,
+      meta: { round: 4 },
+    });
+    const [one, two] = await ledger.journal();
+    expect(one).toEqual({
+      seq: 1,
+      owner: 'p',
+      signature: 'one',
+      deltas: { coins: 5n },
+      at: 1_700_000_000_000,
+    });
+    expect(two).toEqual({
+      seq: 2,
+      owner: 'p',
+      signature: 'two',
+      deltas: { coins: -3n, gems: 2n ** 70n },
+      scope: 'room-1',
+      order: 12,
+      meta: { round: 4 },
+      at: 1_700_000_000_007,
+    });
+    // Several deltas: the returned object is a copy too.
+    (two?.deltas as Record<string, bigint>)['gems'] = 0n;
+    expect((await ledger.journal({ scope: 'room-1' }))[0]?.deltas).toEqual({ coins: -3n, gems: 2n ** 70n });
   });
 
   it('returns copies: a caller mutating results cannot change the ledger', async () => {
