@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { createLimiter } from 'onceflow';
 // How far the memory limiter is from what the bench's work needs: ns of CPU per take for
 // onceflow, RateLimiterMemory, and a hand-written floor (GCRA in one Map<key, {q, f}>, the same
 // decision object and `limits` array onceflow returns, no validation, no multi-limit, no sweep),
@@ -8,7 +9,6 @@
 // With --expose-gc each run starts after a full GC, as in bench/run.mjs; without it, runs follow
 // each other with whatever the previous one left.
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { createLimiter } from 'onceflow';
 import { prng } from '../bench/lib/workload.mjs';
 
 const N = 200_000;
@@ -117,5 +117,9 @@ console.log(
   `${algorithm} (onceflow; the floor is always GCRA), ${globalThis.gc ? 'full GC before each run' : 'no forced GC'}, ${rounds} rounds:`,
 );
 console.table(
-  names.map((n) => ({ side: n, 'ns/take': Math.round(m[n]), 'vs RateLimiterMemory': `${(m.rlf / m[n]).toFixed(2)}x` })),
+  names.map((n) => ({
+    side: n,
+    'ns/take': Math.round(m[n]),
+    'vs RateLimiterMemory': `${(m.rlf / m[n]).toFixed(2)}x`,
+  })),
 );
