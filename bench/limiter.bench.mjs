@@ -7,6 +7,7 @@ import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import { createLimiter, memoryStore } from '../dist/index.js';
 import { createRedisStore } from '../dist/redis/index.js';
 import { unlinkPrefix } from './lib/redis.mjs';
+import { rlfTake } from './lib/rlf.mjs';
 import { prng } from './lib/workload.mjs';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -62,16 +63,7 @@ async function concurrent(take, n) {
 }
 
 const ours = (limiter) => async (key) => (await limiter.take(key)).allowed;
-// RLF rejects with a RateLimiterRes (not an Error); an Error is a real failure.
-const theirs = (limiter) => async (key) => {
-  try {
-    await limiter.consume(key);
-    return true;
-  } catch (e) {
-    if (e instanceof Error) throw e;
-    return false;
-  }
-};
+const theirs = rlfTake;
 
 /** One untimed pass: both allowed and refused outcomes happen (the hot keys are refused). */
 async function verify(make, drive, n) {

@@ -9,6 +9,7 @@ import { createLimiter } from 'onceflow';
 // With --expose-gc each run starts after a full GC, as in bench/run.mjs; without it, runs follow
 // each other with whatever the previous one left.
 import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { rlfTake } from '../bench/lib/rlf.mjs';
 import { prng } from '../bench/lib/workload.mjs';
 
 const N = 200_000;
@@ -32,18 +33,7 @@ const sides = {
     });
     return async (key) => (await limiter.take(key)).allowed;
   },
-  rlf() {
-    const limiter = new RateLimiterMemory({ points: LIMIT, duration: WINDOW_MS / 1000 });
-    return async (key) => {
-      try {
-        await limiter.consume(key);
-        return true;
-      } catch (e) {
-        if (e instanceof Error) throw e;
-        return false;
-      }
-    };
-  },
+  rlf: () => rlfTake(new RateLimiterMemory({ points: LIMIT, duration: WINDOW_MS / 1000 })),
   floor() {
     const states = new Map();
     const part = (allowed, remaining, resetAt, retryAfterMs) => ({

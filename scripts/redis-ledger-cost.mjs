@@ -7,27 +7,18 @@ import { Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
 import { unlinkPrefix } from '../bench/lib/redis.mjs';
-import { playerLanes, registerRooms, settlementStream } from '../bench/lib/workload.mjs';
+import {
+  applyInLanes,
+  redisLedgerWorkload,
+  registerRooms,
+  SETTLEMENT_FIELDS,
+} from '../bench/lib/workload.mjs';
 
 const url = process.argv[2] ?? 'redis://127.0.0.1:6379';
 const client = new Redis(url);
 const admin = new Redis(url);
-const sign = defineSignature([
-  ['room', 'string'],
-  ['round', 'int'],
-  ['net', 'int'],
-  ['final', 'bool'],
-]);
-const stream = settlementStream({ sign, players: 2000, rounds: 6, dupRate: 0.22 });
-const lanes = playerLanes(stream, 200);
+const { stream, lanes } = redisLedgerWorkload(defineSignature(SETTLEMENT_FIELDS));
 const prefix = `onceflow-ledger-cost:${process.pid}:`;
-const entry = (i) => ({
-  owner: stream.owners[i],
-  signature: stream.signatures[i],
-  deltas: { coins: stream.nets[i] },
-  scope: stream.rooms[i],
-});
-
 const rows = [];
 for (let run = 0; run < 6; run++) {
   const ledger = createLedger({
@@ -39,11 +30,7 @@ for (let run = 0; run < 6; run++) {
   await admin.config('RESETSTAT');
   const cpu = process.cpuUsage();
   const start = performance.now();
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const i of lane) await ledger.apply(entry(i));
-    }),
-  );
+  await applyInLanes(ledger, stream, lanes);
   const ms = performance.now() - start;
   const used = process.cpuUsage(cpu);
   const stats = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await admin.info('commandstats'));

@@ -9,20 +9,18 @@ import { Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
 import { unlinkPrefix } from '../bench/lib/redis.mjs';
-import { playerLanes, registerRooms, settlementStream } from '../bench/lib/workload.mjs';
+import {
+  applyInLanes,
+  redisLedgerWorkload,
+  registerRooms,
+  SETTLEMENT_FIELDS,
+} from '../bench/lib/workload.mjs';
 import { scripts } from '../dist/redis/scripts.generated.js';
 
 const url = process.argv[2] ?? 'redis://127.0.0.1:6379';
 const client = new Redis(url);
 const admin = new Redis(url);
-const sign = defineSignature([
-  ['room', 'string'],
-  ['round', 'int'],
-  ['net', 'int'],
-  ['final', 'bool'],
-]);
-const stream = settlementStream({ sign, players: 2000, rounds: 6, dupRate: 0.22 });
-const lanes = playerLanes(stream, 200);
+const { stream, lanes } = redisLedgerWorkload(defineSignature(SETTLEMENT_FIELDS));
 const prefix = `onceflow-lua-parts:${process.pid}:`;
 
 // Record the batches the store sends (EVALSHA of ledger-apply), with their keys.
@@ -38,18 +36,7 @@ const ledger = createLedger({
 });
 await registerRooms(ledger, stream);
 batches.length = 0;
-await Promise.all(
-  lanes.map(async (lane) => {
-    for (const i of lane) {
-      await ledger.apply({
-        owner: stream.owners[i],
-        signature: stream.signatures[i],
-        deltas: { coins: stream.nets[i] },
-        scope: stream.rooms[i],
-      });
-    }
-  }),
-);
+await applyInLanes(ledger, stream, lanes);
 
 const text = scripts.ledgerApply.text;
 const cut = (from, to) => (text.includes(from) ? text.replace(from, to) : undefined);
