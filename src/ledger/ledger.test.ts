@@ -76,7 +76,7 @@ describe('createLedger', () => {
       [{ owner: 'p', signature: 's', deltas: {}, scope: '\ud83d' }, '`scope`'],
       [{ owner: 'p', signature: 's', deltas: { 'c\ud800': 1 } }, '`deltas`'],
       [{ owner: 'p', signature: 's', deltas: {}, order: '3' }, '`order`'],
-      [{ owner: 'p', signature: 's', deltas: {}, meta: { n: 1n } }, '`meta`'],
+      [{ owner: 'p', signature: 's', deltas: {}, meta: { n: 1n } }, '`meta.n`'],
     ];
     for (const [entry, name] of cases) {
       const err = await rejectedCode(ledger.apply(entry as never));
@@ -157,6 +157,89 @@ describe('createLedger', () => {
     // Several deltas: the returned object is a copy too.
     (two?.deltas as Record<string, bigint>)['gems'] = 0n;
     expect((await ledger.journal({ scope: 'room-1' }))[0]?.deltas).toEqual({ coins: -3n, gems: 2n ** 70n });
+  });
+
+  it('its name, capacity and store cannot be changed from outside', async () => {
+    const store = memoryStore();
+    const ledger = createLedger({ store, capacity: 4 });
+    for (const [field, value] of [
+      ['name', 'other'],
+      ['capacity', 1],
+      ['store', memoryStore()],
+    ] as const) {
+      expect(() => {
+        (ledger as unknown as Record<string, unknown>)[field] = value;
+      }).toThrow(TypeError);
+    }
+    await ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 } });
+    await ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 1 } });
+    expect((await ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 } })).outcome).toBe(
+      'duplicate',
+    );
+    expect(await createLedger({ store, capacity: 4 }).balances('p')).toEqual({ coins: 2n });
+  });
+
+  it('meta must be JSON: anything else is a typed error naming where, and changes nothing', async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic['self'] = cyclic;
+    const holey: unknown[] = new Array(3);
+    holey[0] = 1;
+    holey[2] = 3;
+    let deep: unknown = 1;
+    for (let i = 0; i < 1001; i++) deep = [deep];
+    const bad: [unknown, string][] = [
+      [{ f: () => 1 }, 'meta.f'],
+      [{ when: new Date(0) }, 'meta.when'],
+      [{ a: undefined }, 'meta.a'],
+      [{ n: [1, Number.NaN] }, 'meta.n[1]'],
+      [{ big: 1n }, 'meta.big'],
+      [holey, 'meta[1]'],
+      [{ m: new Map() }, 'meta.m'],
+      [{ [Symbol('s')]: 1 }, 'meta'],
+      [cyclic, 'meta.self'],
+      [deep, 'meta'],
+    ];
+    const ledger = createLedger({ capacity: 4 });
+    for (const [meta, path] of bad) {
+      const err = await rejected(
+        ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 5 }, meta: meta as never }),
+      );
+      expect(coded(err)).toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+        message: expect.stringContaining(`\`${path}`),
+      });
+    }
+    expect(await ledger.balances('p')).toEqual({});
+    expect((await ledger.window('p')).signatures).toEqual([]);
+    const ok = { a: [1, 'x', null, true, { b: -2.5 }], c: {} };
+    await ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 5 }, meta: ok });
+    expect((await ledger.journal())[0]?.meta).toEqual(ok);
+  });
+
+  it('a store clock that fails: the apply is a StoreError and changes nothing (applied whole or not at all)', async () => {
+    let broken = false;
+    const store = memoryStore({
+      clock: {
+        now: () => {
+          if (broken) throw new Error('clock gone');
+          return 0;
+        },
+      },
+    });
+    const ledger = createLedger({ store, capacity: 4 });
+    await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 1 }, scope: 'r' });
+    broken = true;
+    const err = await rejected(
+      ledger.apply({ owner: 'p', signature: 'b', deltas: { coins: 5 }, scope: 'r' }),
+    );
+    expect(coded(err)).toMatchObject({ code: 'ERR_STORE', message: expect.stringContaining('clock gone') });
+    expect(await ledger.balances('p')).toEqual({ coins: 1n });
+    expect(await ledger.totals('r')).toEqual({ coins: 1n });
+    expect((await ledger.window('p')).signatures).toEqual(['a']);
+    broken = false;
+    expect(
+      (await ledger.apply({ owner: 'p', signature: 'b', deltas: { coins: 5 }, scope: 'r' })).outcome,
+    ).toBe('applied');
   });
 
   it('returns copies: a caller mutating results cannot change the ledger', async () => {

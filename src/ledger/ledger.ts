@@ -118,16 +118,30 @@ export function createLedger(options: LedgerOptions): Ledger {
  * the ledger is collected (BENCHMARKS.md, limiter).
  */
 class ExactLedger implements Ledger {
-  readonly name: string;
-  readonly capacity: number;
-  readonly store: Store;
+  // Private, behind getters: what `apply` decides with cannot be changed from outside (a
+  // `readonly` public field is read-only only to TypeScript).
+  readonly #name: string;
+  readonly #capacity: number;
+  readonly #store: Store;
   readonly #horizon: boolean;
 
   constructor(name: string, capacity: number, store: Store, horizon: boolean) {
-    this.name = name;
-    this.capacity = capacity;
-    this.store = store;
+    this.#name = name;
+    this.#capacity = capacity;
+    this.#store = store;
     this.#horizon = horizon;
+  }
+
+  get name(): string {
+    return this.#name;
+  }
+
+  get capacity(): number {
+    return this.#capacity;
+  }
+
+  get store(): Store {
+    return this.#store;
   }
 
   // Not `async`: an async function that returns the store's promise wraps it in a second one
@@ -136,26 +150,27 @@ class ExactLedger implements Ledger {
     let cmd: LedgerApplyCommand;
     try {
       cmd = this.#toCommand(entry);
+      return this.#store.ledgerApply(cmd);
     } catch (error) {
+      // Invalid input, or a store that throws instead of rejecting: a rejection either way.
       return Promise.reject(error);
     }
-    return this.store.ledgerApply(cmd);
   }
 
   async balances(owner: string): Promise<Balances> {
-    return this.store.ledgerBalances(this.name, nonEmptyStringArg('owner', owner));
+    return this.#store.ledgerBalances(this.#name, nonEmptyStringArg('owner', owner));
   }
 
   async window(owner: string): Promise<WindowState> {
-    return this.store.ledgerWindow(this.name, nonEmptyStringArg('owner', owner));
+    return this.#store.ledgerWindow(this.#name, nonEmptyStringArg('owner', owner));
   }
 
   async journal(query: JournalQuery = {}): Promise<JournalEntry[]> {
-    return this.store.ledgerJournal(this.name, checkQuery(query));
+    return this.#store.ledgerJournal(this.#name, checkQuery(query));
   }
 
   async totals(scope: string): Promise<Balances> {
-    return this.store.ledgerScopeTotals(this.name, nonEmptyStringArg('scope', scope));
+    return this.#store.ledgerScopeTotals(this.#name, nonEmptyStringArg('scope', scope));
   }
 
   // Validation happens before the store is called, so invalid input never changes state.
@@ -190,8 +205,8 @@ class ExactLedger implements Ledger {
     const order = raw === undefined ? undefined : orderFromString(orderToString(raw));
     if (entry.meta !== undefined) checkJson(entry.meta);
     return {
-      ledger: this.name,
-      capacity: this.capacity,
+      ledger: this.#name,
+      capacity: this.#capacity,
       horizon: this.#horizon,
       owner,
       signature,
@@ -204,10 +219,53 @@ class ExactLedger implements Ledger {
 }
 
 function checkJson(meta: unknown): void {
+  const bad = firstNonJson(meta, 'meta', new Set(), 0);
+  if (bad !== undefined) {
+    throw new InvalidArgumentError(
+      bad.path,
+      'JSON: null, a boolean, a finite number, a string, an array or a plain object of these (no undefined, bigint, function, symbol, Date, Map, hole or cycle)',
+      bad.value,
+    );
+  }
+}
+
+// 1 000 levels: far deeper than any record kept beside a ledger entry, and far from the stack's
+// limit for this recursion (~10 000 frames on Node's default stack).
+const MAX_JSON_DEPTH = 1000;
+
+/**
+ * The first place in `value` that is not JSON, with its path, or `undefined`. Strict on purpose:
+ * every store must keep `meta` as the same value (the memory store clones it, the Redis store
+ * keeps its JSON text), and `JSON.stringify` would silently drop or change what it cannot encode.
+ */
+function firstNonJson(
+  value: unknown,
+  path: string,
+  ancestors: Set<object>,
+  depth: number,
+): { path: string; value: unknown } | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, value };
+  if (typeof value !== 'object' || ancestors.has(value) || depth >= MAX_JSON_DEPTH) return { path, value };
+  ancestors.add(value);
   try {
-    if (JSON.stringify(meta) === undefined) throw new Error('not serialisable');
-  } catch {
-    throw new InvalidArgumentError('meta', 'a JSON value (no bigint, function or cycle)', meta);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const at = `${path}[${i}]`;
+        const bad =
+          i in value ? firstNonJson(value[i], at, ancestors, depth + 1) : { path: at, value: undefined };
+        if (bad !== undefined) return bad;
+      }
+      return undefined;
+    }
+    if (!isPlainObject(value) || Object.getOwnPropertySymbols(value).length > 0) return { path, value };
+    for (const key of Object.keys(value)) {
+      const bad = firstNonJson(value[key], `${path}.${key}`, ancestors, depth + 1);
+      if (bad !== undefined) return bad;
+    }
+    return undefined;
+  } finally {
+    ancestors.delete(value);
   }
 }
 

@@ -3,6 +3,7 @@ import { FakeClock } from '../core/clock.js';
 import { isOnceflowError, StoreError } from '../core/errors.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
+import { wrapStore } from '../testing/wrap-store.js';
 import { createLimiter, type LimiterOptions } from './limiter.js';
 import type { LimiterTakeCommand } from './types.js';
 
@@ -17,17 +18,16 @@ function spyStore(clock: FakeClock) {
   const inner = memoryStore({ clock });
   const state = { calls: 0, mode: 'ok' as 'ok' | 'fail' | 'hang' };
   // Without the synchronous path, so every decision goes through the spied limiterTake.
-  const { limiterTakeSync: _sync, ...rest } = inner;
-  const store: Store = {
-    ...rest,
+  const store = wrapStore(inner, {
     kind: 'spy',
+    limiterDecideSync: undefined,
     limiterTake(cmd: LimiterTakeCommand) {
       state.calls++;
       if (state.mode === 'fail') return Promise.reject(new Error('connection refused'));
       if (state.mode === 'hang') return new Promise(() => {});
       return inner.limiterTake!(cmd);
     },
-  };
+  });
   return { store, state };
 }
 
@@ -276,6 +276,70 @@ describe('createLimiter', () => {
     expect(isOnceflowError(err, 'ERR_STORE')).toBe(true); // the default policy, 'throw'
     const deny = createLimiter({ store, algorithm: 'sliding-log', limit: 1, window: '1s', degraded: 'deny' });
     expect(await deny.take('u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+  });
+
+  it('a caller clock failing on the block cache read after a refusal rejects that take, never throws', async () => {
+    let reads = 0;
+    // Take 1 reads the clock once; take 2 reads it once, is refused, and reads it again for the block.
+    const clock = {
+      now: () => {
+        if (++reads === 3) throw new Error('clock gone');
+        return 0;
+      },
+    };
+    const limiter = createLimiter({
+      store: memoryStore({ clock: new FakeClock(0) }),
+      clock,
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: '1s',
+    });
+    await limiter.take('u');
+    let pending: Promise<unknown> | undefined;
+    expect(() => {
+      pending = limiter.take('u');
+    }).not.toThrow();
+    await expect(pending).rejects.toThrow('clock gone');
+  });
+
+  it('multi-subject block cache: subject lists that would join alike stay apart', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      store: memoryStore({ clock }),
+      clock,
+      limits: [
+        { id: 'u', by: 'user', algorithm: 'fixed-window', limit: 1, window: '1s' },
+        { id: 'i', by: 'ip', algorithm: 'fixed-window', limit: 1, window: '1s' },
+      ],
+    });
+    await limiter.take({ user: 'a\nb', ip: 'c' });
+    expect(await limiter.take({ user: 'a\nb', ip: 'c' })).toMatchObject({
+      allowed: false,
+      reason: 'limited',
+    });
+    expect(await limiter.take({ user: 'a\nb', ip: 'c' })).toMatchObject({
+      allowed: false,
+      reason: 'blocked',
+    });
+    expect(await limiter.take({ user: 'a', ip: 'b\nc' })).toMatchObject({ allowed: true, reason: 'allowed' });
+  });
+
+  it("a store with an earlier build's limiterTakeSync(command) is not mistaken for a synchronous one", async () => {
+    // The earlier contract: limiterTakeSync(command) answered a reply, not a decision.
+    const store = Object.assign(
+      wrapStore(memoryStore({ clock: new FakeClock(0) }), { limiterDecideSync: undefined }),
+      {
+        limiterTakeSync: () => ({ now: 0, allowed: true, verdicts: [] }),
+      },
+    );
+    const limiter = createLimiter({ store, algorithm: 'fixed-window', limit: 1, window: '1s' });
+    expect(await limiter.take('u')).toMatchObject({
+      allowed: true,
+      limit: 1,
+      remaining: 0,
+      reason: 'allowed',
+    });
+    expect(await limiter.take('u')).toMatchObject({ allowed: false, reason: 'limited', retryAfterMs: 1000 });
   });
 
   it('a store that throws instead of rejecting ends in the degraded policy, never in a throw', async () => {

@@ -287,7 +287,10 @@ class RateLimiter implements Limiter {
       return Promise.reject(err);
     }
     const cache = this.#cache;
-    const cacheKey = cache === undefined ? '' : typeof subjects === 'string' ? subjects : subjects.join('\n');
+    // Several subjects: as JSON, so no two lists share a key (a joined list would: 'a\nb' + 'c'
+    // and 'a' + 'b\nc').
+    const cacheKey =
+      cache === undefined ? '' : typeof subjects === 'string' ? subjects : JSON.stringify(subjects);
     if (cache !== undefined) {
       const now = given ?? this.#config.local.now();
       const block = cache.get(cacheKey, cost, now);
@@ -303,16 +306,23 @@ class RateLimiter implements Limiter {
       }
     }
     const store = this.#store;
-    if (store.limiterTakeSync !== undefined) {
+    if (store.limiterDecideSync !== undefined) {
       // An in-process store: its answer is the decision itself (no command, reply or promise
       // of its own), and a failure is handled on a microtask, as a remote one would be.
       let decision: Decision;
       try {
-        decision = store.limiterTakeSync(calls, cost, given);
+        decision = store.limiterDecideSync(calls, cost, given);
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
-      if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, decision);
+      if (!decision.allowed && cache !== undefined) {
+        try {
+          this.#block(cacheKey, cost, decision);
+        } catch (err) {
+          // The caller's clock failed on the block cache's read: a rejection, never a throw.
+          return Promise.reject(err);
+        }
+      }
       return Promise.resolve(decision);
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.

@@ -53,7 +53,7 @@ export class MemoryLimiterBackend {
 
   /**
    * The same decision, answered as the limiter's {@link Decision} (the path of `memoryStore()`'s
-   * `limiterTakeSync`): no command, reply or second list per take.
+   * `limiterDecideSync`): no command, reply or second list per take.
    */
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
     const now = given ?? storeNow(this.#clock);

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../core/clock.js';
-import { InvalidOptionError } from '../core/errors.js';
+import { InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
 import type { Decision } from '../limiter/decision.js';
 import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
@@ -120,14 +120,19 @@ class MemoryStore implements Store {
   }
 
   ledgerApply(cmd: LedgerApplyCommand): Promise<LedgerApplyResult> {
-    return Promise.resolve(this.#apply(cmd));
+    try {
+      return Promise.resolve(this.#apply(cmd));
+    } catch (err) {
+      // Nothing was changed (#apply reads and copies what can fail first): a store failure.
+      return Promise.reject(new StoreError('ledgerApply', err));
+    }
   }
 
   limiterTake(cmd: LimiterTakeCommand): Promise<LimiterTakeReply> {
     return Promise.resolve(this.#limiter.take(cmd));
   }
 
-  limiterTakeSync(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision {
+  limiterDecideSync(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision {
     return this.#limiter.decide(limits, cost, now);
   }
 
@@ -209,6 +214,10 @@ class MemoryStore implements Store {
   }
 
   #apply(cmd: LedgerApplyCommand): LedgerApplyResult {
+    // What can fail comes first, before any state changes: the clock (a caller's) and the copy
+    // of `meta`. An apply happens whole or not at all (DESIGN §3.3).
+    const at = this.#maxEntries > 0 ? this.#clock.now() : 0;
+    const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
     let owner = state.owners.get(cmd.owner);
     if (owner === undefined) {
@@ -240,10 +249,10 @@ class MemoryStore implements Store {
         field: one?.[0],
         amount: one?.[1],
         deltas: one === undefined ? toBalances(cmd.deltas) : undefined,
-        at: this.#clock.now(),
+        at,
         scope: cmd.scope,
         order: cmd.order,
-        meta: cmd.meta === undefined ? undefined : structuredClone(cmd.meta),
+        meta,
       });
       trimJournal(state, this.#maxEntries);
     }

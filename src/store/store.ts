@@ -102,9 +102,11 @@ export interface Store extends OrderingStoreOps {
    * The same, answered synchronously and as the limiter's decision, by a store that decides in
    * this process (memory): no promise, command or reply object per take. The arguments are the
    * command's fields; `now` undefined means the store's clock. A store answering this must give
-   * whole `LimitVerdict`s (the decision lists them as they are).
+   * whole `LimitVerdict`s (the decision lists them as they are). (Named apart from `limiterTake`
+   * on purpose: an earlier development build had a `limiterTakeSync(command)` returning a reply;
+   * a store written to it is not mistaken for one of these.)
    */
-  limiterTakeSync?(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision;
+  limiterDecideSync?(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision;
   /** Drops every limiter state in `namespace` (see src/limiter/keys.ts); returns how many keys. */
   limiterReset?(namespace: string): Promise<number>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */

@@ -1,9 +1,11 @@
-// onceflow/testing: the store conformance kit, runner-agnostic. Re-exports only.
+// onceflow/testing: the store conformance kit, runner-agnostic, and wrapStore for fault injection.
+// Re-exports only.
 import { cases } from './cases.js';
 import { run, runCase } from './conformance.js';
 
 export type { ConformanceCase, ConformanceStep } from './cases.js';
 export type { CaseResult, RunOptions } from './conformance.js';
+export { wrapStore } from './wrap-store.js';
 
 /**
  * The conformance kit every store must pass: `cases` as plain data, `run(store)` for all of

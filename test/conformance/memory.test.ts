@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { memoryStore } from '../../src/index.js';
-import { conformance } from '../../src/testing/index.js';
+import { conformance, wrapStore } from '../../src/testing/index.js';
 
 describe('conformance: memory store', () => {
   const store = memoryStore();
@@ -18,11 +18,10 @@ describe('conformance: memory store', () => {
 
     // A store that forgets duplicates must fail the kit: the kit can fail.
     const base = memoryStore();
-    const forgetful = {
-      ...base,
+    const forgetful = wrapStore(base, {
       ledgerApply: async (cmd: Parameters<typeof base.ledgerApply>[0]) =>
         base.ledgerApply({ ...cmd, signature: `${cmd.signature}#${Math.random()}` }),
-    };
+    });
     const broken = await conformance.run(forgetful);
     expect(broken.find((r) => r.name === 'fresh-then-duplicate')?.failures.length).toBeGreaterThan(0);
   });

@@ -65,7 +65,7 @@ import * as __core from 'onceflow';
 import * as __testing from 'onceflow/testing';
 import assert from 'node:assert/strict';
 const { ${Object.keys(await import('../../src/index.js')).join(', ')} } = __core;
-const { conformance } = __testing;
+const { ${Object.keys(await import('../../src/testing/index.js')).join(', ')} } = __testing;
 async function __check(fn, expectedText) {
   let expected;
   try { expected = new Function('return (' + expectedText + ')')(); } catch { return; }

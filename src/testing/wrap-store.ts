@@ -1,0 +1,32 @@
+import type { Store } from '../store/store.js';
+
+/**
+ * A store that answers like `store` except where `overrides` says otherwise: for fault injection
+ * and spies in tests. Stores are class instances, so `{ ...store, ledgerApply }` would copy no
+ * method at all; this delegates every other member to `store` (methods called on it). An
+ * override set to `undefined` hides that member (e.g. `limiterDecideSync`, to force the
+ * asynchronous path).
+ *
+ * @example
+ * ```ts
+ * const base = memoryStore();
+ * let calls = 0;
+ * const spy = wrapStore(base, { ledgerApply: (cmd) => (calls++, base.ledgerApply(cmd)) });
+ * await createLedger({ store: spy, capacity: 4 }).apply({ owner: 'p', signature: 's', deltas: { coins: 1 } });
+ * calls; // 1
+ * ```
+ */
+export function wrapStore(store: Store, overrides: { [K in keyof Store]?: Store[K] | undefined }): Store {
+  return new Proxy(store, {
+    get(target, name) {
+      if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store];
+      // The store itself as `this`: its private fields are not on the proxy.
+      const value = Reflect.get(target, name, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+    has(target, name) {
+      if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store] !== undefined;
+      return Reflect.has(target, name);
+    },
+  });
+}
