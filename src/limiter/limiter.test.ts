@@ -302,6 +302,18 @@ describe('createLimiter', () => {
     await expect(pending).rejects.toThrow('clock gone');
   });
 
+  it('the limits it hands out cannot be changed to change its decisions', async () => {
+    const { limiter } = fixture({ algorithm: 'fixed-window', limit: 1, window: '1s' });
+    expect(() => {
+      (limiter.limits[0] as { limit: number }).limit = 100;
+    }).toThrow(TypeError);
+    expect(() => {
+      (limiter.limits as unknown[]).push({});
+    }).toThrow(TypeError);
+    await limiter.take('u');
+    expect((await limiter.take('u')).allowed).toBe(false);
+  });
+
   it('multi-subject block cache: subject lists that would join alike stay apart', async () => {
     const clock = new FakeClock(0);
     const limiter = createLimiter({

@@ -133,7 +133,10 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       options.limits,
     );
   }
-  const specs = rawLimits.map((l, i) => toSpec(l, options.limits !== undefined ? `limits[${i}]` : ''));
+  // Frozen: `limiter.limits` hands them out, and a caller's change must not change decisions.
+  const specs = rawLimits.map((l, i) =>
+    Object.freeze(toSpec(l, options.limits !== undefined ? `limits[${i}]` : '')),
+  );
   const ids = new Set<string>();
   for (const [i, s] of specs.entries()) {
     if (ids.has(s.id)) throw new InvalidOptionError(`limits[${i}].id`, 'unique within the limiter', s.id);
@@ -257,7 +260,7 @@ class RateLimiter implements Limiter {
   constructor(config: LimiterConfig) {
     this.#config = config;
     this.#specs = config.specs;
-    this.limits = config.specs;
+    this.limits = Object.freeze([...config.specs]);
     this.#store = config.store;
     this.#cache = config.cache;
     this.#passIn = config.passIn;
