@@ -3,6 +3,7 @@ import { coded, rejected, thrown } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { defineSignature } from '../signature/define-signature.js';
 import { memoryStore } from '../store/memory-store.js';
+import { wrapStore } from '../testing/wrap-store.js';
 import { createLedger } from './ledger.js';
 
 const settlement = defineSignature([
@@ -206,7 +207,7 @@ describe('createLedger', () => {
       );
       expect(coded(err)).toMatchObject({
         code: 'ERR_INVALID_ARGUMENT',
-        message: expect.stringContaining(`\`${path}`),
+        message: expect.stringContaining(`\`${path}\``),
       });
     }
     expect(await ledger.balances('p')).toEqual({});
@@ -214,6 +215,78 @@ describe('createLedger', () => {
     const ok = { a: [1, 'x', null, true, { b: -2.5 }], c: {} };
     await ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 5 }, meta: ok });
     expect((await ledger.journal())[0]?.meta).toEqual(ok);
+  });
+
+  it('keeps meta as JSON would give it back: a copy, each property read once, -0 as 0', async () => {
+    let reads = 0;
+    const getter = {
+      get v() {
+        reads++;
+        return reads === 1 ? 1 : 10;
+      },
+    };
+    const tagged = Object.assign([1, 2], { extra: 'x' });
+    const parsed = JSON.parse('{"__proto__": {"x": 1}}') as Record<string, unknown>;
+    const cases: [unknown, unknown][] = [
+      [new Proxy({ k: 1 }, {}), { k: 1 }],
+      [getter, { v: 1 }],
+      [{ n: -0 }, { n: 0 }],
+      [{ a: tagged }, { a: [1, 2] }],
+      [parsed, JSON.parse('{"__proto__": {"x": 1}}')],
+    ];
+    const ledger = createLedger({ capacity: 64 });
+    for (const [i, [meta]] of cases.entries()) {
+      await ledger.apply({ owner: 'p', signature: `s${i}`, deltas: { coins: 1 }, meta: meta as never });
+    }
+    const got = (await ledger.journal()).map((e) => e.meta);
+    for (const [i, [, want]] of cases.entries()) expect(got[i]).toStrictEqual(want);
+    expect(Object.is((got[2] as { n: number }).n, -0)).toBe(false);
+    expect(Object.getPrototypeOf(got[4])).toBe(Object.prototype); // an own `__proto__`, not a prototype
+    expect(reads).toBe(1);
+    // The caller's object is not kept: changing it later changes nothing.
+    const mine = { round: 1 };
+    await ledger.apply({ owner: 'q', signature: 'm', deltas: { coins: 1 }, meta: mine });
+    mine.round = 2;
+    expect((await ledger.journal({ owner: 'q' }))[0]?.meta).toEqual({ round: 1 });
+  });
+
+  it('a store that throws instead of rejecting: apply rejects, never throws', async () => {
+    const store = wrapStore(memoryStore(), {
+      ledgerApply: () => {
+        throw new Error('boom');
+      },
+    });
+    const ledger = createLedger({ store, capacity: 4 });
+    let pending: Promise<unknown> | undefined;
+    expect(() => {
+      pending = ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 1 } });
+    }).not.toThrow();
+    await expect(pending).rejects.toThrow('boom');
+  });
+
+  it('the memory store called directly: a command it cannot apply whole changes nothing', async () => {
+    const store = memoryStore();
+    const base = { ledger: 'L', capacity: 4, horizon: true, owner: 'p' } as const;
+    const badDeltas = await rejected(
+      store.ledgerApply({
+        ...base,
+        signature: 's1',
+        deltas: [
+          ['a', 1n],
+          ['b', 2 as unknown as bigint],
+        ],
+      }),
+    );
+    expect(coded(badDeltas).code).toBe('ERR_INVALID_ARGUMENT');
+    const badMeta = await rejected(
+      store.ledgerApply({ ...base, signature: 's1', deltas: [['a', 1n]], meta: (() => 1) as never }),
+    );
+    expect(coded(badMeta).code).toBe('ERR_STORE');
+    expect(await store.ledgerBalances('L', 'p')).toEqual({});
+    expect((await store.ledgerWindow('L', 'p')).signatures).toEqual([]);
+    expect((await store.ledgerApply({ ...base, signature: 's1', deltas: [['a', 1n]] })).outcome).toBe(
+      'applied',
+    );
   });
 
   it('a store clock that fails: the apply is a StoreError and changes nothing (applied whole or not at all)', async () => {

@@ -203,7 +203,7 @@ class ExactLedger implements Ledger {
     // One representation per value (a safe integer when it fits, else a bigint), whatever the
     // caller passed: `0n` and `0` are the same order in every store.
     const order = raw === undefined ? undefined : orderFromString(orderToString(raw));
-    if (entry.meta !== undefined) checkJson(entry.meta);
+    const meta = entry.meta === undefined ? undefined : jsonCopy(entry.meta, 'meta', new Set(), 0);
     return {
       ledger: this.#name,
       capacity: this.#capacity,
@@ -213,19 +213,8 @@ class ExactLedger implements Ledger {
       deltas,
       scope,
       order,
-      meta: entry.meta,
+      meta,
     };
-  }
-}
-
-function checkJson(meta: unknown): void {
-  const bad = firstNonJson(meta, 'meta', new Set(), 0);
-  if (bad !== undefined) {
-    throw new InvalidArgumentError(
-      bad.path,
-      'JSON: null, a boolean, a finite number, a string, an array or a plain object of these (no undefined, bigint, function, symbol, Date, Map, hole or cycle)',
-      bad.value,
-    );
   }
 }
 
@@ -234,39 +223,58 @@ function checkJson(meta: unknown): void {
 const MAX_JSON_DEPTH = 1000;
 
 /**
- * The first place in `value` that is not JSON, with its path, or `undefined`. Strict on purpose:
- * every store must keep `meta` as the same value (the memory store clones it, the Redis store
- * keeps its JSON text), and `JSON.stringify` would silently drop or change what it cannot encode.
+ * A fresh copy of `meta` as JSON, or a typed error naming the first place that is not JSON.
+ * Every store must keep `meta` as the same value (the memory store clones it, the Redis store
+ * keeps its JSON text), so the copy is what JSON would give back: each property read once (a
+ * getter cannot answer differently later), plain objects and arrays in place of proxies, array
+ * elements by index only, `-0` as `0`. What JSON would drop or change silently (undefined, a
+ * function, a symbol, a bigint, NaN, a Date, a Map, a hole, a cycle) is refused instead.
  */
-function firstNonJson(
-  value: unknown,
-  path: string,
-  ancestors: Set<object>,
-  depth: number,
-): { path: string; value: unknown } | undefined {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, value };
-  if (typeof value !== 'object' || ancestors.has(value) || depth >= MAX_JSON_DEPTH) return { path, value };
+function jsonCopy(value: unknown, path: string, ancestors: Set<object>, depth: number): JsonValue {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) notJson(path, value);
+    return value === 0 ? 0 : value; // -0 too: JSON writes it as 0
+  }
+  if (typeof value !== 'object' || ancestors.has(value)) notJson(path, value);
+  if (depth >= MAX_JSON_DEPTH) {
+    // Named from the root: the path itself would be a thousand steps long.
+    throw new InvalidArgumentError('meta', `JSON nested at most ${MAX_JSON_DEPTH} levels deep`, value);
+  }
   ancestors.add(value);
   try {
     if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) {
-        const at = `${path}[${i}]`;
-        const bad =
-          i in value ? firstNonJson(value[i], at, ancestors, depth + 1) : { path: at, value: undefined };
-        if (bad !== undefined) return bad;
+      const length = value.length;
+      const out: JsonValue[] = new Array(length);
+      for (let i = 0; i < length; i++) {
+        if (!(i in value)) notJson(`${path}[${i}]`, undefined);
+        out[i] = jsonCopy(value[i], `${path}[${i}]`, ancestors, depth + 1);
       }
-      return undefined;
+      return out;
     }
-    if (!isPlainObject(value) || Object.getOwnPropertySymbols(value).length > 0) return { path, value };
+    if (!isPlainObject(value) || Object.getOwnPropertySymbols(value).length > 0) notJson(path, value);
+    const out: { [key: string]: JsonValue } = {};
     for (const key of Object.keys(value)) {
-      const bad = firstNonJson(value[key], `${path}.${key}`, ancestors, depth + 1);
-      if (bad !== undefined) return bad;
+      // An own `__proto__` (JSON.parse makes one) stays a property, not the copy's prototype.
+      Object.defineProperty(out, key, {
+        value: jsonCopy(value[key], `${path}.${key}`, ancestors, depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
-    return undefined;
+    return out;
   } finally {
     ancestors.delete(value);
   }
+}
+
+function notJson(path: string, value: unknown): never {
+  throw new InvalidArgumentError(
+    path,
+    'JSON: null, a boolean, a finite number, a string, an array or a plain object of these (no undefined, bigint, function, symbol, Date, Map, hole or cycle)',
+    value,
+  );
 }
 
 function checkQuery(query: JournalQuery): JournalQuery {

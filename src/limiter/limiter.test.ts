@@ -5,7 +5,7 @@ import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { createLimiter, type LimiterOptions } from './limiter.js';
-import type { LimiterTakeCommand } from './types.js';
+import type { LimiterTakeCommand, LimitSpec } from './types.js';
 
 const fixture = (options: Omit<LimiterOptions, 'store' | 'clock'>, start = 0) => {
   const clock = new FakeClock(start);
@@ -300,6 +300,36 @@ describe('createLimiter', () => {
       pending = limiter.take('u');
     }).not.toThrow();
     await expect(pending).rejects.toThrow('clock gone');
+  });
+
+  it('an in-process store answering no decision: the degraded policy decides, take never throws', async () => {
+    const store = wrapStore(memoryStore(), { limiterDecideSync: (() => undefined) as never });
+    const deny = createLimiter({ store, algorithm: 'gcra', limit: 5, window: '1s', degraded: 'deny' });
+    let pending: Promise<unknown> | undefined;
+    expect(() => {
+      pending = deny.take('u');
+    }).not.toThrow();
+    expect(await pending).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+    const strict = createLimiter({ store, algorithm: 'gcra', limit: 5, window: '1s' });
+    const err = await strict.take('u').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isOnceflowError(err, 'ERR_STORE')).toBe(true);
+  });
+
+  it('the memory store called directly with a clock answering NaN rejects, never throws', async () => {
+    const store = memoryStore({ clock: { now: () => Number.NaN } });
+    const spec = createLimiter({ store, algorithm: 'gcra', limit: 1, window: 1000 }).limits[0] as LimitSpec;
+    let pending: Promise<unknown> | undefined;
+    expect(() => {
+      pending = store.limiterTake?.({ limits: [{ spec, key: 'k' }], cost: 1 });
+    }).not.toThrow();
+    const err = await (pending as Promise<unknown>).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isOnceflowError(err, 'ERR_STORE')).toBe(true);
   });
 
   it('the limits it hands out cannot be changed to change its decisions', async () => {

@@ -315,6 +315,9 @@ class RateLimiter implements Limiter {
       let decision: Decision;
       try {
         decision = store.limiterDecideSync(calls, cost, given);
+        if (typeof decision?.allowed !== 'boolean') {
+          throw new TypeError(`limiterDecideSync answered ${String(decision)}, not a decision`);
+        }
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../core/clock.js';
-import { InvalidOptionError, StoreError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
 import type { Decision } from '../limiter/decision.js';
 import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
@@ -124,12 +124,17 @@ class MemoryStore implements Store {
       return Promise.resolve(this.#apply(cmd));
     } catch (err) {
       // Nothing was changed (#apply reads and copies what can fail first): a store failure.
-      return Promise.reject(new StoreError('ledgerApply', err));
+      return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
     }
   }
 
   limiterTake(cmd: LimiterTakeCommand): Promise<LimiterTakeReply> {
-    return Promise.resolve(this.#limiter.take(cmd));
+    try {
+      return Promise.resolve(this.#limiter.take(cmd));
+    } catch (err) {
+      // E.g. the store's clock answered NaN: nothing was decided or charged.
+      return Promise.reject(new StoreError('limiterTake', err));
+    }
   }
 
   limiterDecideSync(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision {
@@ -214,8 +219,14 @@ class MemoryStore implements Store {
   }
 
   #apply(cmd: LedgerApplyCommand): LedgerApplyResult {
-    // What can fail comes first, before any state changes: the clock (a caller's) and the copy
-    // of `meta`. An apply happens whole or not at all (DESIGN §3.3).
+    // What can fail comes first, before any state changes: the deltas' form (the ledger checks
+    // them, a direct caller may not), the clock (a caller's) and the copy of `meta`. An apply
+    // happens whole or not at all (DESIGN §3.3).
+    for (const pair of cmd.deltas) {
+      if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'bigint') {
+        throw new InvalidArgumentError('deltas', '[field, bigint] pairs', pair);
+      }
+    }
     const at = this.#maxEntries > 0 ? this.#clock.now() : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
