@@ -5,10 +5,11 @@ import { verdict } from './verdict.js';
  * Every admitted request still inside the window: times (ascending) and costs from `head` on,
  * and their total. Two requests in one millisecond are two entries (so are they in the Redis twin:
  * one `time:cost` record each in its string, a unique member each in its sorted set above limit 512).
+ * `costs` is `undefined` while every entry costs 1 (the common case: one array per key, not two).
  */
 export interface SlidingLogState {
   times: number[];
-  costs: number[];
+  costs: number[] | undefined;
   head: number;
   total: number;
 }
@@ -32,7 +33,10 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
     const cutoff = now - W; // an entry at t counts while t > now - window
     let live = state.total;
     let i = state.head;
-    while (i < times.length && (times[i] as number) <= cutoff) live -= costs[i++] as number;
+    while (i < times.length && (times[i] as number) <= cutoff) {
+      live -= costs === undefined ? 1 : (costs[i] as number);
+      i++;
+    }
     const newest = i < times.length ? (times[times.length - 1] as number) : undefined;
     if (live + cost <= L) {
       const last = cost > 0 ? Math.max(newest ?? now, now) : newest;
@@ -43,32 +47,39 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
       // Drop the oldest entries until the rest plus this cost fits: the last one dropped decides.
       let freed = 0;
       const need = live + cost - L;
-      while (freed < need) freed += costs[i++] as number;
+      while (freed < need) {
+        freed += costs === undefined ? 1 : (costs[i] as number);
+        i++;
+      }
       retryAfterMs = (times[i - 1] as number) + W - now;
     }
     return verdict(spec, false, L - live, (newest as number) + W, retryAfterMs);
   },
   commit(spec, state, now, cost) {
-    const s = state ?? { times: [], costs: [], head: 0, total: 0 };
+    const s = state ?? { times: [], costs: undefined, head: 0, total: 0 };
     const cutoff = now - spec.windowMs;
-    while (s.head < s.times.length && (s.times[s.head] as number) <= cutoff)
-      s.total -= s.costs[s.head++] as number;
+    while (s.head < s.times.length && (s.times[s.head] as number) <= cutoff) {
+      s.total -= s.costs === undefined ? 1 : (s.costs[s.head] as number);
+      s.head++;
+    }
     if (s.head > 32 && s.head * 2 >= s.times.length) {
       // Drop the dead prefix once it is as long as the live part: amortised O(1), memory <= 2x.
       s.times = s.times.slice(s.head);
-      s.costs = s.costs.slice(s.head);
+      if (s.costs !== undefined) s.costs = s.costs.slice(s.head);
       s.head = 0;
     }
     if (cost === 0) return s;
+    // The first entry of another cost: from now on every entry has its cost recorded.
+    if (cost !== 1 && s.costs === undefined) s.costs = s.times.map(() => 1);
     let at = s.times.length;
     // A clock that steps back inserts in time order (the Redis twin does too, in either form).
     while (at > s.head && (s.times[at - 1] as number) > now) at--;
     if (at === s.times.length) {
       s.times.push(now);
-      s.costs.push(cost);
+      s.costs?.push(cost);
     } else {
       s.times.splice(at, 0, now);
-      s.costs.splice(at, 0, cost);
+      s.costs?.splice(at, 0, cost);
     }
     s.total += cost;
     return s;
