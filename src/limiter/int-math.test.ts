@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { ceilDiv, floorDiv } from './int-math.js';
-import { createMemoryLimiterBackend } from './memory-backend.js';
+import { MemoryLimiterBackend } from './memory-backend.js';
 
 describe('integer division', () => {
   it('floorDiv and ceilDiv are exact for every safe integer (checked against BigInt)', () => {
@@ -32,7 +32,7 @@ describe('integer division', () => {
 describe('memory limiter backend', () => {
   it('drops expired state by itself, without a timer per key', () => {
     const clock = new FakeClock(0);
-    const backend = createMemoryLimiterBackend(clock);
+    const backend = new MemoryLimiterBackend(clock);
     const spec = { id: 'x', algorithm: 'fixed-window', limit: 5, windowMs: 1000, param: 0 } as const;
     for (let i = 0; i < 5000; i++) backend.take({ limits: [{ spec, key: `{l:t:${i}}:x` }], cost: 1 });
     expect(backend.size).toBe(5000);

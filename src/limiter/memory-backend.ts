@@ -134,11 +134,6 @@ export class MemoryLimiterBackend {
   }
 }
 
-/** Creates the memory limiter backend (see {@link MemoryLimiterBackend}). */
-export function createMemoryLimiterBackend(clock: Clock): MemoryLimiterBackend {
-  return new MemoryLimiterBackend(clock);
-}
-
 // Map#forEach callback of the sweep (`this` is the time): module-level, so a sweep allocates nothing.
 function sweepEntry(this: number, entry: Entry, key: string, map: Map<string, Entry>): void {
   if (entry.expiresAt <= this) {
