@@ -46,9 +46,10 @@ interface OwnerState {
 }
 
 /**
- * A journal entry as the memory store keeps it: every field present (one hidden class for all),
- * the command's validated, read-only delta pairs as they are; {@link JournalEntry}s are built from
- * it when read. An entry lives as long as the retention, so what it costs is paid ~100 000 times.
+ * A journal entry as the memory store keeps it: one object, every field present (one hidden class
+ * for all), a single delta as two fields rather than an object of its own; {@link JournalEntry}s
+ * are built from it when read. An entry lives as long as the retention, so what it costs is paid
+ * ~100 000 times (153 bytes with one delta, was 209 as a `JournalEntry`; BENCHMARKS.md).
  */
 interface StoredEntry {
   readonly seq: number;
