@@ -80,7 +80,7 @@ const DEFAULT_BLOCK_CACHE = 10_000;
 // (the batched script holds the server < 1 ms per batch); 20x that means the store is unwell,
 // and a request should not wait longer than that for its rate limit.
 const DEFAULT_TIMEOUT_MS = 100;
-// See keyCache in createLimiter.
+// See #keyCache in RateLimiter.
 const KEY_CACHE = 20_000;
 // Degraded 'deny' cannot know when the store returns; this is the wait it suggests to clients.
 const DEGRADED_RETRY_MS = 1000;
