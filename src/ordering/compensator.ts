@@ -196,6 +196,10 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     }
     jobs.delete(job);
     let givenUp: GapRange[] = [];
+    // Accepted by the source: its events now come as late arrivals, and this range is no longer
+    // the lane's to track (kept, it would stay pending forever if they never came, and a second
+    // `add` of it would request nothing).
+    if (ok) removeOpen(job.from, job.to);
     if (!ok) {
       const rest = stillOpen(job.from, job.to);
       if (job.attempt >= retries) {
@@ -265,11 +269,14 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     add(gaps) {
       if (closed) throw new ClosedError('compensator');
       const list = Array.isArray(gaps) ? gaps : [gaps as GapRange];
+      // The whole list is checked before any of it is taken: a bad range changes nothing.
       for (const [i, g] of list.entries()) {
         const u = g as unknown as Record<string, unknown>;
         const ok =
           isPlainObject(u) && Number.isSafeInteger(u.from) && Number.isSafeInteger(u.to) && g.from <= g.to;
         if (!ok) throw new InvalidArgumentError(`gaps[${i}]`, 'a range { from, to } with from <= to', g);
+      }
+      for (const g of list) {
         for (const fresh of addOpen(g.from, g.to)) {
           // Coalesce with a queued first attempt that touches it, else queue a new job.
           let target: Job | undefined;

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../core/clock.js';
-import { ClosedError, InvalidOptionError } from '../core/errors.js';
+import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import {
@@ -8,6 +8,7 @@ import {
   type Release,
   ReorderBuffer,
   type ReorderBufferOptions,
+  type SavedReorderBuffer,
 } from '../windows/reorder-buffer.js';
 import { requireOps } from './store-ops.js';
 
@@ -15,12 +16,18 @@ import { requireOps } from './store-ops.js';
 export interface ReordererOptions<T> extends ReorderBufferOptions {
   /** Receives every release, in order, one at a time (an async effect is awaited before the next). */
   onRelease: (release: Release<T>) => void | Promise<void>;
-  /** Receives every gap range the buffer gave up on (hand them to a compensator). */
+  /**
+   * Receives every gap range the buffer gave up on (hand them to a compensator); after a restart
+   * from a checkpoint, the missing ranges it restored too. If it throws, the releases already
+   * due are still delivered, then the run stops with that error (push and drained report it).
+   */
   onGap?: (gap: GapRange) => void;
   /**
    * Keeps the buffer's state in a store so a restarted consumer continues where it stopped. A
    * checkpoint is saved after the effects of the releases before it ran, every `every` releases
-   * (default 100) and on `checkpoint()` / `close()`. The items must be JSON values.
+   * (default 100) and on `checkpoint()` / `close()`. The items must be JSON values. A run whose
+   * save is refused as stale (another run saved this name since it loaded) stops with a
+   * `StoreError`: it has lost the sequence to a newer consumer.
    */
   checkpoint?: { store: Store; name: string; every?: number };
 }
@@ -67,6 +74,7 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   const buffer = new ReorderBuffer<T>({ ...bufferOptions, clock });
   let save: ((snapshot: string) => Promise<void>) | undefined;
   let every = Number.POSITIVE_INFINITY;
+  let restored = false;
   if (cp !== undefined) {
     if (!isPlainObject(cp as unknown)) throw new InvalidOptionError('checkpoint', 'an object', cp);
     const ops = requireOps(cp.store, 'checkpoint.store', 'checkpointSave', 'checkpointLoad');
@@ -75,12 +83,19 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
     const saved = await ops.checkpointLoad(name);
     let revision = 0;
     if (saved !== undefined) {
-      buffer.restore(JSON.parse(saved.data));
+      buffer.restore(reanchor(JSON.parse(saved.data) as SavedReorderBuffer<T>, clock.now()));
       revision = saved.revision;
+      restored = true;
     }
     save = async (snapshot) => {
-      // 'stale' means another run saved a newer state: this one is behind and must not win.
-      await ops.checkpointSave(name, ++revision, snapshot);
+      // 'stale': another run saved a newer state since this one loaded. This run is behind (it
+      // lost its partition, or two consumers share one name): it must stop, not keep saving.
+      if ((await ops.checkpointSave(name, ++revision, snapshot)) === 'stale') {
+        throw new StoreError(
+          'checkpointSave',
+          new Error(`checkpoint '${name}' was saved by another run since this one loaded it: stop this one`),
+        );
+      }
     };
   }
 
@@ -95,16 +110,38 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
       failure ??= { error };
     });
   };
+  // A failure of this turn's own work (a hook, the snapshot) is queued behind the effects already
+  // queued: they still run, everything after it stops, and push/drained report it.
+  const fail = (error: unknown) =>
+    enqueue(() => {
+      throw error;
+    });
+  const report = (gaps: readonly GapRange[]) => {
+    for (const gap of gaps) {
+      try {
+        onGap?.(gap);
+      } catch (error) {
+        fail(error);
+      }
+    }
+  };
   const deliver = (releases: readonly Release<T>[], gaps: readonly GapRange[]) => {
-    for (const gap of gaps) onGap?.(gap);
+    // Releases first: the buffer has moved past them, so a failing onGap must not lose them.
     for (const r of releases) enqueue(() => (failure === undefined ? onRelease(r) : undefined));
+    report(gaps);
     sinceCheckpoint += releases.length;
     if (save !== undefined && sinceCheckpoint >= every) takeCheckpoint();
   };
   const takeCheckpoint = () => {
     sinceCheckpoint = 0;
     // The snapshot is taken now; it is saved only after the effects of every release before it.
-    const snapshot = JSON.stringify(buffer.snapshot());
+    let snapshot: string;
+    try {
+      snapshot = JSON.stringify(buffer.snapshot());
+    } catch (error) {
+      fail(error); // an item that is not JSON
+      return;
+    }
     const s = save;
     if (s !== undefined) enqueue(() => (failure === undefined ? s(snapshot) : undefined));
   };
@@ -118,14 +155,24 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   };
   function onTimer(): void {
     timer = undefined;
-    const { released, gaps } = buffer.tick();
-    deliver(released, gaps);
+    try {
+      const { released, gaps } = buffer.tick();
+      deliver(released, gaps);
+    } catch (error) {
+      fail(error); // never an uncaught exception in a timer
+    }
     arm();
   }
   const drained = async () => {
     await chain;
     if (failure !== undefined) throw failure.error;
   };
+  if (restored) {
+    // A restarted consumer: the holes it inherited are handed to onGap again (a compensator in
+    // this process has not heard of them), and their timeouts run from now on.
+    report(buffer.missing());
+    arm();
+  }
 
   return {
     buffer,
@@ -149,5 +196,27 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
       takeCheckpoint();
       await drained();
     },
+  };
+}
+
+/**
+ * A saved state on this process's clock. Times in a checkpoint are readings of the clock of the run
+ * that saved it; when this clock reads earlier (a process-relative clock such as
+ * `performance.now()`, or a host whose clock is behind), every saved time moves back by the
+ * difference, so the holes keep the age they had when saved instead of waiting out the
+ * difference (time never moves back inside a buffer). A clock that reads later is left as it is:
+ * the time the restart took counts towards the gap timeouts.
+ */
+function reanchor<T>(saved: SavedReorderBuffer<T>, now: number): SavedReorderBuffer<T> {
+  const last = saved?.lastNow;
+  if (typeof last !== 'number' || typeof now !== 'number' || !(now < last)) return saved;
+  // A malformed save goes to restore() as it is, for its typed error.
+  if (!Array.isArray(saved.buffered) || !Array.isArray(saved.missing)) return saved;
+  const shift = now - last;
+  return {
+    ...saved,
+    buffered: saved.buffered.map(([seq, item, at]) => [seq, item, at + shift]),
+    missing: saved.missing.map(([from, to, openedAt]) => [from, to, openedAt + shift]),
+    lastNow: now,
   };
 }

@@ -74,6 +74,8 @@ interface Lease {
   renewing: boolean;
   error?: unknown;
   renew(): Promise<void>;
+  /** Renews the lease while the generator is idle; stopped by `close()`. */
+  timer?: ReturnType<typeof setInterval>;
 }
 
 const sequenceTables = new Map<number, bigint[]>();
@@ -206,6 +208,11 @@ export class Snowflake {
     const name = nonEmptyString('name', options.name);
     const every = parseDuration(options.lease ?? DEFAULT_LEASE, 'lease');
     if (every < 2) throw new InvalidOptionError('lease', 'at least 2 ms', options.lease);
+    // Checked before it is used to wait out a quick restart (a NaN would wait forever).
+    const tolerance = nonNegativeInt(
+      'rollbackToleranceMs',
+      options.rollbackToleranceMs ?? DEFAULT_TOLERANCE_MS,
+    );
     const persisted = await ops.timestampAdvance(name, -1);
     const { store: _store, name: _name, lease: _lease, ...given } = options;
     const rest: SnowflakeOptions = { ...given, clock: options.clock ?? anchoredClock() };
@@ -213,7 +220,6 @@ export class Snowflake {
       // The previous run persisted a lease up to `lease` ms ahead of its clock: a quick restart finds
       // its clock behind it by as much, which is no rollback. That is waited out (asynchronously);
       // beyond lease + tolerance the clock did go back, and the constructor says so.
-      const tolerance = options.rollbackToleranceMs ?? DEFAULT_TOLERANCE_MS;
       const clock = rest.clock as Clock;
       for (;;) {
         const behind = persisted - Math.floor(clock.now());
@@ -242,7 +248,25 @@ export class Snowflake {
     flake.#lease = lease;
     await lease.renew();
     if (lease.error !== undefined) throw lease.error;
+    // An idle generator keeps its lease too: renewed at half-time whether or not ids are asked
+    // for (unref'd: it never keeps the process alive; `close()` stops it).
+    lease.timer = setInterval(
+      () => {
+        try {
+          if (!lease.renewing && flake.#now() > lease.ms - every / 2) void lease.renew();
+        } catch (err) {
+          lease.error = err; // a clock that fails: next() reports it
+        }
+      },
+      Math.max(1, Math.floor(every / 2)),
+    );
+    lease.timer.unref?.();
     return flake;
+  }
+
+  /** Stops renewing the persisted lease (a generator from {@link Snowflake.start}); ids after it fail once it runs out. */
+  close(): void {
+    if (this.#lease?.timer !== undefined) clearInterval(this.#lease.timer);
   }
 
   /** The next id: greater than every id this generator returned before. */
@@ -284,7 +308,12 @@ export class Snowflake {
   }
 
   #now(): number {
-    return Math.floor(this.#clock.now());
+    const t = this.#clock.now();
+    // Checked before any state changes: a NaN taken as a time would reset the sequence and repeat ids.
+    if (typeof t !== 'number' || !Number.isFinite(t)) {
+      throw new InvalidArgumentError('clock.now()', 'a finite number of milliseconds', t);
+    }
+    return Math.floor(t);
   }
 
   /** Waits until the clock reads at least `target`; throws when it falls back beyond tolerance. */
@@ -303,6 +332,8 @@ export class Snowflake {
   #checkLease(ms: number): void {
     const lease = this.#lease as Lease;
     if (ms > lease.ms) {
+      // Renewed now, so a later call can succeed once the store answers; this id cannot wait.
+      if (!lease.renewing) void lease.renew();
       throw new StoreError(
         'snowflake lease',
         lease.error ?? new Error(`the lease ran out at ${lease.ms} ms`),

@@ -51,8 +51,14 @@ export class VersionGate {
   async upsert(key: string, version: Order, value: JsonValue): Promise<VersionGateResult> {
     nonEmptyStringArg('key', key);
     const v = versionString(version);
-    const text = JSON.stringify(value);
-    if (text === undefined) throw new InvalidArgumentError('value', 'a JSON value', value);
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch {
+      text = undefined; // a bigint or a cycle
+    }
+    if (text === undefined)
+      throw new InvalidArgumentError('value', 'a JSON value (no bigint, function or cycle)', value);
     const reply = await this.#ops.versionUpsert(this.name, key, v, text);
     return { outcome: reply.outcome, version: BigInt(reply.version) };
   }

@@ -252,7 +252,10 @@ export class ReorderBuffer<T> {
     ) {
       // Inside the window, behind a hole: the most common case of a disordered stream, first.
       // The common `now`: a number not behind the latest time seen (else #time decides and checks).
-      const t = typeof now === 'number' && now >= this.#lastNow ? (this.#lastNow = now) : this.#time(now);
+      const t =
+        typeof now === 'number' && now >= this.#lastNow && now - now === 0 // finite: not ±Infinity or NaN
+          ? (this.#lastNow = now)
+          : this.#time(now);
       const slot = seq & this.#mask;
       const items = this.#items;
       if (items[slot] !== EMPTY) return DUPLICATE;
@@ -379,14 +382,16 @@ export class ReorderBuffer<T> {
     }
     this.#sinceDirty = true;
     this.#missing = s.missing.map(([from, to, openedAt]) => ({ from, to, openedAt }));
-    this.#missingCount = s.missing.reduce((n, [from, to]) => n + to - from + 1, 0);
+    // Each range's size first: `n + to - from + 1` rounds once the sum passes 2^53.
+    this.#missingCount = s.missing.reduce((n, [from, to]) => n + (to - from + 1), 0);
     this.#missingHorizon = s.missingHorizon ?? undefined;
     this.#lastNow = s.lastNow ?? Number.NEGATIVE_INFINITY;
   }
 
   #time(now: number | undefined): number {
     const t = now === undefined ? this.#clock.now() : now;
-    if (typeof t !== 'number' || Number.isNaN(t)) throw new InvalidArgumentError('now', 'a number', t);
+    if (typeof t !== 'number' || !Number.isFinite(t))
+      throw new InvalidArgumentError('now', 'a finite number', t);
     // Time never moves back inside a buffer: a stepped-back clock must not reopen a hole's age.
     if (t > this.#lastNow) this.#lastNow = t;
     return this.#lastNow;
