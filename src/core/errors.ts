@@ -137,7 +137,12 @@ export class ClockRollbackError extends OnceflowError {
  * Long renderings are cut so one bad payload cannot flood a log.
  */
 export function describe(value: unknown): string {
-  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  let type: string;
+  try {
+    type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  } catch {
+    return '`[revoked proxy]`'; // Array.isArray throws on one
+  }
   let text: string;
   if (typeof value === 'bigint') text = `${value}n`;
   else if (typeof value === 'string') text = JSON.stringify(value);

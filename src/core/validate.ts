@@ -66,7 +66,12 @@ export function amount(path: string, value: unknown): bigint {
 /** True for `{}`-style objects (not arrays, not class instances such as Map or Date). */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
+  let proto: unknown;
+  try {
+    proto = Object.getPrototypeOf(value);
+  } catch {
+    return false; // a revoked Proxy
+  }
   return proto === Object.prototype || proto === null;
 }
 

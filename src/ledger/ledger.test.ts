@@ -315,6 +315,49 @@ describe('createLedger', () => {
     ).toBe('applied');
   });
 
+  it('books own delta fields only: a polluted Object.prototype adds nothing', async () => {
+    const proto = Object.prototype as Record<string, unknown>;
+    proto['bonus'] = 5;
+    let result: Awaited<ReturnType<ReturnType<typeof createLedger>['apply']>>;
+    try {
+      result = await createLedger({ capacity: 4 }).apply({
+        owner: 'p',
+        signature: 's1',
+        deltas: { coins: 1 },
+      });
+    } finally {
+      delete proto['bonus'];
+    }
+    expect(result.balances).toEqual({ coins: 1n });
+    expect(Object.keys(result.balances)).toEqual(['coins']);
+  });
+
+  it('fields named like prototype properties are plain fields, even with frozen intrinsics', async () => {
+    const descriptor = Object.getOwnPropertyDescriptor(Object.prototype, 'toString') as PropertyDescriptor;
+    Object.defineProperty(Object.prototype, 'toString', { ...descriptor, writable: false });
+    try {
+      const ledger = createLedger({ capacity: 4 });
+      const r = await ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1, toString: 2 } });
+      expect(r.outcome).toBe('applied');
+      expect(Object.getOwnPropertyDescriptor(r.balances, 'toString')?.value).toBe(2n);
+      await ledger.apply({ owner: 'p', signature: 's2', deltas: { constructor: 3 } });
+      const journal = await ledger.journal();
+      expect(Object.getOwnPropertyDescriptor(journal[1]?.deltas, 'constructor')?.value).toBe(3n);
+      expect(Object.getOwnPropertyDescriptor(await ledger.balances('p'), 'toString')?.value).toBe(2n);
+    } finally {
+      Object.defineProperty(Object.prototype, 'toString', descriptor);
+    }
+  });
+
+  it('a revoked proxy as input is a typed error', async () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const err = await rejected(
+      createLedger({ capacity: 4 }).apply({ owner: 'p', signature: 's', deltas: proxy as never }),
+    );
+    expect(coded(err).code).toBe('ERR_INVALID_ARGUMENT');
+  });
+
   it('returns copies: a caller mutating results cannot change the ledger', async () => {
     const ledger = createLedger({ capacity: 4 });
     const r = await ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 1 }, meta: { k: 1 } });

@@ -183,7 +183,8 @@ class ExactLedger implements Ledger {
       throw new InvalidArgumentError('deltas', 'an object of field → bigint or safe integer', rawDeltas);
     }
     const deltas: (readonly [string, bigint])[] = [];
-    for (const field in rawDeltas) {
+    // Own fields only: `for...in` would also book a field inherited from a polluted Object.prototype.
+    for (const field of Object.keys(rawDeltas)) {
       // `__proto__` would be set as an object's prototype, not a field, wherever balances are
       // plain objects (results, JSON): it could be applied but never shown. Refuse it.
       if (field.length === 0 || field === '__proto__' || !isWellFormed(field)) {

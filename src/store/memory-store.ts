@@ -169,8 +169,8 @@ class MemoryStore implements Store {
       if (query.after !== undefined && e.seq <= query.after) continue;
       if (query.owner !== undefined && e.owner !== query.owner) continue;
       if (query.scope !== undefined && e.scope !== query.scope) continue;
-      const deltas: Balances = e.deltas === undefined ? {} : { ...e.deltas };
-      if (e.field !== undefined) deltas[e.field] = e.amount as bigint;
+      const deltas: Balances =
+        e.field !== undefined ? toBalances([[e.field, e.amount as bigint]]) : { ...e.deltas };
       const entry: { -readonly [K in keyof JournalEntry]: JournalEntry[K] } = {
         seq: e.seq,
         owner: e.owner,
@@ -282,14 +282,13 @@ function trimJournal(state: LedgerState, maxEntries: number): void {
   }
 }
 
+// Plain objects made with Object.fromEntries: own data properties, whatever the field names (an
+// assignment to a field named like a prototype property throws under frozen intrinsics, or lands
+// on the prototype for `__proto__`).
 function toBalances(pairs: LedgerApplyCommand['deltas']): Balances {
-  const out: Balances = {};
-  for (const [field, amount] of pairs) out[field] = amount;
-  return out;
+  return Object.fromEntries(pairs) as Balances;
 }
 
 function toRecord(map: Map<string, bigint> | undefined): Balances {
-  const out: Balances = {};
-  if (map) for (const [k, v] of map) out[k] = v;
-  return out;
+  return map === undefined ? {} : (Object.fromEntries(map) as Balances);
 }
