@@ -153,9 +153,9 @@ async function measureBytes() {
       blockCache: false,
     });
     await limiter.take('k');
-    const one = await sizeOf(`${prefix}{l:${name}:*`);
+    const one = await sizeOf(`${prefix}{|l:${name}:*`);
     for (let i = 0; i < 99; i++) await limiter.take('k');
-    out[algorithm] = { one, full: await sizeOf(`${prefix}{l:${name}:*`) };
+    out[algorithm] = { one, full: await sizeOf(`${prefix}{|l:${name}:*`) };
   }
   const rlf = new RateLimiterRedis({
     storeClient: client,

@@ -36,7 +36,7 @@ for (const limit of [100, 300, 512, 513, 1000, 10_000]) {
   await client.config('RESETSTAT');
   await inFlight(2000);
   const stats = /cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await client.info('commandstats'));
-  const [key] = await client.keys(`${prefix}{l:l${limit}:hot}:*`);
+  const [key] = await client.keys(`${prefix}{|l:l${limit}:hot}:*`);
   rows.push({
     limit,
     representation: (await client.type(key)) === 'zset' ? 'sorted set' : 'string',

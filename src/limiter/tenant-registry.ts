@@ -38,7 +38,7 @@ export interface TenantRegistry {
 
 /**
  * A registry of per-tenant limiters (the multi-tenant window registry of the seeds). Tenant ids
- * are escaped into their key space (`t:<escaped id>`), so an id like `a:b`, `{x}` or `*` can
+ * are escaped into their key space (`|t:<escaped id>`), so an id like `a:b`, `{x}` or `*` can
  * neither land in nor reset another tenant's keys.
  *
  * @example

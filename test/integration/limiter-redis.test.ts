@@ -4,11 +4,13 @@
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  createLedger,
   createLimiter,
   createTenantRegistry,
   FakeClock,
   type LimitOptions,
   memoryStore,
+  VersionGate,
 } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { freePort } from '../support/redis-servers.js';
@@ -47,7 +49,7 @@ for (const target of [
       const r = await limiter.take('user-1', { cost: 2 });
       expect(r.allowed).toBe(true);
       expect(Math.abs(r.at - before)).toBeLessThan(5000); // Redis TIME, on this machine's clock
-      const keys = await keysUnder(client, `${prefix}{l:ttl:`);
+      const keys = await keysUnder(client, `${prefix}{|l:ttl:`);
       expect(keys).toHaveLength(4); // one key per limit
       for (const key of keys) {
         const ttl = await client.pttl(key);
@@ -71,7 +73,7 @@ for (const target of [
       expect([a.allowed, b.allowed, c.allowed]).toEqual([true, true, false]);
       expect(c.retryAfterMs).toBe(1000);
       // The log string: total 2, newest 1 000 000, then two entries of the same millisecond.
-      expect(await client.get(`${prefix}{l:same-ms:u}:2%2F1s:l1000`)).toBe('2,1000000|1000000:1,1000000:1,');
+      expect(await client.get(`${prefix}{|l:same-ms:u}:2%2F1s:l1000`)).toBe('2,1000000|1000000:1,1000000:1,');
     });
 
     it('sliding logs of one id on both sides of limit 512 keep apart keys (a string, a sorted set)', async () => {
@@ -81,7 +83,7 @@ for (const target of [
         createLimiter({ store, name: 'shape', algorithm: 'sliding-log', id: 'ip/s', limit, window: '10s' });
       for (const limit of [100, 1000, 100, 1000]) expect((await make(limit).take('u')).allowed).toBe(true);
       const types = await Promise.all(
-        (await keysUnder(client, `${prefix}{l:shape:`)).map((k) => client.type(k)),
+        (await keysUnder(client, `${prefix}{|l:shape:`)).map((k) => client.type(k)),
       );
       expect(types.sort()).toEqual(['string', 'zset']);
     });
@@ -127,7 +129,7 @@ for (const target of [
     it('a refusal writes nothing (TTLs and values unchanged)', async () => {
       const limiter = createLimiter({ store, name: 'nowrite', limits: ALL, blockCache: false });
       await limiter.take('u', { cost: 5 });
-      const keys = await keysUnder(client, `${prefix}{l:nowrite:`);
+      const keys = await keysUnder(client, `${prefix}{|l:nowrite:`);
       const dump = async () => Promise.all(keys.map(async (k) => [k, await client.dump(k)]));
       const before = await dump();
       const r = await limiter.take('u', { cost: 1 });
@@ -150,6 +152,30 @@ for (const target of [
       expect((await tenants.take('*', 'k')).allowed).toBe(true);
       for (const id of ids.filter((x) => x !== 'a' && x !== '*'))
         expect((await tenants.take(id, 'k')).allowed).toBe(false);
+    });
+
+    it('a tenant or limiter reset never touches the ledger, scope or ordering keys sharing the store', async () => {
+      // A ledger named `t` keeps owner `acme` at `{t:acme}:s`: the key a reset of tenant `acme`
+      // matched before limiter namespaces began with `|`. Names `l`/`ord`/`vg` likewise.
+      const ledgers = ['t', 'l'].map((name) => createLedger({ store, capacity: 4, name }));
+      for (const ledger of ledgers) {
+        await ledger.apply({ owner: 'acme', signature: 's', deltas: { coins: 7 }, scope: 'acme' });
+      }
+      const gate = new VersionGate({ store, name: 't' });
+      await gate.upsert('acme', 1, { kept: true });
+      const tenants = createTenantRegistry({ store });
+      tenants.init('acme', { algorithm: 'gcra', limit: 1, window: '1m', blockCache: false });
+      expect((await tenants.take('acme', 'acme')).allowed).toBe(true);
+      const named = createLimiter({ store, name: 'acme', algorithm: 'gcra', limit: 1, window: '1m' });
+      expect((await named.take('acme')).allowed).toBe(true);
+      expect(await tenants.reset('acme')).toBe(1);
+      for (const ledger of ledgers) {
+        expect(await ledger.balances('acme')).toEqual({ coins: 7n });
+        expect(await ledger.totals('acme')).toEqual({ coins: 7n });
+        expect(await ledger.journal({ owner: 'acme' })).toHaveLength(1);
+      }
+      expect(await gate.get('acme')).toEqual({ version: 1n, value: { kept: true } });
+      expect((await named.take('acme')).allowed).toBe(false); // another namespace: untouched
     });
 
     it('multi-subject limits share one hash tag (no CROSSSLOT on the cluster)', async () => {
