@@ -1,41 +1,54 @@
+import type { Decision } from './decision.js';
+
+/** A refusal remembered by the cache: the store's decision and the local time it was asked at. */
+export interface Block {
+  /** The refused decision, as the store answered it (every limit's part, store time). */
+  readonly decision: Decision;
+  /** Local time read before the store was asked: the refusal holds until `asked + retryAfterMs`. */
+  readonly asked: number;
+}
+
 /**
  * Keys refused until a known instant, so a client hammering a refused key costs no store call.
  * Bounded LRU: a full cache forgets its least recently used block (a forgotten block costs one
  * store call, never a wrong answer).
  *
- * Exactness: a refusal of cost c means the store would refuse any cost >= c until `until`
- * (a limit's state only grows by admissions and decays with time, and every algorithm needs at
- * least as long for a larger cost), so the cache refuses only what the store would. A smaller
- * cost goes to the store. A `reset` clears this process's cache; other processes keep their
- * blocks until `until` (at most one `retryAfterMs`).
+ * Exactness: a refusal of cost c holds for the same cost until its wait is over (a limit's state
+ * only grows by admissions and decays with time). The wait is counted from the local time read
+ * *before* the store was asked, so a block never outlasts the store's refusal (the round trip and
+ * a skewed server clock only shorten it). Only the same cost is answered here: a larger cost needs
+ * a longer wait than the one remembered, a smaller one may pass; both go to the store. A `reset`
+ * clears this process's cache; other processes keep their blocks until they end (at most one
+ * `retryAfterMs`).
  */
 export class BlockCache {
   readonly #max: number;
-  readonly #blocks = new Map<string, { until: number; cost: number; resetAt: number; bound: number }>();
+  readonly #blocks = new Map<string, { until: number; cost: number; block: Block }>();
 
   constructor(max: number) {
     this.#max = max;
   }
 
   /** The block on `key` for `cost` at local time `now`, if any. */
-  get(key: string, cost: number, now: number): { until: number; resetAt: number; bound: number } | undefined {
-    const block = this.#blocks.get(key);
-    if (block === undefined) return undefined;
-    if (block.until <= now) {
+  get(key: string, cost: number, now: number): Block | undefined {
+    const entry = this.#blocks.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.until <= now) {
       this.#blocks.delete(key);
       return undefined;
     }
-    if (cost < block.cost) return undefined;
+    if (cost !== entry.cost) return undefined;
     // Refresh its place: LRU.
     this.#blocks.delete(key);
-    this.#blocks.set(key, block);
-    return block;
+    this.#blocks.set(key, entry);
+    return entry.block;
   }
 
-  set(key: string, cost: number, until: number, resetAt: number, bound: number): void {
+  /** Remembers `decision` (a refusal of `cost`, asked at local time `asked`) for `key`. */
+  set(key: string, cost: number, asked: number, decision: Decision): void {
     this.#blocks.delete(key);
     if (this.#blocks.size >= this.#max) this.#blocks.delete(this.#blocks.keys().next().value as string);
-    this.#blocks.set(key, { until, cost, resetAt, bound });
+    this.#blocks.set(key, { until: asked + decision.retryAfterMs, cost, block: { decision, asked } });
   }
 
   clear(): void {
@@ -45,4 +58,17 @@ export class BlockCache {
   get size(): number {
     return this.#blocks.size;
   }
+}
+
+/**
+ * The answer a block gives at local time `now`: the refusal as the store gave it, `elapsed` later
+ * (decision time and waits moved by the time since it was asked), with reason `blocked`.
+ */
+export function blockedDecision(block: Block, now: number): Decision {
+  const d = block.decision;
+  const elapsed = now - block.asked;
+  const limits = d.limits.map((p) =>
+    p.allowed ? p : { ...p, retryAfterMs: Math.max(0, p.retryAfterMs - elapsed) },
+  );
+  return { ...d, reason: 'blocked', at: d.at + elapsed, retryAfterMs: d.retryAfterMs - elapsed, limits };
 }

@@ -4,8 +4,9 @@ import { isOnceflowError, StoreError } from '../core/errors.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
+import { rateLimitHeaders } from './headers.js';
 import { createLimiter, type LimiterOptions } from './limiter.js';
-import type { LimiterTakeCommand, LimitSpec } from './types.js';
+import type { LimiterTakeCommand, LimiterTakeReply, LimitSpec } from './types.js';
 
 const fixture = (options: Omit<LimiterOptions, 'store' | 'clock'>, start = 0) => {
   const clock = new FakeClock(start);
@@ -278,9 +279,8 @@ describe('createLimiter', () => {
     expect(await deny.take('u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
   });
 
-  it('a caller clock failing on the block cache read after a refusal rejects that take, never throws', async () => {
+  it('a caller clock that fails is read once per take, before anything: that take rejects, never throws', async () => {
     let reads = 0;
-    // Take 1 reads the clock once; take 2 reads it once, is refused, and reads it again for the block.
     const clock = {
       now: () => {
         if (++reads === 3) throw new Error('clock gone');
@@ -295,11 +295,13 @@ describe('createLimiter', () => {
       window: '1s',
     });
     await limiter.take('u');
+    expect(await limiter.take('u')).toMatchObject({ allowed: false, reason: 'limited' });
     let pending: Promise<unknown> | undefined;
     expect(() => {
       pending = limiter.take('u');
     }).not.toThrow();
     await expect(pending).rejects.toThrow('clock gone');
+    expect(reads).toBe(3);
   });
 
   it('an in-process store answering no decision: the degraded policy decides, take never throws', async () => {
@@ -342,6 +344,58 @@ describe('createLimiter', () => {
     }).toThrow(TypeError);
     await limiter.take('u');
     expect((await limiter.take('u')).allowed).toBe(false);
+  });
+
+  it('a block never outlasts the store refusal: its wait counts from before the store was asked', async () => {
+    const clock = new FakeClock(0);
+    const inner = memoryStore({ clock });
+    // A store whose answers take 50 ms to come back (decided on arrival, replied later).
+    const slow = wrapStore(inner, {
+      limiterDecideSync: undefined,
+      limiterTake: async (cmd) => {
+        const reply = await inner.limiterTake?.(cmd);
+        clock.advance(50);
+        return reply as LimiterTakeReply;
+      },
+    });
+    const limiter = createLimiter({ store: slow, clock, algorithm: 'fixed-window', limit: 1, window: '1s' });
+    expect((await limiter.take('u')).allowed).toBe(true); // asked at 0
+    expect(await limiter.take('u')).toMatchObject({ reason: 'limited', retryAfterMs: 950 }); // asked at 50
+    clock.set(1000); // the store's window is over
+    expect(await limiter.take('u')).toMatchObject({ allowed: true, reason: 'allowed' });
+  });
+
+  it('the block cache answers only the cost it saw refused, with every limit of that refusal', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      store: memoryStore({ clock }),
+      clock,
+      algorithm: 'gcra',
+      limit: 10,
+      window: '1s',
+    });
+    await limiter.take('u', { cost: 10 });
+    expect(await limiter.take('u', { cost: 1 })).toMatchObject({ reason: 'limited', retryAfterMs: 100 });
+    expect(await limiter.take('u', { cost: 1 })).toMatchObject({ reason: 'blocked', retryAfterMs: 100 });
+    // A larger cost needs a longer wait than the block knows: the store answers it exactly.
+    expect(await limiter.take('u', { cost: 5 })).toMatchObject({ reason: 'limited', retryAfterMs: 500 });
+
+    const storeClock = new FakeClock(10_000); // the store's time, far from this process's wall clock
+    const two = createLimiter({
+      store: memoryStore({ clock: storeClock }),
+      limits: [
+        { id: 'a', algorithm: 'fixed-window', limit: 1, window: '1m' },
+        { id: 'b', algorithm: 'fixed-window', limit: 5, window: '1h' },
+      ],
+    });
+    await two.take('u');
+    const limited = await two.take('u');
+    const blocked = await two.take('u');
+    expect(limited.reason).toBe('limited');
+    expect(blocked.reason).toBe('blocked');
+    expect(blocked.limits.map((p) => p.id)).toEqual(['a', 'b']);
+    expect(blocked.at - limited.at).toBeLessThan(1000); // store time, moved by the time since
+    expect(rateLimitHeaders(blocked)['RateLimit-Policy']).toBe(rateLimitHeaders(limited)['RateLimit-Policy']);
   });
 
   it('multi-subject block cache: subject lists that would join alike stay apart', async () => {

@@ -11,7 +11,7 @@ import {
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { specSuffix } from './algorithms.js';
-import { BlockCache } from './block-cache.js';
+import { BlockCache, blockedDecision } from './block-cache.js';
 import { type Decision, decide, type LimitDecision } from './decision.js';
 import { escapeKeyPart, limiterNamespace } from './keys.js';
 import { MemoryLimiterBackend } from './memory-backend.js';
@@ -294,19 +294,12 @@ class RateLimiter implements Limiter {
     // and 'a' + 'b\nc').
     const cacheKey =
       cache === undefined ? '' : typeof subjects === 'string' ? subjects : JSON.stringify(subjects);
+    // Local time before the store is asked: a block's wait counts from here (see BlockCache).
+    let asked = 0;
     if (cache !== undefined) {
-      const now = given ?? this.#config.local.now();
-      const block = cache.get(cacheKey, cost, now);
-      if (block !== undefined) {
-        const part = verdict(
-          this.#specs[block.bound] as LimitSpec,
-          false,
-          0,
-          block.resetAt,
-          block.until - now,
-        );
-        return Promise.resolve(decide(now, false, [part], 'blocked'));
-      }
+      asked = given ?? this.#config.local.now();
+      const block = cache.get(cacheKey, cost, asked);
+      if (block !== undefined) return Promise.resolve(blockedDecision(block, asked));
     }
     const store = this.#store;
     if (store.limiterDecideSync !== undefined) {
@@ -321,21 +314,14 @@ class RateLimiter implements Limiter {
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
-      if (!decision.allowed && cache !== undefined) {
-        try {
-          this.#block(cacheKey, cost, decision);
-        } catch (err) {
-          // The caller's clock failed on the block cache's read: a rejection, never a throw.
-          return Promise.reject(err);
-        }
-      }
+      if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, asked, decision);
       return Promise.resolve(decision);
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
     return this.#callStore(calls, cost, given).then(
       (reply) => {
         const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
-        if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, decision);
+        if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, asked, decision);
         return decision;
       },
       (err: unknown) => this.#degrade(err, subjects, cost),
@@ -460,11 +446,9 @@ class RateLimiter implements Limiter {
   }
 
   // Remembers a refusal in the block cache until the wait it names is over.
-  #block(cacheKey: string, cost: number, decision: Decision): void {
+  #block(cacheKey: string, cost: number, asked: number, decision: Decision): void {
     if (decision.retryAfterMs === Number.POSITIVE_INFINITY) return;
-    const bound = this.#specs.findIndex((s) => s.id === decision.bound);
-    const until = this.#config.local.now() + decision.retryAfterMs;
-    (this.#cache as BlockCache).set(cacheKey, cost, until, decision.resetAt, bound);
+    (this.#cache as BlockCache).set(cacheKey, cost, asked, decision);
   }
 }
 
