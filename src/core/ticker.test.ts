@@ -74,3 +74,25 @@ describe('ticker', () => {
     expect(() => ticker({ every: '1 sec' as never, onTick: fn })).toThrow(/ERR_INVALID_DURATION|`every`/);
   });
 });
+
+describe('ticker limits', () => {
+  it('waits longer than setTimeout can in several timers (no 1 ms loop), and refuses a clock that is not a number', () => {
+    vi.useFakeTimers();
+    try {
+      let t = 0;
+      const ticks: number[] = [];
+      const tk = ticker({ every: '30d', align: false, now: () => t, onTick: (x) => ticks.push(x.at) });
+      vi.advanceTimersByTime(10); // would have fired ~10 times with a clamped 1 ms delay
+      expect(ticks).toEqual([]);
+      expect(vi.getTimerCount()).toBe(1);
+      t = 30 * 86_400_000;
+      vi.advanceTimersByTime(2 ** 31);
+      vi.advanceTimersByTime(2 ** 31);
+      expect(ticks).toEqual([30 * 86_400_000]);
+      tk.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(() => ticker({ every: '1s', now: () => Number.NaN, onTick: () => {} })).toThrow(/`now`/);
+  });
+});

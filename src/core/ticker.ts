@@ -51,6 +51,9 @@ export function nextTickAt(now: number, every: number, offset: number): number {
   return now - phase + every;
 }
 
+// The largest delay setTimeout honours: 2^31 - 1 ms; above it Node fires after 1 ms instead.
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 /**
  * Aligned ticks that do not drift: each timer is set for the next scheduled instant computed
  * from the clock, never as "previous + every" (setInterval drifts by each callback's lateness
@@ -74,25 +77,35 @@ export function ticker(options: TickerOptions): Ticker {
     throw new InvalidOptionError('onTick', 'a function', options.onTick);
   const now = options.now ?? Date.now;
   if (typeof now !== 'function') throw new InvalidOptionError('now', 'a function returning ms', now);
+  const first = now();
+  if (typeof first !== 'number' || !Number.isFinite(first)) {
+    throw new InvalidOptionError('now', 'a function returning a finite number of ms', first);
+  }
   const align = options.align ?? true;
   let offset: number;
   if (align === true) offset = 0;
-  else if (align === false) offset = now() % every;
+  else if (align === false) offset = first % every;
   else {
     offset = parseDuration(align, 'align');
     if (offset >= every)
       throw new InvalidOptionError('align', `an offset shorter than every (${every} ms)`, align);
   }
-  let next = nextTickAt(now(), every, offset);
+  let next = nextTickAt(first, every, offset);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
   const arm = () => {
-    timer = setTimeout(fire, Math.max(0, next - now()));
+    // setTimeout takes at most 2^31 - 1 ms (~24.8 days); a longer wait is made of several.
+    timer = setTimeout(fire, Math.min(MAX_TIMEOUT_MS, Math.max(0, next - now())));
   };
   const fire = () => {
     if (stopped) return;
     const t = now();
-    if (t < next) return arm(); // timers may fire a little early: wait for the instant itself
+    // A reading that is not a number makes no tick (a NaN tick, then a 1 ms loop): try again later.
+    if (!Number.isFinite(t)) {
+      timer = setTimeout(fire, Math.min(MAX_TIMEOUT_MS, every));
+      return;
+    }
+    if (t < next) return arm(); // timers may fire a little early (or a long wait was cut): wait on
     const at = next;
     next = nextTickAt(t, every, offset);
     const missed = (next - at) / every - 1;

@@ -25,6 +25,17 @@ describe('window()', () => {
     expect(window('1m').granularity('5s').slide('10s').granularityMs).toBe(5000);
   });
 
+  it('the order of slide() and granularity() does not matter; an implicit granularity divides both', () => {
+    const a = window('3s').slide('2s').granularity('1s');
+    const b = window('3s').granularity('1s').slide('2s');
+    expect(a.toJSON()).toEqual(b.toJSON());
+    expect(a.toJSON()).toEqual({ length: 3000, slide: 2000, granularity: 1000 });
+    // Without granularity(): the largest bucket dividing the window and the slide.
+    expect(window('3s').slide('2s').toJSON()).toEqual({ length: 3000, slide: 2000, granularity: 1000 });
+    expect(window('1m').slide('10s').granularity).toBeTypeOf('function');
+    expect(window('1m').slide('10s').buckets).toBe(6);
+  });
+
   it('gives clear, coded errors', () => {
     const cases: [() => unknown, RegExp][] = [
       [() => window('0s'), /`window` to be a positive duration/],
@@ -33,7 +44,6 @@ describe('window()', () => {
         () => window('3s').slide('4s'),
         /`slide` to be a positive duration no longer than the window \(3000 ms\)/,
       ],
-      [() => window('3s').slide('2s'), /`slide` to be a duration that divides the window \(3000 ms\)/],
       [
         () => window('3s').granularity('700ms'),
         /`granularity` to be a positive duration that divides the window \(3000 ms\) and the slide \(3000 ms\)/,

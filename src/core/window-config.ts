@@ -72,14 +72,13 @@ function make(
     slideMs,
     granularityMs,
     buckets: lengthMs / granularityMs,
-    // Until a granularity is set, it follows the slide.
+    // Until a granularity is set, it follows the slide: the largest bucket that divides both the
+    // window and the slide (the slide itself when it divides the window), so the order of
+    // .slide() and .granularity() does not matter.
     slide: (step: Duration) => {
       const s = parseDuration(step, 'slide');
-      if (!explicitGranularity && s > 0 && s <= lengthMs && lengthMs % s !== 0) {
-        // The granularity follows the slide, so the slide must cut the window into whole buckets.
-        throw new InvalidOptionError('slide', `a duration that divides the window (${lengthMs} ms)`, step);
-      }
-      return make(lengthMs, s, explicitGranularity ? granularityMs : s, explicitGranularity);
+      const implicit = s > 0 ? gcd(lengthMs, s) : s;
+      return make(lengthMs, s, explicitGranularity ? granularityMs : implicit, explicitGranularity);
     },
     granularity: (bucket: Duration) => make(lengthMs, slideMs, parseDuration(bucket, 'granularity'), true),
     bucketStart: (t: number) => t - (((t % granularityMs) + granularityMs) % granularityMs),
@@ -90,4 +89,9 @@ function make(
 /** True for a config made by {@link window} (checked by shape: works across package copies). */
 export function isWindowConfig(value: unknown): value is WindowConfig {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'window';
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
 }

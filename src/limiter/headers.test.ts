@@ -62,3 +62,45 @@ describe('rateLimitHeaders', () => {
     expect(rateLimitHeaders(await limiter.take('u', { cost: 5 }))['Retry-After']).toBeUndefined();
   });
 });
+
+describe('rateLimitHeaders: input and clashes', () => {
+  it('a limit id listed by several decisions shows its binding state; different ids never merge', async () => {
+    const clock = new FakeClock(0);
+    const store = memoryStore({ clock });
+    const tight = createLimiter({
+      store,
+      clock,
+      name: 'a',
+      id: 'x',
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: '1m',
+    });
+    const roomy = createLimiter({
+      store,
+      clock,
+      name: 'b',
+      id: 'x',
+      algorithm: 'fixed-window',
+      limit: 100,
+      window: '1m',
+    });
+    await tight.take('u');
+    const refused = await tight.take('u');
+    const allowed = await roomy.take('u');
+    const headers = rateLimitHeaders([refused, allowed]);
+    expect(headers.RateLimit).toBe('"x";r=0;t=60');
+    expect(headers['Retry-After']).toBe('60');
+    const e = createLimiter({ store, clock, name: 'c', id: 'é', algorithm: 'gcra', limit: 1, window: '1s' });
+    const u = createLimiter({ store, clock, name: 'd', id: 'ü', algorithm: 'gcra', limit: 1, window: '1s' });
+    const both = rateLimitHeaders([await e.take('u'), await u.take('u')]);
+    expect(both['RateLimit-Policy']).toBe('"%C3%A9";q=1;w=1, "%C3%BC";q=1;w=1');
+  });
+
+  it('no decision: no empty fields; not a decision: a typed error', () => {
+    expect(rateLimitHeaders([])).toEqual({});
+    for (const bad of [undefined, null, {}, [{ allowed: true }]]) {
+      expect(() => rateLimitHeaders(bad as never)).toThrow(/decisions\[0\]/);
+    }
+  });
+});

@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from '../core/errors.js';
+import { isPlainObject } from '../core/validate.js';
 import type { Decision } from './decision.js';
 
 /**
@@ -9,7 +11,7 @@ import type { Decision } from './decision.js';
  *   Retry-After:      <s>                                only when a decision refused
  *
  * Seconds are rounded up: a client that waits `t` or `Retry-After` seconds never comes back
- * early. A limit that appears in several decisions is listed once (its last state). A refusal
+ * early. A limit that appears in several decisions is listed once (its binding state). A refusal
  * that can never pass (`retryAfterMs` Infinity) sends no `Retry-After`.
  *
  * @example
@@ -22,31 +24,46 @@ import type { Decision } from './decision.js';
  * ```
  */
 export function rateLimitHeaders(decisions: Decision | readonly Decision[]): Record<string, string> {
-  const list: readonly Decision[] = Array.isArray(decisions) ? decisions : [decisions as Decision];
+  const list: readonly unknown[] = Array.isArray(decisions) ? decisions : [decisions];
+  for (const [i, d] of list.entries()) {
+    if (!isPlainObject(d) || !Array.isArray(d.limits) || typeof d.at !== 'number') {
+      throw new InvalidArgumentError(`decisions[${i}]`, 'a decision from take()', d);
+    }
+  }
+  // Per limit id: the binding state when several decisions list it (the least remaining, then the
+  // latest reset), so a refusal is never reported next to a roomier state of the same id.
   const policies = new Map<string, string>();
-  const states = new Map<string, string>();
+  const states = new Map<string, { r: number; t: number }>();
   let retry = -1;
-  for (const d of list) {
+  for (const d of list as readonly Decision[]) {
     for (const part of d.limits) {
       const name = sfString(part.id);
       policies.set(name, `${name};q=${part.limit};w=${Math.ceil(part.windowMs / 1000)}`);
-      states.set(
-        name,
-        `${name};r=${Math.max(0, part.remaining)};t=${Math.max(0, Math.ceil((part.resetAt - d.at) / 1000))}`,
-      );
+      const r = Math.max(0, part.remaining);
+      const t = Math.max(0, Math.ceil((part.resetAt - d.at) / 1000));
+      const seen = states.get(name);
+      if (seen === undefined || r < seen.r || (r === seen.r && t > seen.t)) states.set(name, { r, t });
     }
     if (!d.allowed && Number.isFinite(d.retryAfterMs))
       retry = Math.max(retry, Math.ceil(d.retryAfterMs / 1000));
   }
-  const headers: Record<string, string> = {
-    'RateLimit-Policy': [...policies.values()].join(', '),
-    RateLimit: [...states.values()].join(', '),
-  };
+  // An empty list field is left out rather than sent empty.
+  const headers: Record<string, string> = {};
+  if (policies.size > 0) {
+    headers['RateLimit-Policy'] = [...policies.values()].join(', ');
+    headers.RateLimit = [...states].map(([name, { r, t }]) => `${name};r=${r};t=${t}`).join(', ');
+  }
   if (retry >= 0) headers['Retry-After'] = String(retry);
   return headers;
 }
 
-/** An RFC 8941 sf-string: printable ASCII, with `"` and `\` escaped. */
+/**
+ * An RFC 8941 sf-string: printable ASCII, with `"` and `\\` escaped. Other characters (and `%`)
+ * are percent-encoded as UTF-8, so two different ids never render as the same string.
+ */
 function sfString(text: string): string {
-  return `"${text.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, (c) => `\\${c}`)}"`;
+  const ascii = text.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) =>
+    [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
+  return `"${ascii.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }

@@ -398,6 +398,26 @@ describe('createLimiter', () => {
     expect(rateLimitHeaders(blocked)['RateLimit-Policy']).toBe(rateLimitHeaders(limited)['RateLimit-Policy']);
   });
 
+  it('bad take options and a bad timeout are typed errors, whatever the store', async () => {
+    const { limiter } = fixture({ algorithm: 'gcra', limit: 1, window: '1s' });
+    for (const options of [null, 5, 'x', []]) {
+      const err = await limiter.take('u', options as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isOnceflowError(err, 'ERR_INVALID_ARGUMENT')).toBe(true);
+    }
+    expect(() =>
+      createLimiter({
+        store: memoryStore(),
+        algorithm: 'gcra',
+        limit: 1,
+        window: '1s',
+        timeout: 'soon' as never,
+      }),
+    ).toThrow(/`timeout`/);
+  });
+
   it('multi-subject block cache: subject lists that would join alike stay apart', async () => {
     const clock = new FakeClock(0);
     const limiter = createLimiter({

@@ -186,14 +186,10 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   // The memory store answers synchronously and cannot time out; a timer per call would only cost.
   // With the 'throw' policy a timeout would only turn a slow answer into an error: the driver's
   // own timeouts (ioredis commandTimeout) do that already, so no timer unless asked for.
+  // Parsed whatever the store, so a bad value is an error everywhere, not only on Redis.
+  const timeoutOption = options.timeout !== undefined ? parseDuration(options.timeout, 'timeout') : undefined;
   const timeoutMs =
-    store.kind === 'memory'
-      ? 0
-      : options.timeout !== undefined
-        ? parseDuration(options.timeout, 'timeout')
-        : policy === 'throw'
-          ? 0
-          : DEFAULT_TIMEOUT_MS;
+    store.kind === 'memory' ? 0 : (timeoutOption ?? (policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS));
   return new RateLimiter({
     store,
     specs,
@@ -279,6 +275,9 @@ class RateLimiter implements Limiter {
     let calls: LimitCall[];
     let given: number | undefined;
     try {
+      if (takeOptions !== undefined && !isPlainObject(takeOptions)) {
+        throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
+      }
       cost =
         takeOptions === undefined || takeOptions.cost === undefined ? 1 : nonNegativeIntArg(takeOptions.cost);
       subjects = this.#subjectsOf(key);

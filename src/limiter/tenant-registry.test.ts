@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
 import { memoryStore } from '../store/memory-store.js';
@@ -80,5 +80,37 @@ describe('createTenantRegistry', () => {
     expect(() => tenants.init('t', null as never)).toThrow(/`policy`/);
     expect(() => tenants.init('t', { algorithm: 'gcra', limit: -1, window: '1s' })).toThrow(/`limit`/);
     expect(() => tenants.init('', { algorithm: 'gcra', limit: 1, window: '1s' })).toThrow(/`tenant`/);
+  });
+});
+
+describe('tenant registry listeners', () => {
+  it('a listener that throws breaks nothing: the decision and the close stand, its error is rethrown on a microtask', async () => {
+    const rethrown: (() => void)[] = [];
+    vi.stubGlobal('queueMicrotask', (fn: () => void) => rethrown.push(fn));
+    try {
+      const failing = {
+        kind: 'down',
+        limiterTake: () => Promise.reject(new Error('down')),
+        limiterReset: async () => 0,
+      };
+      const tenants = createTenantRegistry({ store: failing as never });
+      tenants.on(() => {
+        throw new Error('listener bug');
+      });
+      tenants.init('acme', {
+        algorithm: 'gcra',
+        limit: 1,
+        window: '1s',
+        degraded: 'deny',
+        blockCache: false,
+      });
+      expect(await tenants.take('acme', 'u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+      expect(() => tenants.close('acme')).not.toThrow();
+      expect(tenants.tenants()).toEqual([]);
+      expect(rethrown.length).toBe(3); // init, degraded, close
+      for (const fn of rethrown) expect(fn).toThrow('listener bug');
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });

@@ -66,8 +66,18 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
   const limiters = new Map<string, Limiter>();
   const closed = new Set<string>();
   const listeners = new Set<(event: TenantEvent) => void>();
+  // A listener that throws cannot undo or break what was done (the state already changed, and a
+  // degraded decision must still be returned): its error is rethrown on a microtask, not swallowed.
   const emit = (event: TenantEvent) => {
-    for (const l of listeners) l(event);
+    for (const l of listeners) {
+      try {
+        l(event);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   };
   const open = (tenant: unknown): string => {
     const id = nonEmptyStringArg('tenant', tenant);
