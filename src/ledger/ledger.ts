@@ -184,7 +184,11 @@ class ExactLedger implements Ledger {
     }
     const deltas: (readonly [string, bigint])[] = [];
     // Own fields only: `for...in` would also book a field inherited from a polluted Object.prototype.
-    for (const field of Object.keys(rawDeltas)) {
+    const fields = Object.keys(rawDeltas);
+    if (fields.length > MAX_DELTAS) {
+      throw new InvalidArgumentError('deltas', `at most ${MAX_DELTAS} fields`, fields.length);
+    }
+    for (const field of fields) {
       // `__proto__` would be set as an object's prototype, not a field, wherever balances are
       // plain objects (results, JSON): it could be applied but never shown. Refuse it.
       if (field.length === 0 || field === '__proto__' || !isWellFormed(field)) {
@@ -218,6 +222,11 @@ class ExactLedger implements Ledger {
     };
   }
 }
+
+// 1 000 fields per entry: an entry books a handful (coins, bonus, fees), and the Redis script
+// passes an entry's fields to XADD and HSET as arguments: Lua's unpack() stops near 8 000 values
+// (2 per field), and a script that fails half-way is not rolled back.
+const MAX_DELTAS = 1000;
 
 // 1 000 levels: far deeper than any record kept beside a ledger entry, and far from the stack's
 // limit for this recursion (~10 000 frames on Node's default stack).

@@ -63,6 +63,8 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
   };
 
   const enqueue = createBatcher<LimiterTakeReply, TakeItem>({
+    // Decisions need no order between batches (each is exact whenever it runs): pipelined.
+    ordered: false,
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     maxBatch: MAX_BATCH,
     async send(items) {

@@ -154,6 +154,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const owners = createOwnerMemo(prefix);
   const enqueue = createBatcher<LedgerApplyResult, ApplyItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
+    ordered: true,
     maxBatch: MAX_BATCH,
     async send(items) {
       try {
@@ -237,8 +238,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       cmd.deltas.length,
     ];
     for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
-    // Enqueued synchronously, so concurrent calls reach Redis in call order; the batch
-    // registers the owner (and its scope) before its script runs.
+    // Enqueued synchronously, and batches run one at a time per slot (see the batcher), so
+    // concurrent calls reach Redis in call order; a batch registers its owners (and scopes)
+    // before its script runs.
     const memo = owners.get(cmd.ledger, cmd.owner);
     const { ledger, owner, scope } = cmd;
     enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject });
@@ -296,19 +298,23 @@ export function createRedisStore(options: RedisStoreOptions): Store {
                   ? scopeOwnersKey(prefix, ledger, query.scope)
                   : ledgerOwnersKey(prefix, ledger),
               )) as string[]);
-        const all = (await Promise.all(owners.map((o) => journalOf(ledger, o)))).flat();
-        // Across owners, entries are ordered by server time (microseconds), then owner and seq.
-        all.sort((a, b) =>
-          a.us !== b.us
-            ? a.us < b.us
-              ? -1
-              : 1
-            : a.owner !== b.owner
-              ? a.owner < b.owner
+        const perOwner = await Promise.all(owners.map((o) => journalOf(ledger, o)));
+        // One owner's journal stays in seq order (XRANGE's): a server clock stepping back must not
+        // reorder it, or paging by `after` would skip entries. Across owners, entries are ordered
+        // by server time (microseconds), then owner and seq.
+        const all = perOwner.length === 1 ? (perOwner[0] ?? []) : perOwner.flat();
+        if (perOwner.length > 1)
+          all.sort((a, b) =>
+            a.us !== b.us
+              ? a.us < b.us
                 ? -1
                 : 1
-              : a.seq - b.seq,
-        );
+              : a.owner !== b.owner
+                ? a.owner < b.owner
+                  ? -1
+                  : 1
+                : a.seq - b.seq,
+          );
         const out: JournalEntry[] = [];
         for (const { us: _us, ...e } of all) {
           if (query.scope !== undefined && e.scope !== query.scope) continue;
@@ -323,7 +329,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       guarded('ledgerScopeTotals', async () => {
         const owners = (await client.call('SMEMBERS', scopeOwnersKey(prefix, ledger, scope))) as string[];
         const prefixOfScope = scopeField(scope, '');
-        const totals: Balances = {};
+        const totals = new Map<string, bigint>(); // a Map: no field can read an inherited member
         const shares = await Promise.all(
           // The state hash is a few small fields (window, horizon, counter, scope shares).
           owners.map((o) => client.call('HGETALL', ownerKeys(prefix, ledger, o)[0]) as Promise<string[]>),
@@ -333,25 +339,28 @@ export function createRedisStore(options: RedisStoreOptions): Store {
             const key = flat[i] as string;
             if (!key.startsWith(prefixOfScope)) continue;
             const field = key.slice(prefixOfScope.length);
-            totals[field] = (totals[field] ?? 0n) + BigInt(flat[i + 1] as string);
+            totals.set(field, (totals.get(field) ?? 0n) + BigInt(flat[i + 1] as string));
           }
         }
-        return totals;
+        return Object.fromEntries(totals) as Balances;
       }),
   };
 }
 
 function toApplyResult([outcome, seq, amounts]: ApplyReply): LedgerApplyResult {
-  const balances: Balances = {};
-  for (const field in amounts) balances[field] = BigInt(amounts[field] as string);
+  // Own data properties whatever the field names (see toBalances in the memory store).
+  const balances = Object.fromEntries(
+    Object.entries(amounts).map(([field, amount]) => [field, BigInt(amount as string)]),
+  ) as Balances;
   return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
 }
 
 function parseEntry(owner: string, fields: string[]): JournalEntry & { us: bigint } {
   const map = new Map<string, string>();
   for (let i = 0; i < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
-  const deltas: Balances = {};
-  for (const [k, v] of map) if (k.startsWith('d:')) deltas[k.slice(2)] = BigInt(v);
+  const pairs: [string, bigint][] = [];
+  for (const [k, v] of map) if (k.startsWith('d:')) pairs.push([k.slice(2), BigInt(v)]);
+  const deltas = Object.fromEntries(pairs) as Balances;
   const seconds = BigInt(map.get('s') ?? '0');
   const micros = BigInt(map.get('us') ?? '0');
   const entry: { -readonly [K in keyof JournalEntry]: JournalEntry[K] } & { us: bigint } = {

@@ -1,0 +1,97 @@
+// The Redis ledger keeps each owner's call order across batches (chunks of one flush, a batch
+// waiting on its registry SADD, a NOSCRIPT fallback), and its reads and limits match the memory
+// store's. Each case was found by review and failed before its fix.
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLedger } from '../../src/ledger/ledger.js';
+import { createRedisStore } from '../../src/redis/index.js';
+import { memoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
+import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+
+describe('Redis ledger: call order and reads', () => {
+  const client = new Redis(REDIS_URL);
+  const prefix = runPrefix('order');
+  let n = 0;
+  const redisStore = (c: unknown = client) =>
+    createRedisStore({ client: c as Redis, prefix: `${prefix}${n++}:` });
+  afterAll(async () => {
+    await cleanupPrefix(client, prefix);
+    client.disconnect();
+  });
+
+  it('the second chunk of one flush never runs before the first (it needed no registry SADD)', async () => {
+    const run = async (store: Store) => {
+      const ledger = createLedger({ store, capacity: 1 });
+      await ledger.apply({ owner: 'p', signature: 's0', deltas: { coins: 0 } }); // p registered
+      const calls = [];
+      // 129 calls in one turn: a first batch of 128 with new owners (a SADD first), then p alone.
+      for (let i = 0; i < 127; i++)
+        calls.push(ledger.apply({ owner: `q${i}`, signature: 'x', deltas: { coins: 1 } }));
+      calls.push(ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 } }));
+      calls.push(ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 10 } }));
+      const outcomes = (await Promise.all(calls)).slice(-2).map((r) => r.outcome);
+      outcomes.push((await ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 10 } })).outcome);
+      return { outcomes, balances: await ledger.balances('p'), window: await ledger.window('p') };
+    };
+    const memory = await run(memoryStore());
+    expect(memory.outcomes).toEqual(['applied', 'applied', 'duplicate']);
+    expect(await run(redisStore())).toEqual(memory);
+  });
+
+  it('a batch falling back from NOSCRIPT to EVAL is not overtaken by the next batch of its owner', async () => {
+    let noscriptOnce = false;
+    const flaky = {
+      call(command: string, ...args: (string | number)[]) {
+        if (command === 'EVALSHA' && noscriptOnce) {
+          noscriptOnce = false;
+          return new Promise((_, reject) =>
+            setTimeout(() => reject(new Error('NOSCRIPT No matching script. Please use EVAL.')), 5),
+          );
+        }
+        return client.call(command, ...args);
+      },
+    };
+    const ledger = createLedger({ store: redisStore(flaky), capacity: 1 });
+    await ledger.apply({ owner: 'p', signature: 's0', deltas: { coins: 0 } });
+    noscriptOnce = true;
+    const first = ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 } });
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 10 } });
+    await Promise.all([first, second]);
+    const again = await ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 10 } });
+    expect(again.outcome).toBe('duplicate');
+    expect(await ledger.balances('p')).toEqual({ coins: 11n });
+  });
+
+  it('scope totals and balances of fields named like Object.prototype members match the memory store', async () => {
+    const run = async (store: Store) => {
+      const ledger = createLedger({ store, capacity: 4 });
+      const r = await ledger.apply({
+        owner: 'p',
+        signature: 's',
+        deltas: { valueOf: 5, constructor: 7 },
+        scope: 'r',
+      });
+      return {
+        balances: r.balances,
+        totals: await ledger.totals('r'),
+        journal: (await ledger.journal())[0]?.deltas,
+      };
+    };
+    const memory = await run(memoryStore());
+    expect(memory.totals).toEqual({ valueOf: 5n, constructor: 7n });
+    expect(await run(redisStore())).toEqual(memory);
+  });
+
+  it('an entry with more delta fields than a script can pass is refused before any store is touched', async () => {
+    const many = Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, 1]));
+    for (const store of [memoryStore(), redisStore()]) {
+      const ledger = createLedger({ store, capacity: 4 });
+      await expect(ledger.apply({ owner: 'b', signature: 's', deltas: many })).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      });
+      expect(await ledger.window('b')).toEqual({ signatures: [] });
+    }
+  });
+});
