@@ -9,36 +9,51 @@ export interface BatchItem<R> {
 
 /**
  * Coalesces calls made in the same turn of the event loop into batches that one script call
- * runs, in call order, one batch in flight per slot (see `tails`). Many concurrent callers then share one round trip and one script start
+ * runs, in call order (per owner across batches, see `tails`). Many concurrent callers then share one round trip and one script start
  * (on a local Redis the per-call overhead of EVALSHA is larger than a ledger step itself), while
  * a lone sequential caller still sends one call per apply with one `setImmediate` of delay.
  * On a cluster, a batch holds the calls of one hash slot only.
  */
-export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options: {
+export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>, P = undefined>(options: {
+  /**
+   * Work for a batch that may run before the previous batch of its group has settled (building
+   * the arguments, registering owners): it overlaps the previous batch's round trip.
+   */
+  prepare?(items: readonly I[]): Promise<P>;
   /** Runs one batch; resolves to one reply per item, in order. */
-  send(items: readonly I[]): Promise<R[]>;
+  send(items: readonly I[], prepared: P): Promise<R[]>;
   /** Group by cluster slot of each item's first key. */
   bySlot: boolean;
   /**
-   * One batch in flight per group, each sent after the previous settled (the ledger: call order is
-   * part of its contract). Otherwise batches are sent as they are made (pipelined).
+   * Keep each owner's call order across batches: a batch holding an owner of a batch still in
+   * flight is sent once that one settled (the ledger: call order is part of its contract).
+   * Otherwise batches are sent as they are made (pipelined).
    */
   ordered: boolean;
   maxBatch: number;
 }): (item: I) => void {
   let queue: I[] = [];
   let scheduled = false;
-  // One batch in flight per group (a cluster slot, or the whole client): the next is sent once the
-  // previous has settled. Sent concurrently, a later batch could run first (an earlier one still
-  // waiting on its registry SADD, a chunk of the same flush, a NOSCRIPT fallback) and break the
-  // per-owner call order the window's capacity bound relies on: a repeat could then be applied
-  // again. Calls that arrive meanwhile simply join the next batch.
-  const tails = new Map<number, Promise<void>>();
+  // Per owner (an item's first key), the last batch sent with it. A batch waits for the batches
+  // still in flight that hold one of its keys, so one owner's calls run in call order: sent
+  // concurrently, a later batch could run first (an earlier one still waiting on its registry
+  // SADD, a chunk of the same flush, a NOSCRIPT fallback) and break the window's capacity bound,
+  // letting a repeat be applied again. Batches of other owners still go out pipelined.
+  const tails = new Map<string, Promise<void>>();
 
-  const run = (group: number, items: I[]) => {
-    const previous = options.ordered ? (tails.get(group) ?? Promise.resolve()) : Promise.resolve();
-    const done = previous
-      .then(() => options.send(items))
+  const run = (items: I[]) => {
+    let previous: Promise<unknown> | undefined;
+    if (options.ordered) {
+      const waits = new Set<Promise<void>>();
+      for (const item of items) {
+        const tail = tails.get(item.keys[0] as string);
+        if (tail !== undefined) waits.add(tail);
+      }
+      if (waits.size > 0) previous = Promise.all(waits);
+    }
+    const prepared = options.prepare === undefined ? undefined : options.prepare(items);
+    const done = Promise.all([previous, prepared])
+      .then(([, p]) => options.send(items, p as P))
       .then(
         (replies) => {
           for (const [i, item] of items.entries()) item.resolve(replies[i] as R);
@@ -48,9 +63,12 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
         },
       );
     if (!options.ordered) return;
-    tails.set(group, done);
+    for (const item of items) tails.set(item.keys[0] as string, done);
     void done.then(() => {
-      if (tails.get(group) === done) tails.delete(group);
+      for (const item of items) {
+        const key = item.keys[0] as string;
+        if (tails.get(key) === done) tails.delete(key);
+      }
     });
   };
 
@@ -58,10 +76,9 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
     scheduled = false;
     const items = queue;
     queue = [];
-    const groups: [number, I[]][] = options.bySlot ? groupBySlot(items) : [[-1, items]];
-    for (const [slot, group] of groups) {
-      for (let i = 0; i < group.length; i += options.maxBatch)
-        run(slot, group.slice(i, i + options.maxBatch));
+    const groups = options.bySlot ? groupBySlot(items) : [items];
+    for (const group of groups) {
+      for (let i = 0; i < group.length; i += options.maxBatch) run(group.slice(i, i + options.maxBatch));
     }
   };
 
@@ -74,7 +91,7 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
   };
 }
 
-function groupBySlot<I extends { keys: readonly string[] }>(items: I[]): [number, I[]][] {
+function groupBySlot<I extends { keys: readonly string[] }>(items: I[]): I[][] {
   const groups = new Map<number, I[]>();
   for (const item of items) {
     const slot = keySlot(item.keys[0] as string);
@@ -82,5 +99,5 @@ function groupBySlot<I extends { keys: readonly string[] }>(items: I[]): [number
     if (!group) groups.set(slot, (group = []));
     group.push(item);
   }
-  return [...groups.entries()];
+  return [...groups.values()];
 }

@@ -152,26 +152,31 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       ? ''
       : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
   const owners = createOwnerMemo(prefix);
-  const enqueue = createBatcher<LedgerApplyResult, ApplyItem>({
+  const enqueue = createBatcher<LedgerApplyResult, ApplyItem, { keys: string[]; args: string[] }>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     ordered: true,
     maxBatch: MAX_BATCH,
-    async send(items) {
+    // While earlier batches of its owners are in flight: register the owners, build the arguments.
+    async prepare(items) {
       try {
         await register(items);
-        const keys: string[] = new Array(items.length * 2);
-        const entries: ApplyEntry = [];
-        for (let i = 0; i < items.length; i++) {
-          const item = items[i] as ApplyItem;
-          keys[2 * i] = item.memo.keys[0];
-          keys[2 * i + 1] = item.memo.keys[1];
-          for (const value of item.entry) entries.push(value);
-        }
-        // One JSON argument in, one JSON string out (see ledger-apply.lua).
-        const reply = await evalScript(client, scripts.ledgerApply, keys, [
-          JSON.stringify(entries),
-          maxEntries,
-        ]);
+      } catch (err) {
+        throw new StoreError('ledgerApply', err);
+      }
+      const keys: string[] = new Array(items.length * 2);
+      const entries: ApplyEntry = [];
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i] as ApplyItem;
+        keys[2 * i] = item.memo.keys[0];
+        keys[2 * i + 1] = item.memo.keys[1];
+        for (const value of item.entry) entries.push(value);
+      }
+      // One JSON argument in, one JSON string out (see ledger-apply.lua).
+      return { keys, args: [JSON.stringify(entries), maxEntries] };
+    },
+    async send(_items, { keys, args }) {
+      try {
+        const reply = await evalScript(client, scripts.ledgerApply, keys, args);
         return (JSON.parse(reply as string) as ApplyReply[]).map(toApplyResult);
       } catch (err) {
         throw new StoreError('ledgerApply', err);
@@ -238,9 +243,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       cmd.deltas.length,
     ];
     for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
-    // Enqueued synchronously, and batches run one at a time per slot (see the batcher), so
-    // concurrent calls reach Redis in call order; a batch registers its owners (and scopes)
-    // before its script runs.
+    // Enqueued synchronously, and a batch holding an owner of a batch in flight waits for it (see
+    // the batcher), so each owner's calls reach Redis in call order; a batch registers its owners
+    // (and scopes) before its script runs.
     const memo = owners.get(cmd.ledger, cmd.owner);
     const { ledger, owner, scope } = cmd;
     enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject });
