@@ -78,7 +78,27 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>, P = unde
     queue = [];
     const groups = options.bySlot ? groupBySlot(items) : [items];
     for (const group of groups) {
-      for (let i = 0; i < group.length; i += options.maxBatch) run(group.slice(i, i + options.maxBatch));
+      if (!options.ordered) {
+        for (let i = 0; i < group.length; i += options.maxBatch) run(group.slice(i, i + options.maxBatch));
+        continue;
+      }
+      // Ordered: at most one call per owner in a batch (a later call of the owner goes to a later
+      // batch, which waits for this one). A batch that runs twice (a client re-sending a command
+      // whose reply was lost in a reconnect) then finds each of its signatures newest in its
+      // owner's window and answers `duplicate`: nothing is applied twice, whatever the capacity.
+      let batch: I[] = [];
+      let owners = new Set<string>();
+      for (const item of group) {
+        const owner = item.keys[0] as string;
+        if (batch.length === options.maxBatch || owners.has(owner)) {
+          run(batch);
+          batch = [];
+          owners = new Set();
+        }
+        batch.push(item);
+        owners.add(owner);
+      }
+      if (batch.length > 0) run(batch);
     }
   };
 

@@ -64,6 +64,27 @@ describe('Redis ledger: call order and reads', () => {
     expect(await ledger.balances('p')).toEqual({ coins: 11n });
   });
 
+  it('a batch that runs twice (a command re-sent after its reply was lost) applies nothing twice', async () => {
+    // ioredis re-sends an unanswered command after a reconnect (autoResendUnfulfilledCommands):
+    // emulated by running every ledger script twice and answering with the second run.
+    const twice = {
+      async call(command: string, ...args: (string | number)[]) {
+        if (command === 'EVALSHA' || command === 'EVAL') await client.call(command, ...args);
+        return client.call(command, ...args);
+      },
+    };
+    const ledger = createLedger({ store: redisStore(twice), capacity: 2 });
+    await ledger.apply({ owner: 'p', signature: 's0', deltas: { coins: 0 } });
+    // Three calls of one owner in one turn, more than the capacity.
+    const results = await Promise.all(
+      ['s1', 's2', 's3'].map((signature) => ledger.apply({ owner: 'p', signature, deltas: { coins: 100 } })),
+    );
+    expect(await ledger.balances('p')).toEqual({ coins: 300n });
+    expect((await ledger.journal({ owner: 'p' })).map((e) => e.signature)).toEqual(['s0', 's1', 's2', 's3']);
+    // The caller sees the second run's answer: the entry was applied (by the first run).
+    expect(results.map((r) => r.outcome)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+  });
+
   it('scope totals and balances of fields named like Object.prototype members match the memory store', async () => {
     const run = async (store: Store) => {
       const ledger = createLedger({ store, capacity: 4 });
