@@ -7,6 +7,20 @@ export interface Clock {
 }
 
 /**
+ * A clock reading as whole milliseconds, or a typed error naming `what` (e.g. `'clock.now()'`):
+ * a number within ±(2^53 - 1), floored. Taken as a time, a NaN makes every comparison false (a
+ * limiter admits everything, a generator resets its sequence and repeats ids), and a fraction
+ * would give Redis a fractional TTL: every reading is checked before it changes anything.
+ */
+export function wholeMs(reading: unknown, what: string): number {
+  if (Number.isSafeInteger(reading)) return reading as number; // Date.now(), a FakeClock: one check
+  if (typeof reading !== 'number' || !(Math.abs(reading) <= Number.MAX_SAFE_INTEGER)) {
+    throw new InvalidArgumentError(what, 'a number of milliseconds within ±(2^53 - 1)', reading);
+  }
+  return Math.floor(reading);
+}
+
+/**
  * The wall clock (`Date.now()`).
  *
  * @example

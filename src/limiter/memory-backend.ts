@@ -1,5 +1,4 @@
-import type { Clock } from '../core/clock.js';
-import { InvalidArgumentError } from '../core/errors.js';
+import { type Clock, wholeMs } from '../core/clock.js';
 import { MATH } from './algorithms.js';
 import { type Decision, decide } from './decision.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitVerdict } from './types.js';
@@ -148,17 +147,11 @@ function allAllowed(verdicts: readonly LimitVerdict[]): boolean {
 }
 
 /**
- * The store's own time for a decision, checked and whole (as Redis's TIME is): a clock answering
- * NaN would otherwise make every comparison false and admit everything, a silent fail-open. The
- * error is a store failure: the limiter's degraded policy decides what happens next.
+ * The store's own time for a decision, checked and whole (as Redis's TIME is). A bad reading is a
+ * store failure: the limiter's degraded policy decides what happens next.
  */
 function storeNow(clock: Clock): number {
-  const t = clock.now();
-  if (Number.isSafeInteger(t)) return t; // Date.now(), a FakeClock: the common case, one check
-  if (typeof t !== 'number' || !(Math.abs(t) <= Number.MAX_SAFE_INTEGER)) {
-    throw new InvalidArgumentError('store clock.now()', 'a number of milliseconds within ±(2^53 - 1)', t);
-  }
-  return Math.floor(t);
+  return wholeMs(clock.now(), 'store clock.now()');
 }
 
 /** True when `key` (`{<namespace>:...}...` or `{<namespace>}...`) belongs to `namespace`. */

@@ -1,4 +1,4 @@
-import type { Clock } from '../core/clock.js';
+import { type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, nonEmptyString, nonNegativeInt } from '../core/validate.js';
@@ -253,7 +253,7 @@ export class Snowflake {
     lease.timer = setInterval(
       () => {
         try {
-          if (!lease.renewing && flake.#now() > lease.ms - every / 2) void lease.renew();
+          renewIfDue(lease, flake.#now());
         } catch (err) {
           lease.error = err; // a clock that fails: next() reports it
         }
@@ -308,12 +308,8 @@ export class Snowflake {
   }
 
   #now(): number {
-    const t = this.#clock.now();
     // Checked before any state changes: a NaN taken as a time would reset the sequence and repeat ids.
-    if (typeof t !== 'number' || !Number.isFinite(t)) {
-      throw new InvalidArgumentError('clock.now()', 'a finite number of milliseconds', t);
-    }
-    return Math.floor(t);
+    return wholeMs(this.#clock.now(), 'clock.now()');
   }
 
   /** Waits until the clock reads at least `target`; throws when it falls back beyond tolerance. */
@@ -339,8 +335,13 @@ export class Snowflake {
         lease.error ?? new Error(`the lease ran out at ${lease.ms} ms`),
       );
     }
-    if (!lease.renewing && ms > lease.ms - lease.every / 2) void lease.renew();
+    renewIfDue(lease, ms);
   }
+}
+
+/** Renews the lease at half-time (once at a time): from `next()`, and from its timer while idle. */
+function renewIfDue(lease: Lease, ms: number): void {
+  if (!lease.renewing && ms > lease.ms - lease.every / 2) void lease.renew();
 }
 
 function bits(option: string, value: unknown): number {

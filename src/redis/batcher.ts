@@ -9,19 +9,15 @@ export interface BatchItem<R> {
 
 /**
  * Coalesces calls made in the same turn of the event loop into batches that one script call
- * runs, in call order (per owner across batches, see `tails`). Many concurrent callers then share one round trip and one script start
+ * runs, in call order (per owner across batches, see `tails`). Many concurrent callers then share
+ * one round trip and one script start
  * (on a local Redis the per-call overhead of EVALSHA is larger than a ledger step itself), while
  * a lone sequential caller still sends one call per apply with one `setImmediate` of delay.
  * On a cluster, a batch holds the calls of one hash slot only.
  */
-export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>, P = undefined>(options: {
-  /**
-   * Work for a batch that may run before the previous batch of its group has settled (building
-   * the arguments, registering owners): it overlaps the previous batch's round trip.
-   */
-  prepare?(items: readonly I[]): Promise<P>;
+export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options: {
   /** Runs one batch; resolves to one reply per item, in order. */
-  send(items: readonly I[], prepared: P): Promise<R[]>;
+  send(items: readonly I[]): Promise<R[]>;
   /** Group by cluster slot of each item's first key. */
   bySlot: boolean;
   /**
@@ -51,17 +47,15 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>, P = unde
       }
       if (waits.size > 0) previous = Promise.all(waits);
     }
-    const prepared = options.prepare === undefined ? undefined : options.prepare(items);
-    const done = Promise.all([previous, prepared])
-      .then(([, p]) => options.send(items, p as P))
-      .then(
-        (replies) => {
-          for (const [i, item] of items.entries()) item.resolve(replies[i] as R);
-        },
-        (err: unknown) => {
-          for (const item of items) item.reject(err);
-        },
-      );
+    const sent = previous === undefined ? options.send(items) : previous.then(() => options.send(items));
+    const done = sent.then(
+      (replies) => {
+        for (const [i, item] of items.entries()) item.resolve(replies[i] as R);
+      },
+      (err: unknown) => {
+        for (const item of items) item.reject(err);
+      },
+    );
     if (!options.ordered) return;
     for (const item of items) tails.set(item.keys[0] as string, done);
     void done.then(() => {

@@ -152,31 +152,26 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       ? ''
       : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
   const owners = createOwnerMemo(prefix);
-  const enqueue = createBatcher<LedgerApplyResult, ApplyItem, { keys: string[]; args: string[] }>({
+  const enqueue = createBatcher<LedgerApplyResult, ApplyItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     ordered: true,
     maxBatch: MAX_BATCH,
-    // While earlier batches of its owners are in flight: register the owners, build the arguments.
-    async prepare(items) {
+    async send(items) {
       try {
         await register(items);
-      } catch (err) {
-        throw new StoreError('ledgerApply', err);
-      }
-      const keys: string[] = new Array(items.length * 2);
-      const entries: ApplyEntry = [];
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i] as ApplyItem;
-        keys[2 * i] = item.memo.keys[0];
-        keys[2 * i + 1] = item.memo.keys[1];
-        for (const value of item.entry) entries.push(value);
-      }
-      // One JSON argument in, one JSON string out (see ledger-apply.lua).
-      return { keys, args: [JSON.stringify(entries), maxEntries] };
-    },
-    async send(_items, { keys, args }) {
-      try {
-        const reply = await evalScript(client, scripts.ledgerApply, keys, args);
+        const keys: string[] = new Array(items.length * 2);
+        const entries: ApplyEntry = [];
+        for (let i = 0; i < items.length; i++) {
+          const item = items[i] as ApplyItem;
+          keys[2 * i] = item.memo.keys[0];
+          keys[2 * i + 1] = item.memo.keys[1];
+          for (const value of item.entry) entries.push(value);
+        }
+        // One JSON argument in, one JSON string out (see ledger-apply.lua).
+        const reply = await evalScript(client, scripts.ledgerApply, keys, [
+          JSON.stringify(entries),
+          maxEntries,
+        ]);
         return (JSON.parse(reply as string) as ApplyReply[]).map(toApplyResult);
       } catch (err) {
         throw new StoreError('ledgerApply', err);
@@ -307,7 +302,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         // One owner's journal stays in seq order (XRANGE's): a server clock stepping back must not
         // reorder it, or paging by `after` would skip entries. Across owners, entries are ordered
         // by server time (microseconds), then owner and seq.
-        const all = perOwner.length === 1 ? (perOwner[0] ?? []) : perOwner.flat();
+        const all = perOwner.flat();
         if (perOwner.length > 1)
           all.sort((a, b) =>
             a.us !== b.us
