@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `onceflow` command. Only `demo` for now; each subcommand parses its own options.
 import { parseArgs } from 'node:util';
+import { DemoFailure } from '../demo/failure.js';
 import { SETTLEMENT_CAPACITY } from '../demo/onceflow-strategy.js';
 import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
 import { progressBar } from '../demo/progress.js';
@@ -79,7 +80,15 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`onceflow: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    // An expected failure (unreachable server, dead worker) is said in one line; anything else
+    // is a bug of ours, and its stack is what a report needs.
+    const text =
+      err instanceof DemoFailure
+        ? err.message
+        : err instanceof Error
+          ? (err.stack ?? err.message)
+          : String(err);
+    process.stderr.write(`onceflow: ${text}\n`);
     process.exitCode = EXIT_FAILED;
   },
 );

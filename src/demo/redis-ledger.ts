@@ -1,23 +1,45 @@
 import { createLedger, type Ledger } from '../index.js';
+import { DemoFailure } from './failure.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
+
+/** The demo's settlement ledger on Redis, with what the run needs around it. */
+export interface RedisLedgerHandle {
+  readonly ledger: Ledger;
+  /** Closes the connection (QUIT). */
+  close(): Promise<void>;
+  /** Removes the run's keys (SCAN + UNLINK under the run's own prefix; never FLUSHALL). */
+  cleanup(): Promise<number>;
+}
 
 /**
  * Opens the demo's settlement ledger on Redis. ioredis is an optional peer dependency of
  * onceflow, so it is loaded only here, when `--redis` is used, with a clear message if missing.
+ * An unreachable server is a {@link DemoFailure} naming the URL, and leaves no client
+ * reconnecting in the background (which would keep the process alive).
  */
-export async function openRedisLedger(
-  url: string,
-  prefix: string,
-): Promise<{ ledger: Ledger; close(): Promise<void>; cleanup(): Promise<number> }> {
+export async function openRedisLedger(url: string, prefix: string): Promise<RedisLedgerHandle> {
   let Redis: typeof import('ioredis').Redis;
   try {
     ({ Redis } = await import('ioredis'));
   } catch (cause) {
-    throw new Error('`--redis` needs the ioredis package: npm install ioredis', { cause });
+    throw new DemoFailure('`--redis` needs the ioredis package: npm install ioredis', { cause });
   }
   const { createRedisStore } = await import('../redis/index.js');
   const client = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
-  await client.connect();
+  // ioredis reports connection trouble as 'error' events; without a listener it prints them as
+  // unhandled. The last one names the cause when connecting fails; later ones are retried by
+  // ioredis itself (reconnect + resend), and a command that still fails rejects its own promise.
+  let lastError: Error | undefined;
+  client.on('error', (err: Error) => {
+    lastError = err;
+  });
+  try {
+    await client.connect();
+  } catch (err) {
+    client.disconnect();
+    const reason = (lastError ?? (err as Error)).message;
+    throw new DemoFailure(`cannot connect to Redis at ${url}: ${reason}`, { cause: lastError ?? err });
+  }
   // The journal is not read by the demo (it reads per-room totals): keep none, bounded memory.
   const store = createRedisStore({ client, prefix, journal: { maxEntries: 0 } });
   return {
@@ -25,7 +47,6 @@ export async function openRedisLedger(
     async close() {
       await client.quit();
     },
-    // Removes the run's keys (SCAN + UNLINK under the run's own prefix; never FLUSHALL).
     async cleanup() {
       let removed = 0;
       let cursor = '0';

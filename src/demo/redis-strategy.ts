@@ -1,11 +1,12 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { roomName } from './delivery-log.js';
+import { DemoFailure } from './failure.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
-import { openRedisLedger } from './redis-ledger.js';
+import { openRedisLedger, type RedisLedgerHandle } from './redis-ledger.js';
 import type { WorkerConfig } from './redis-worker.js';
 import type { ScenarioConfig } from './scenario.js';
 import type { StrategyFactory } from './strategy.js';
@@ -29,6 +30,20 @@ export interface RedisDemoOptions {
 export function redisStrategy(scenario: ScenarioConfig, options: RedisDemoOptions): StrategyFactory {
   return (log) => {
     const prefix = `onceflow-demo:${Date.now().toString(36)}:${process.pid}:`;
+    // The coordinator's own connection: opened before any worker starts (an unreachable Redis
+    // fails fast, with its URL named), used for the room totals, and for removing the run's
+    // keys whatever happens.
+    let coordinator: RedisLedgerHandle | undefined;
+    const release = async () => {
+      const handle = coordinator;
+      coordinator = undefined;
+      if (!handle) return;
+      try {
+        await handle.cleanup();
+      } finally {
+        await handle.close();
+      }
+    };
     return {
       id: `onceflow-redis-c${SETTLEMENT_CAPACITY}`,
       name: `onceflow on Redis (capacity ${SETTLEMENT_CAPACITY}, ${options.workers} workers)`,
@@ -36,28 +51,38 @@ export function redisStrategy(scenario: ScenarioConfig, options: RedisDemoOption
         throw new Error('the Redis row runs whole, through runAll');
       },
       async runAll(out, onProgress) {
+        coordinator = await openRedisLedger(options.url, prefix);
         const dir = mkdtempSync(join(tmpdir(), 'onceflow-demo-'));
+        const workers: Worker[] = [];
         try {
           let done = 0;
-          const files = await Promise.all(
-            Array.from({ length: options.workers }, (_, index) => {
-              const outFile = join(dir, `outcomes-${index}.bin`);
-              const config: WorkerConfig = {
-                scenario,
-                url: options.url,
-                prefix,
-                index,
-                workers: options.workers,
-                outFile,
-              };
-              return runWorker(config, (n) => {
+          for (let index = 0; index < options.workers; index++) {
+            const config: WorkerConfig = {
+              scenario,
+              url: options.url,
+              prefix,
+              index,
+              workers: options.workers,
+              outFile: join(dir, `outcomes-${index}.bin`),
+            };
+            workers.push(
+              startWorker(config, (n) => {
                 done += n;
                 onProgress(done);
-              }).then(() => outFile);
-            }),
-          );
-          for (const file of files) {
-            const outcomes = readFileSync(file);
+              }),
+            );
+          }
+          try {
+            await Promise.all(workers.map((w) => w.done));
+          } catch (err) {
+            // One worker failed: the run cannot be judged. Stop the others before removing the
+            // run's keys, so that none writes after the cleanup.
+            for (const w of workers) w.child.kill('SIGKILL');
+            await Promise.allSettled(workers.map((w) => w.exited));
+            throw err;
+          }
+          for (const w of workers) {
+            const outcomes = readFileSync(w.outFile);
             for (let i = 0; i < outcomes.length; i++) {
               const decision = outcomes[i] as number;
               if (decision === 0) continue;
@@ -65,49 +90,74 @@ export function redisStrategy(scenario: ScenarioConfig, options: RedisDemoOption
               out.room[i] = log.settlements.room[log.ref[i] as number] as number;
             }
           }
+        } catch (err) {
+          await release();
+          throw err;
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
       },
       async roomTotals() {
-        const { ledger, close, cleanup } = await openRedisLedger(options.url, prefix);
+        const handle = coordinator;
+        if (!handle) throw new Error('roomTotals() before runAll()');
         try {
           const totals = new Float64Array(log.rooms);
           for (let r = 0; r < log.rooms; r++) {
-            const coins = (await ledger.totals(roomName(r))).coins;
+            const coins = (await handle.ledger.totals(roomName(r))).coins;
             totals[r] = coins === undefined ? 0 : Number(coins);
           }
-          await cleanup();
           return totals;
         } finally {
-          await close();
+          await release();
         }
       },
     };
   };
 }
 
-function runWorker(config: WorkerConfig, onProgress: (n: number) => void): Promise<void> {
+/** A running worker process. */
+interface Worker {
+  readonly child: ChildProcess;
+  readonly outFile: string;
+  /** Resolves when it exited with 0; rejects with a {@link DemoFailure} naming it otherwise. */
+  readonly done: Promise<void>;
+  /** Resolves when it exited, however. */
+  readonly exited: Promise<void>;
+}
+
+function startWorker(config: WorkerConfig, onProgress: (n: number) => void): Worker {
   const script = fileURLToPath(new URL('./redis-worker.js', import.meta.url));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, JSON.stringify(config)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    let pending = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      const lines = (pending + chunk).split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) if (line.startsWith('progress ')) onProgress(Number(line.slice(9)));
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`worker ${config.index} exited with ${code}: ${stderr.trim()}`)),
-    );
+  const child = spawn(process.execPath, [script, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stderr = '';
+  let pending = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (pending + chunk).split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) if (line.startsWith('progress ')) onProgress(Number(line.slice(9)));
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | string>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  const done = exited.then((status) => {
+    if (status === 0) return;
+    const how = typeof status === 'number' ? `exited with ${status}` : `was killed (${status})`;
+    const said = stderr.trim();
+    throw new DemoFailure(`demo worker ${config.index} ${how}${said ? `: ${said}` : ''}`);
+  });
+  done.catch(() => {}); // observed through Promise.all; never an unhandled rejection here
+  return {
+    child,
+    outFile: config.outFile,
+    done,
+    exited: exited.then(
+      () => undefined,
+      () => undefined,
+    ),
+  };
 }

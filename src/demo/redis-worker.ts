@@ -56,8 +56,8 @@ async function main(config: WorkerConfig): Promise<void> {
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
 main(config).catch((err: unknown) => {
-  process.stderr.write(
-    `onceflow demo worker ${config.index}: ${err instanceof Error ? err.message : String(err)}\n`,
-  );
-  process.exitCode = 1;
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  // Exit now: a client still reconnecting in the background would keep this process alive, and
+  // the coordinator is waiting for the exit to stop the run.
+  process.exit(1);
 });

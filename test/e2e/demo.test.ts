@@ -1,4 +1,5 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -26,6 +27,39 @@ function onceflow(args: string[]): Promise<Run> {
       },
     );
   });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A loopback port nothing listens on (bound, then released). */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject()));
+    });
+  });
+}
+
+/** Pids of a process's children (Linux /proc). */
+function childrenOf(pid: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return []; // pgrep exits 1 when there is none
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 describe('onceflow demo (built CLI)', () => {
@@ -141,6 +175,52 @@ describe('onceflow demo (built CLI)', () => {
     const client = new Redis(url);
     try {
       expect((await client.scan('0', 'MATCH', 'onceflow-demo:*', 'COUNT', 100_000))[1]).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('--redis to a server that is not there: exit 1 with one line naming the URL, no hang', async () => {
+    const url = `redis://127.0.0.1:${await closedPort()}`;
+    const started = Date.now();
+    const run = await onceflow(['demo', '--settlements', '2000', '--redis', url, '--workers', '2']);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim()).toBe(
+      `onceflow: cannot connect to Redis at ${url}: connect ECONNREFUSED ${url.slice(8)}`,
+    );
+    expect(run.stdout).toBe('');
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('a worker killed mid-run: the others are stopped, the run fails with exit 1 and leaves no keys', async () => {
+    const url = inject('redisUrl');
+    const child = spawn(
+      process.execPath,
+      [cli, 'demo', '--settlements', '600000', '--redis', url, '--workers', '2', '--json'],
+      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const pid = child.pid as number;
+    // Wait until both workers run, then kill one of them.
+    let workers: number[] = [];
+    for (let i = 0; i < 200 && workers.length < 2; i++) {
+      await sleep(50);
+      workers = childrenOf(pid);
+    }
+    expect(workers).toHaveLength(2);
+    await sleep(300);
+    process.kill(workers[1] as number, 'SIGKILL');
+    expect(await exited).toBe(1);
+    expect(stderr.trim()).toMatch(/^onceflow: demo worker \d was killed \(SIGKILL\)$/);
+    for (const worker of workers) expect(isAlive(worker)).toBe(false);
+    const client = new Redis(url);
+    try {
+      const [, keys] = await client.scan('0', 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 100_000);
+      expect(keys).toEqual([]);
     } finally {
       client.disconnect();
     }
