@@ -65,9 +65,18 @@ async function concurrent(take, n) {
 const ours = (limiter) => async (key) => (await limiter.take(key)).allowed;
 const theirs = rlfTake;
 
+// A service's limiter lives as long as the service. The verify pass keeps one limiter of each side
+// alive for the whole suite, as a running service would: otherwise the harness's full gc() between
+// runs can free the hidden classes of a side's objects once none is left, and every run of that
+// side would start from deoptimized code (onceflow pins its own shapes; rate-limiter-flexible does
+// not, so without this it would pay a recompilation per run that a real service never pays).
+const longLived = [];
+
 /** One untimed pass: both allowed and refused outcomes happen (the hot keys are refused). */
 async function verify(make, drive, n) {
-  const allowed = await drive(make(), n);
+  const take = make();
+  longLived.push(take);
+  const allowed = await drive(take, n);
   if (allowed === 0 || allowed === n)
     throw new Error(`allowed ${allowed} of ${n}: the workload is not mixed`);
 }

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createLedger } from '../ledger/ledger.js';
+import { createLimiter } from '../limiter/limiter.js';
 import { ReorderBuffer } from '../windows/reorder-buffer.js';
+import { SignatureWindow } from '../windows/signature-window.js';
 import { pinnedShapes, pinShapes } from './pin-shapes.js';
 
 describe('pinShapes', () => {
@@ -20,5 +23,16 @@ describe('pinShapes', () => {
     expect(kept[0]).toBeInstanceOf(ReorderBuffer);
     const outcomes = kept.filter(Array.isArray).map((r) => (r as unknown as { outcome: string }).outcome);
     expect(outcomes).toEqual(expect.arrayContaining(['released', 'buffered']));
+  });
+
+  it('limiters, ledgers and windows pin an instance of their class', () => {
+    const limiter = createLimiter({ algorithm: 'gcra', limit: 1, window: 1000 });
+    const algorithms = pinnedShapes(limiter.constructor)
+      .filter((k) => k instanceof (limiter.constructor as new () => object))
+      .map((k) => (k as typeof limiter).limits[0]?.algorithm);
+    expect(new Set(algorithms)).toEqual(new Set(['gcra', 'fixed-window', 'sliding-window', 'sliding-log']));
+    const ledger = createLedger({ capacity: 4 });
+    expect(pinnedShapes(ledger.constructor)[0]).toBeInstanceOf(ledger.constructor);
+    expect(pinnedShapes(SignatureWindow)[0]).toBeInstanceOf(SignatureWindow);
   });
 });

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { pinShapes } from '../core/pin-shapes.js';
 import {
   amount,
   isPlainObject,
@@ -303,3 +304,24 @@ function checkQuery(query: JournalQuery): JournalQuery {
   }
   return query;
 }
+
+// The shapes of a ledger's objects (its commands, results, the memory store's owners, windows and
+// journal entries) live only as long as some object has them: a program that drops its last
+// ledger (a test, a bench run, a ledger per batch) lets a full GC free them, and every optimized
+// function that embedded them falls back to the interpreter. One ledger on the memory store, taken
+// through applied, duplicate and stale answers (with and without scope, order and meta, number and
+// bigint amounts), is kept by the class for the life of the module (see pinShapes).
+pinShapes(ExactLedger, () => {
+  const ledger = createLedger({ capacity: 2, horizon: true });
+  const kept: unknown[] = [ledger];
+  const entries: LedgerEntry[] = [
+    { owner: 'pinned', signature: 'a', deltas: { coins: 1 }, scope: 'room', order: 1 },
+    { owner: 'pinned', signature: 'a', deltas: { coins: 1 }, scope: 'room', order: 1 },
+    { owner: 'pinned', signature: 'b', deltas: { coins: -2n, gems: 3 }, order: 2, meta: { round: 1 } },
+    { owner: 'pinned', signature: 'c', deltas: {}, order: 3 },
+    { owner: 'pinned', signature: 'd', deltas: { coins: 1 }, scope: 'room', order: 1 },
+    { owner: 'pinned', signature: 'e', deltas: { coins: 1 } },
+  ];
+  for (const entry of entries) kept.push(ledger.apply(entry).catch(() => undefined));
+  return kept;
+});

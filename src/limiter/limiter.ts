@@ -1,6 +1,7 @@
 import { type Clock, systemClock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { pinShapes } from '../core/pin-shapes.js';
 import {
   isPlainObject,
   isWellFormed,
@@ -470,3 +471,27 @@ function nonNegativeIntArg(cost: unknown): number {
     throw new InvalidArgumentError('cost', 'a non-negative safe integer', cost);
   }
 }
+
+// The shapes of a limiter's objects (its specs, per-key calls and states, verdicts, decisions)
+// live only as long as some object has them: a program that drops its last limiter (a tenant
+// closed, a test, a bench run) lets a full GC free them, and every optimized function that
+// embedded them ("weak objects") falls back to the interpreter. One limiter per algorithm, each
+// taken through its allowed, refused and never-passes paths (with and without the block cache),
+// is kept by the class for the life of the module (see pinShapes).
+pinShapes(RateLimiter, () => {
+  const kept: unknown[] = [];
+  for (const algorithm of ['gcra', 'fixed-window', 'sliding-window', 'sliding-log'] as const) {
+    for (const blockCache of [false, undefined]) {
+      const limiter = createLimiter({
+        algorithm,
+        limit: 2,
+        window: 1000,
+        ...(blockCache === false ? { blockCache } : {}),
+        ...(algorithm === 'sliding-window' ? { granularity: 100 } : {}),
+      });
+      kept.push(limiter);
+      for (const cost of [1, 1, 1, 1, 5, 0]) kept.push(limiter.take('pinned', { cost }));
+    }
+  }
+  return kept;
+});

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../core/errors.js';
+import { pinShapes } from '../core/pin-shapes.js';
 import {
   isPlainObject,
   type Order,
@@ -270,3 +271,23 @@ function parseSavedOrder(path: string, value: unknown): Order | undefined {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
   throw new InvalidArgumentError(path, 'null or an integer string', value);
 }
+
+// A window's shapes (the window, its entries) live only as long as some window does: a program
+// that drops its last window lets a full GC free them, and admit() and its helpers fall back to
+// the interpreter. A window taken through fresh, duplicate, eviction and stale answers, and one
+// read back from its saved form, are kept by the class for the life of the module (see pinShapes).
+pinShapes(SignatureWindow, () => {
+  const window = new SignatureWindow({ capacity: 2 });
+  for (const [signature, order] of [
+    ['a', 1],
+    ['a', 1],
+    ['b', 2],
+    ['c', 3],
+    ['d', 1],
+  ] as const) {
+    window.admit(signature, order);
+  }
+  window.admit('e');
+  window.admit('f', 10n);
+  return [window, SignatureWindow.from(window.toJSON(), { capacity: 2 })];
+});
