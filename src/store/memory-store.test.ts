@@ -14,6 +14,30 @@ describe('memoryStore', () => {
     expect((await ledger.journal()).map((e) => e.at)).toEqual([1_000, 1_250]);
   });
 
+  it('numbers journal entries per owner, as the Redis store does (apply returns the same seq)', async () => {
+    const ledger = createLedger({ capacity: 4 });
+    const seqs = [];
+    for (const [owner, signature] of [
+      ['o1', 'a'],
+      ['o2', 'a'],
+      ['o1', 'b'],
+      ['o1', 'b'],
+      ['o1', 'c'],
+    ]) {
+      seqs.push(
+        (await ledger.apply({ owner: owner as string, signature: signature as string, deltas: {} })).seq,
+      );
+    }
+    expect(seqs).toEqual([1, 1, 2, undefined, 3]);
+    expect((await ledger.journal()).map((e) => [e.owner, e.seq])).toEqual([
+      ['o1', 1],
+      ['o2', 1],
+      ['o1', 2],
+      ['o1', 3],
+    ]);
+    expect((await ledger.journal({ owner: 'o1', after: 1 })).map((e) => e.signature)).toEqual(['b', 'c']);
+  });
+
   it('bounds the journal, dropping the oldest, while dedup and scope totals stay exact', async () => {
     const ledger = createLedger({ store: memoryStore({ journal: { maxEntries: 3 } }), capacity: 2 });
     for (let i = 0; i < 100; i++) {

@@ -43,6 +43,8 @@ export const DEFAULT_JOURNAL_ENTRIES = 100_000;
 interface OwnerState {
   window: SignatureWindow;
   balances: Map<string, bigint>;
+  /** The owner's last journal sequence number: numbered per owner, as on Redis (no ledger-wide counter there). */
+  seq: number;
 }
 
 /**
@@ -70,7 +72,6 @@ interface LedgerState {
   owners: Map<string, OwnerState>;
   journal: StoredEntry[];
   journalHead: number;
-  nextSeq: number;
   scopeTotals: Map<string, Map<string, bigint>>;
 }
 
@@ -213,7 +214,7 @@ class MemoryStore implements Store {
   #ledgerOf(name: string): LedgerState {
     let state = this.#ledgers.get(name);
     if (state === undefined) {
-      state = { owners: new Map(), journal: [], journalHead: 0, nextSeq: 1, scopeTotals: new Map() };
+      state = { owners: new Map(), journal: [], journalHead: 0, scopeTotals: new Map() };
       this.#ledgers.set(name, state);
     }
     return state;
@@ -233,7 +234,7 @@ class MemoryStore implements Store {
     const state = this.#ledgerOf(cmd.ledger);
     let owner = state.owners.get(cmd.owner);
     if (owner === undefined) {
-      owner = { window: new SignatureWindow({ capacity: cmd.capacity }), balances: new Map() };
+      owner = { window: new SignatureWindow({ capacity: cmd.capacity }), balances: new Map(), seq: 0 };
       state.owners.set(cmd.owner, owner);
     } else if (owner.window.capacity !== cmd.capacity) {
       // A new capacity keeps every entry; an over-full window shrinks one eviction at a time on
@@ -251,7 +252,7 @@ class MemoryStore implements Store {
       if (totals === undefined) state.scopeTotals.set(cmd.scope, (totals = new Map()));
       for (const [field, amount] of cmd.deltas) totals.set(field, (totals.get(field) ?? 0n) + amount);
     }
-    const seq = state.nextSeq++;
+    const seq = ++owner.seq;
     if (this.#maxEntries > 0) {
       const one = cmd.deltas.length === 1 ? cmd.deltas[0] : undefined;
       state.journal.push({

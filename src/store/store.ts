@@ -41,9 +41,10 @@ export interface LedgerApplyResult {
 /** One applied entry, as kept for reconciliation. */
 export interface JournalEntry {
   /**
-   * Strictly increasing per owner, starting at 1. Stores may number per ledger (memory) or per
-   * owner (Redis, where a ledger-wide counter would be a cross-slot key); across owners, entries
-   * come in the order the store applied them.
+   * The owner's own count of applied entries: 1, 2, 3, ... per owner, on every store (a
+   * ledger-wide counter would be a cross-slot key on Redis), so the same history gives the same
+   * seqs everywhere; `apply` returns it. Across owners, entries come in the order the store
+   * applied them.
    */
   readonly seq: number;
   readonly owner: string;

@@ -112,7 +112,7 @@ async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string
             got.map((e) => e.meta),
             metas,
           )) ??
-        checkSeqs(got)
+        checkSeqs(got, step.query.scope === undefined && step.query.after === undefined)
       );
     }
     case 'journal-pages': {
@@ -144,11 +144,24 @@ async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string
   }
 }
 
-/** Per owner, journal seqs strictly increase (stores may number per ledger or per owner). */
-function checkSeqs(entries: { owner: string; seq: number }[]): string | undefined {
+/**
+ * Journal seqs are numbered per owner (DESIGN §3.3 and the Redis key layout: a ledger-wide counter
+ * would be a cross-slot key): 1, 2, 3, ... for each owner, so the same history gives the same seqs
+ * on every store. In a query that keeps all of an owner's entries (no scope filter, no `after`)
+ * they follow each other by 1 from where the journal starts (a trimmed journal starts an owner
+ * anywhere); in any query they increase.
+ */
+function checkSeqs(entries: { owner: string; seq: number }[], whole: boolean): string | undefined {
   const last = new Map<string, number>();
   for (const { owner, seq } of entries) {
-    if (seq <= (last.get(owner) ?? 0)) return `journal seqs of ${owner} not increasing at ${seq}`;
+    const previous = last.get(owner);
+    const ok =
+      Number.isSafeInteger(seq) &&
+      seq >= 1 &&
+      (previous === undefined || (whole ? seq === previous + 1 : seq > previous));
+    if (!ok) {
+      return `journal seqs of ${owner}: ${seq} after ${previous ?? 'none'} (expected per-owner numbering 1, 2, 3, ...)`;
+    }
     last.set(owner, seq);
   }
   return undefined;
