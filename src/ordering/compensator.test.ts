@@ -26,6 +26,40 @@ describe('createCompensator', () => {
     ]);
   });
 
+  it('a gap of billions of numbers (one corrupt sequence number far ahead) is requested piece by piece, in bounded memory', async () => {
+    const asked: GapRange[] = [];
+    const release: (() => void)[] = [];
+    const lane = createCompensator({
+      maxRange: 1000,
+      request: (r) => {
+        asked.push(r);
+        return new Promise<void>((resolve) => release.push(resolve));
+      },
+    });
+    const started = performance.now();
+    lane.add({ from: 0, to: 4_999_999_936 });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Two pieces in flight (concurrency 2), the rest one queued job: not five million.
+    expect(asked).toEqual([
+      { from: 0, to: 999 },
+      { from: 1000, to: 1999 },
+    ]);
+    expect(lane.stats()).toMatchObject({ inFlight: 2, queued: 1 });
+    expect(lane.pending()).toEqual([{ from: 0, to: 4_999_999_936 }]);
+    // Late arrivals inside the huge queued job do not cancel it; the next pieces skip them.
+    lane.fill(2000);
+    for (const r of release.splice(0)) r();
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(asked.slice(2)).toEqual([
+      { from: 2001, to: 3000 },
+      { from: 3001, to: 4000 },
+    ]);
+    expect(lane.pending()).toEqual([{ from: 2001, to: 4_999_999_936 }]);
+    expect(performance.now() - started).toBeLessThan(1000);
+    lane.close();
+  });
+
   it('keeps at most `concurrency` requests in flight', async () => {
     let inFlight = 0;
     let peak = 0;

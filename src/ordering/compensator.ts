@@ -127,7 +127,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     for (const w of waiters) w();
   };
 
-  /** The parts of [from, to] still open, cut into pieces of at most maxRange. */
+  /** The parts of [from, to] still open, cut into pieces of at most maxRange (a bounded range only). */
   const stillOpen = (from: number, to: number): GapRange[] => {
     const out: GapRange[] = [];
     for (const r of open) {
@@ -136,6 +136,21 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       for (let s = a; s <= b; s += maxRange) out.push({ from: s, to: Math.min(b, s + maxRange - 1) });
     }
     return out;
+  };
+
+  /**
+   * The first still-open piece of [from, to], at most maxRange long, or undefined. Never lists the
+   * rest: a queued job may span billions of numbers (one corrupt sequence number far ahead makes
+   * a gap that size) and is requested piece by piece, as each piece starts.
+   */
+  const firstOpen = (from: number, to: number): GapRange | undefined => {
+    for (const r of open) {
+      if (r.to < from) continue;
+      if (r.from > to) return undefined;
+      const a = Math.max(from, r.from);
+      return { from: a, to: Math.min(to, r.to, a + maxRange - 1) };
+    }
+    return undefined;
   };
 
   const schedulePump = () => {
@@ -159,14 +174,16 @@ export function createCompensator(options: CompensatorOptions): Compensator {
 
   function start(job: Job): void {
     // Only what is still open is asked for: late arrivals may have filled part of a queued job.
-    const [first, ...others] = stillOpen(job.from, job.to);
+    const first = firstOpen(job.from, job.to);
     if (first === undefined) {
       jobs.delete(job);
       counts.cancelled++;
       settleIdle();
       return;
     }
-    for (const piece of others) jobs.add({ ...piece, attempt: job.attempt, state: 'queued' });
+    // The rest of the job stays queued, as one job, to start once this piece is under way.
+    if (first.to < job.to)
+      jobs.add({ from: first.to + 1, to: job.to, attempt: job.attempt, state: 'queued' });
     job.from = first.from;
     job.to = first.to;
     job.state = 'running';
@@ -286,15 +303,12 @@ export function createCompensator(options: CompensatorOptions): Compensator {
               break;
             }
           }
-          if (
-            target !== undefined &&
-            Math.max(target.to, fresh.to) - Math.min(target.from, fresh.from) < maxRange
-          ) {
+          // A job may be any length: it is cut into requests of at most maxRange as it starts.
+          if (target !== undefined) {
             target.from = Math.min(target.from, fresh.from);
             target.to = Math.max(target.to, fresh.to);
           } else {
-            for (const piece of stillOpen(fresh.from, fresh.to))
-              jobs.add({ ...piece, attempt: 0, state: 'queued' });
+            jobs.add({ ...fresh, attempt: 0, state: 'queued' });
           }
         }
       }
@@ -305,7 +319,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       removeOpen(seq, seq);
       for (const job of [...jobs]) {
         if (seq < job.from || seq > job.to) continue;
-        if (stillOpen(job.from, job.to).length > 0) continue;
+        if (firstOpen(job.from, job.to) !== undefined) continue;
         // Every number of this job came late: drop it, abort it if it is in flight.
         jobs.delete(job);
         counts.cancelled++;
