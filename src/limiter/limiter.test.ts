@@ -217,6 +217,8 @@ describe('createLimiter', () => {
         /`granularity` to be a positive duration that divides the window \(1000 ms\)/,
       ],
       [{ algorithm: 'fixed-window', limit: 1, window: '1s', burst: 2 }, /`burst` to be absent/],
+      [{ algorithm: 'gcra', limit: 2 ** 30, window: '1000d' }, /`limit` to be small enough that limit x window/],
+      [{ algorithm: 'gcra', limit: 1, burst: 2 ** 30, window: '1000d' }, /`burst` to be small enough/],
       [{ limits: [] }, /`limits` to be a non-empty array/],
       [
         {
@@ -239,6 +241,18 @@ describe('createLimiter', () => {
     expect(() =>
       createLimiter({ store: { kind: 'x' } as unknown as Store, algorithm: 'gcra', limit: 1, window: 1 }),
     ).toThrow(/`store`/);
+  });
+
+  it('long windows: a week of sliding-window (one bucket or daily buckets) and a year of GCRA are accepted', async () => {
+    const clock = new FakeClock(0);
+    const store = memoryStore({ clock });
+    const weekly = createLimiter({ store, algorithm: 'sliding-window', limit: 1, window: '7d' });
+    const daily = createLimiter({ store, algorithm: 'sliding-window', limit: 100, window: '30d', granularity: '1d' });
+    const yearly = createLimiter({ store, algorithm: 'gcra', limit: 1000, window: '365d' });
+    expect((await weekly.take('k')).allowed).toBe(true);
+    expect((await weekly.take('k')).allowed).toBe(false);
+    expect((await daily.take('k', { cost: 100 })).remaining).toBe(0);
+    expect((await yearly.take('k')).remaining).toBe(999);
   });
 
   it('a clock reading that is not a finite number fails that take alone, with no store call and no degrading', async () => {
