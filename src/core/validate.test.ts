@@ -72,10 +72,20 @@ describe('nonEmptyString / nonEmptyStringArg', () => {
     }
   });
 
+  it('reject a lone surrogate in a name or id option too (two names must never meet in a store key)', () => {
+    for (const bad of ['x\ud800', 'x\udbff', '\udc00']) {
+      const err = thrown(() => nonEmptyString('name', bad));
+      expect(isOnceflowError(err, 'ERR_INVALID_OPTION')).toBe(true);
+      expect((err as Error).message).toContain('well-formed Unicode');
+    }
+  });
+
   it('reject empty strings and non-strings with the right code', () => {
     const opt = thrown(() => nonEmptyString('prefix', ''));
     expect(isOnceflowError(opt, 'ERR_INVALID_OPTION')).toBe(true);
-    expect((opt as Error).message).toBe('Expected `prefix` to be a non-empty string, got `""` (string)');
+    expect((opt as Error).message).toBe(
+      'Expected `prefix` to be a non-empty, well-formed Unicode string (no lone surrogate), got `""` (string)',
+    );
     const arg = thrown(() => nonEmptyStringArg('owner', 7));
     expect(isOnceflowError(arg, 'ERR_INVALID_ARGUMENT')).toBe(true);
     expect((arg as Error).message).toBe(

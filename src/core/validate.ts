@@ -16,10 +16,17 @@ export function nonNegativeInt(option: string, value: unknown): number {
   return value;
 }
 
-/** Asserts a non-empty string option. */
+/**
+ * Asserts a non-empty, well-formed string option (a name or an id that becomes part of store keys
+ * or headers): a lone surrogate is refused for the reason {@link nonEmptyStringArg} gives.
+ */
 export function nonEmptyString(option: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new InvalidOptionError(option, 'a non-empty string', value);
+  if (typeof value !== 'string' || value.length === 0 || !isWellFormed(value)) {
+    throw new InvalidOptionError(
+      option,
+      'a non-empty, well-formed Unicode string (no lone surrogate)',
+      value,
+    );
   }
   return value;
 }

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { thrown } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError, StoreError } from '../core/errors.js';
+import { createLedger } from '../ledger/ledger.js';
+import { VersionGate } from '../ordering/version-gate.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
@@ -217,7 +220,10 @@ describe('createLimiter', () => {
         /`granularity` to be a positive duration that divides the window \(1000 ms\)/,
       ],
       [{ algorithm: 'fixed-window', limit: 1, window: '1s', burst: 2 }, /`burst` to be absent/],
-      [{ algorithm: 'gcra', limit: 2 ** 30, window: '1000d' }, /`limit` to be small enough that limit x window/],
+      [
+        { algorithm: 'gcra', limit: 2 ** 30, window: '1000d' },
+        /`limit` to be small enough that limit x window/,
+      ],
       [{ algorithm: 'gcra', limit: 1, burst: 2 ** 30, window: '1000d' }, /`burst` to be small enough/],
       [{ limits: [] }, /`limits` to be a non-empty array/],
       [
@@ -247,7 +253,13 @@ describe('createLimiter', () => {
     const clock = new FakeClock(0);
     const store = memoryStore({ clock });
     const weekly = createLimiter({ store, algorithm: 'sliding-window', limit: 1, window: '7d' });
-    const daily = createLimiter({ store, algorithm: 'sliding-window', limit: 100, window: '30d', granularity: '1d' });
+    const daily = createLimiter({
+      store,
+      algorithm: 'sliding-window',
+      limit: 100,
+      window: '30d',
+      granularity: '1d',
+    });
     const yearly = createLimiter({ store, algorithm: 'gcra', limit: 1000, window: '365d' });
     expect((await weekly.take('k')).allowed).toBe(true);
     expect((await weekly.take('k')).allowed).toBe(false);
@@ -519,5 +531,23 @@ describe('createLimiter', () => {
       window: window('1m').granularity('1s'),
     });
     expect(limiter.limits[0]).toMatchObject({ windowMs: 60_000, param: 1000, id: '10/1m' });
+  });
+});
+
+describe('names and ids with a lone surrogate', () => {
+  it('are refused by every constructor that turns them into store keys or headers', () => {
+    const lone = 'x\ud800';
+    const attempts: [string, () => unknown][] = [
+      ['name', () => createLimiter({ name: lone, algorithm: 'gcra', limit: 1, window: '1s' })],
+      ['id', () => createLimiter({ limits: [{ id: lone, algorithm: 'gcra', limit: 1, window: '1s' }] })],
+      ['by', () => createLimiter({ limits: [{ by: lone, algorithm: 'gcra', limit: 1, window: '1s' }] })],
+      ['name', () => createLedger({ name: lone, capacity: 4 })],
+      ['name', () => new VersionGate({ store: memoryStore(), name: lone })],
+    ];
+    for (const [option, make] of attempts) {
+      const err = thrown(make);
+      expect(isOnceflowError(err, 'ERR_INVALID_OPTION')).toBe(true);
+      expect((err as { option: string }).option).toMatch(new RegExp(`(^|\\.)${option}$`));
+    }
   });
 });
