@@ -72,12 +72,20 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
     throw new InvalidOptionError(at('burst'), "absent: only 'gcra' has a burst", options.burst);
   }
   if (limit * windowMs > MAX_PRODUCT) {
-    throw new InvalidOptionError(at('limit'), 'small enough that limit x window (ms) stays below 2^53', limit);
+    throw new InvalidOptionError(
+      at('limit'),
+      'small enough that limit x window (ms) stays below 2^53',
+      limit,
+    );
   }
   // The other product each algorithm forms: burst x window (GCRA), limit x granularity (sliding
   // window, never larger than limit x window since the granularity divides the window).
   if (options.algorithm === 'gcra' && param * windowMs > MAX_PRODUCT) {
-    throw new InvalidOptionError(at('burst'), 'small enough that burst x window (ms) stays below 2^53', param);
+    throw new InvalidOptionError(
+      at('burst'),
+      'small enough that burst x window (ms) stays below 2^53',
+      param,
+    );
   }
   const by = options.by === undefined ? undefined : nonEmptyString(at('by'), options.by);
   const id =
