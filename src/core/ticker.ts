@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from './duration.js';
 import { InvalidOptionError } from './errors.js';
+import { timerDelay } from './timer-delay.js';
 import { isPlainObject } from './validate.js';
 
 /** Options of {@link ticker}. */
@@ -51,9 +52,6 @@ export function nextTickAt(now: number, every: number, offset: number): number {
   return now - phase + every;
 }
 
-// The largest delay setTimeout honours: 2^31 - 1 ms; above it Node fires after 1 ms instead.
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-
 /**
  * Aligned ticks that do not drift: each timer is set for the next scheduled instant computed
  * from the clock, never as "previous + every" (setInterval drifts by each callback's lateness
@@ -95,14 +93,14 @@ export function ticker(options: TickerOptions): Ticker {
   let stopped = false;
   const arm = () => {
     // setTimeout takes at most 2^31 - 1 ms (~24.8 days); a longer wait is made of several.
-    timer = setTimeout(fire, Math.min(MAX_TIMEOUT_MS, Math.max(0, next - now())));
+    timer = setTimeout(fire, timerDelay(next - now()));
   };
   const fire = () => {
     if (stopped) return;
     const t = now();
     // A reading that is not a number makes no tick (a NaN tick, then a 1 ms loop): try again later.
     if (!Number.isFinite(t)) {
-      timer = setTimeout(fire, Math.min(MAX_TIMEOUT_MS, every));
+      timer = setTimeout(fire, timerDelay(every));
       return;
     }
     if (t < next) return arm(); // timers may fire a little early (or a long wait was cut): wait on

@@ -184,13 +184,13 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   } else if (policy !== 'throw' && policy !== 'deny' && policy !== 'allow') {
     throw new InvalidOptionError('degraded', "'throw', 'deny', 'allow' or { mode: 'local', share }", policy);
   }
-  // The memory store answers synchronously and cannot time out; a timer per call would only cost.
-  // With the 'throw' policy a timeout would only turn a slow answer into an error: the driver's
-  // own timeouts (ioredis commandTimeout) do that already, so no timer unless asked for.
-  // Parsed whatever the store, so a bad value is an error everywhere, not only on Redis.
+  // No default timer for the memory store (it answers synchronously; a timer per call would only
+  // cost) nor with the 'throw' policy (a timeout would only turn a slow answer into an error: the
+  // driver's own timeouts, ioredis commandTimeout, do that already). A `timeout` given explicitly
+  // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
+  // a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? parseDuration(options.timeout, 'timeout') : undefined;
-  const timeoutMs =
-    store.kind === 'memory' ? 0 : (timeoutOption ?? (policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS));
+  const timeoutMs = timeoutOption ?? (store.kind === 'memory' || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   return new RateLimiter({
     store,
     specs,

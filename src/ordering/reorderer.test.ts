@@ -35,6 +35,32 @@ describe('createReorderer (timer-driven)', () => {
     ]);
   });
 
+  it('a gap timeout longer than setTimeout allows (30 days) waits in clamped steps, not a busy loop', async () => {
+    vi.useFakeTimers();
+    const delays: number[] = [];
+    const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout');
+    const gaps: GapRange[] = [];
+    const r = await createReorderer<string>({
+      next: 1,
+      capacity: 16,
+      gapTimeout: '30d',
+      clock,
+      onRelease: () => {},
+      onGap: (g) => void gaps.push(g),
+    });
+    r.push(3, 'c');
+    for (const call of setTimeoutSpy.mock.calls) delays.push(Number(call[1]));
+    expect(delays.length).toBeGreaterThan(0);
+    expect(Math.max(...delays)).toBeLessThanOrEqual(2 ** 31 - 1);
+    await vi.advanceTimersByTimeAsync(2 ** 31 - 1); // the first (clamped) firing: nothing is due yet
+    expect(gaps).toEqual([]);
+    expect(setTimeoutSpy.mock.calls.length).toBeLessThan(10);
+    await vi.advanceTimersByTimeAsync(30 * 86_400_000 - (2 ** 31 - 1));
+    expect(gaps).toEqual([{ from: 1, to: 2 }]);
+    setTimeoutSpy.mockRestore();
+    await r.close();
+  });
+
   it('runs async effects one at a time, in order; a failed effect stops the stream', async () => {
     const log: number[] = [];
     const r = await createReorderer<number>({

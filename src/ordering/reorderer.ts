@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import {
@@ -150,7 +151,7 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
     timer = undefined;
     const deadline = buffer.deadline;
     if (deadline === undefined || closed) return;
-    timer = setTimeout(onTimer, Math.max(0, deadline - clock.now()));
+    timer = setTimeout(onTimer, timerDelay(deadline - clock.now())); // a clamped wait fires early and re-arms
     timer.unref?.();
   };
   function onTimer(): void {

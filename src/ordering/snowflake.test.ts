@@ -138,6 +138,22 @@ describe('Snowflake', () => {
     expect(String(caught)).toContain('60000 ms behind the last timestamp used (persisted before a restart)');
   });
 
+  it('a lease longer than setInterval allows (60 days) is renewed on a clamped interval, not every millisecond', async () => {
+    const spy = vi.spyOn(globalThis, 'setInterval');
+    const clock = new FakeClock(T0);
+    const flake = await Snowflake.start({
+      worker: 1,
+      store: memoryStore(),
+      name: 'long',
+      clock,
+      lease: '60d',
+    });
+    const delays = spy.mock.calls.map((call) => Number(call[1]));
+    spy.mockRestore();
+    flake.close();
+    expect(delays).toEqual([2 ** 31 - 1]);
+  });
+
   it('restart through a store: the lease of the last run is respected; a clock behind it is caught', async () => {
     const store = memoryStore();
     const clock = new FakeClock(T0);

@@ -1,6 +1,7 @@
 import { type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { requireOps } from './store-ops.js';
@@ -258,7 +259,7 @@ export class Snowflake {
           lease.error = err; // a clock that fails: next() reports it
         }
       },
-      Math.max(1, Math.floor(every / 2)),
+      Math.max(1, timerDelay(Math.floor(every / 2))),
     );
     lease.timer.unref?.();
     return flake;

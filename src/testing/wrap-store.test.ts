@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLedger } from '../ledger/ledger.js';
+import { createLimiter } from '../limiter/limiter.js';
 import { memoryStore } from '../store/memory-store.js';
 import { wrapStore } from './wrap-store.js';
 
@@ -29,5 +30,42 @@ describe('wrapStore', () => {
     expect(await createLedger({ store: wrapStore(spy, {}), capacity: 4 }).balances('p')).toEqual({
       coins: 3n,
     });
+  });
+
+  it('overriding limiterTake alone routes every take through it (the sync fast path is hidden)', async () => {
+    const base = memoryStore();
+    const failing = wrapStore(base, { limiterTake: () => Promise.reject(new Error('down')) });
+    expect('limiterDecideSync' in failing).toBe(false);
+    const limiter = createLimiter({
+      store: failing,
+      algorithm: 'gcra',
+      limit: 5,
+      window: '1s',
+      degraded: 'deny',
+    });
+    expect((await limiter.take('k')).reason).toBe('degraded-deny');
+    // Both given: both kept as given.
+    const sync = base.limiterDecideSync;
+    const both = wrapStore(base, {
+      limiterTake: () => Promise.reject(new Error('down')),
+      limiterDecideSync: sync,
+    });
+    expect(both.limiterDecideSync).toBe(sync);
+  });
+
+  it('an explicit timeout holds on a memory store that hangs (wrapped): the degraded policy answers', async () => {
+    const hanging = wrapStore(memoryStore(), { limiterTake: () => new Promise(() => {}) });
+    const limiter = createLimiter({
+      store: hanging,
+      algorithm: 'gcra',
+      limit: 1,
+      window: '1s',
+      degraded: 'deny',
+      timeout: '50ms',
+    });
+    const started = Date.now();
+    const decision = await limiter.take('k');
+    expect(decision.reason).toBe('degraded-deny');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
   });
 });

@@ -4,8 +4,9 @@ import type { Store } from '../store/store.js';
  * A store that answers like `store` except where `overrides` says otherwise: for fault injection
  * and spies in tests. Stores are class instances, so `{ ...store, ledgerApply }` would copy no
  * method at all; this delegates every other member to `store` (methods called on it). An
- * override set to `undefined` hides that member (e.g. `limiterDecideSync`, to force the
- * asynchronous path).
+ * override set to `undefined` hides that member. Overriding `limiterTake` alone also hides the
+ * store's synchronous `limiterDecideSync` (the memory store's fast path, which the limiter would
+ * otherwise call instead), so the override is what every take goes through.
  *
  * @example
  * ```ts
@@ -16,7 +17,11 @@ import type { Store } from '../store/store.js';
  * calls; // 1
  * ```
  */
-export function wrapStore(store: Store, overrides: { [K in keyof Store]?: Store[K] | undefined }): Store {
+export function wrapStore(store: Store, given: { [K in keyof Store]?: Store[K] | undefined }): Store {
+  const overrides: { [K in keyof Store]?: Store[K] | undefined } =
+    Object.hasOwn(given, 'limiterTake') && !Object.hasOwn(given, 'limiterDecideSync')
+      ? { ...given, limiterDecideSync: undefined }
+      : given;
   return new Proxy(store, {
     get(target, name) {
       if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store];

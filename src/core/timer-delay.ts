@@ -1,0 +1,12 @@
+// The largest delay setTimeout and setInterval honour: 2^31 - 1 ms (~24.8 days, a signed 32-bit
+// count of ms). Above it Node prints a TimeoutOverflowWarning and fires after 1 ms instead, so a
+// long wait becomes a busy loop.
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A delay for setTimeout/setInterval: `ms` clamped to [0, 2^31 - 1]. A wait longer than that
+ * fires early, and the caller, which compares times on each firing, simply waits again.
+ */
+export function timerDelay(ms: number): number {
+  return Math.min(MAX_TIMER_MS, Math.max(0, ms));
+}
