@@ -225,6 +225,22 @@ describe('createLimiter', () => {
         /`limit` to be small enough that limit x window/,
       ],
       [{ algorithm: 'gcra', limit: 1, burst: 2 ** 30, window: '1000d' }, /`burst` to be small enough/],
+      [
+        { algorithm: 'gcra', limit: 1, window: { kind: 'window', lengthMs: Number.NaN, granularityMs: 1 } },
+        /`window.lengthMs` to be a positive whole number of ms/,
+      ],
+      [
+        { algorithm: 'gcra', limit: 1, window: { kind: 'window', lengthMs: 1.5, granularityMs: 1.5 } },
+        /`window.lengthMs`/,
+      ],
+      [
+        {
+          algorithm: 'sliding-window',
+          limit: 1,
+          window: { kind: 'window', lengthMs: 1000, granularityMs: 300 },
+        },
+        /`window.granularityMs` to be a duration that divides the window \(1000 ms\)/,
+      ],
       [{ limits: [] }, /`limits` to be a non-empty array/],
       [
         {

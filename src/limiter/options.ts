@@ -43,7 +43,7 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
     );
   }
   const limit = positiveInt(at('limit'), options.limit);
-  const config = isWindowConfig(options.window) ? options.window : undefined;
+  const config = isWindowConfig(options.window) ? checkedConfig(options.window, at('window')) : undefined;
   const windowMs = config ? config.lengthMs : parseDuration(options.window as Duration, at('window'));
   if (windowMs <= 0) throw new InvalidOptionError(at('window'), 'a positive duration', options.window);
   let param = 0;
@@ -91,6 +91,32 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
   const id =
     options.id === undefined ? `${limit}/${durationLabel(windowMs)}` : nonEmptyString(at('id'), options.id);
   return { id, algorithm: options.algorithm, limit, windowMs, param, by };
+}
+
+/**
+ * A window config as `window()` builds it: the object may have been built by hand (or parsed from
+ * JSON), so its numbers are checked again. A NaN length admitted everything, a fractional one gave
+ * fractional times.
+ */
+function checkedConfig(config: WindowConfig, path: string): WindowConfig {
+  for (const field of ['lengthMs', 'granularityMs'] as const) {
+    const v = config[field];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) {
+      throw new InvalidOptionError(
+        `${path}.${field}`,
+        'a positive whole number of ms (build it with window())',
+        v,
+      );
+    }
+  }
+  if (config.lengthMs % config.granularityMs !== 0) {
+    throw new InvalidOptionError(
+      `${path}.granularityMs`,
+      `a duration that divides the window (${config.lengthMs} ms)`,
+      config.granularityMs,
+    );
+  }
+  return config;
 }
 
 /** `1000` → `'1s'`, `90000` → `'90s'`, `60000` → `'1m'`: the shortest exact spelling. */
