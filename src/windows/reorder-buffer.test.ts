@@ -122,8 +122,23 @@ describe('ReorderBuffer', () => {
     expect(() => small.restore(saved)).toThrow(/saved.buffered\[0\]\[0\]/);
     expect(() => b.restore({ ...saved, format: 'x' })).toThrow(/format/);
     expect(() => b.restore({ ...saved, missing: [[11, 10, 0]] })).toThrow(/ascending/);
-    const adaptive = new ReorderBuffer<{ v: number }>({ capacity: 8, gapTimeout: 'adaptive' });
-    expect(() => adaptive.restore(saved)).toThrow(/saved.adaptive/);
+    expect(() => b.restore({ ...saved, adaptive: 'x' })).toThrow(/saved.adaptive/);
+  });
+
+  it('restores across a change of gap timeout (fixed <-> adaptive): the configured one applies', () => {
+    const fixed = new ReorderBuffer<string>({ next: 1, capacity: 8, gapTimeout: 5 });
+    fixed.push(3, 'c', 0);
+    const adaptive = new ReorderBuffer<string>({ capacity: 8, gapTimeout: 'adaptive' });
+    adaptive.restore(fixed.snapshot());
+    expect(adaptive.next).toBe(1);
+    expect(adaptive.buffered).toBe(1);
+    expect(adaptive.timeoutMs).toBe(new ReorderBuffer({ capacity: 8, gapTimeout: 'adaptive' }).timeoutMs);
+    adaptive.push(1, 'a', 1);
+    const back = new ReorderBuffer<string>({ capacity: 8, gapTimeout: 5 });
+    back.restore(adaptive.snapshot());
+    expect(back.next).toBe(2);
+    expect(back.timeoutMs).toBe(5);
+    expect(back.tick(100).gaps).toEqual([{ from: 2, to: 2 }]);
   });
 
   it('validates options and arguments with coded errors', () => {

@@ -368,10 +368,10 @@ export class ReorderBuffer<T> {
   /** Replaces the whole state with a {@link snapshot} (of a buffer with a capacity that fits it). */
   restore(saved: SavedReorderBuffer<T>): void {
     const s = validateSaved<T>(saved, this.capacity);
-    if ((s.adaptive === null) !== (this.#adaptive === undefined)) {
-      throw new InvalidArgumentError('saved.adaptive', 'present iff gapTimeout is adaptive', s.adaptive);
-    }
-    if (s.adaptive !== null) this.#adaptive?.load(s.adaptive);
+    // The gap timeout may have changed between the save and this run (fixed <-> 'adaptive'): the
+    // configured one applies. An adaptive buffer takes the saved sample when there is one, and
+    // starts a fresh one otherwise; a fixed one has no use for a saved sample.
+    if (s.adaptive !== null && this.#adaptive !== undefined) this.#adaptive.load(s.adaptive);
     this.#next = s.next;
     this.#items.fill(EMPTY);
     this.#buffered = 0;
@@ -567,6 +567,10 @@ function validateSaved<T>(saved: unknown, capacity: number): SavedReorderBuffer<
   }
   if (saved.missingHorizon !== null) int('saved.missingHorizon', saved.missingHorizon);
   if (saved.lastNow !== null) time('saved.lastNow', saved.lastNow);
+  // Its content is the adaptive timeout's to check (when the buffer is adaptive); its kind here.
+  if (saved.adaptive !== null && !isPlainObject(saved.adaptive)) {
+    throw new InvalidArgumentError('saved.adaptive', 'null or a saved adaptive timeout', saved.adaptive);
+  }
   return saved as unknown as SavedReorderBuffer<T>;
 }
 
