@@ -288,4 +288,25 @@ describe('VersionGate', () => {
     }
     expect(await gate.get('k')).toBeUndefined();
   });
+
+  it('a value JSON would change silently (NaN, an undefined property, a Date) is refused, naming the place', async () => {
+    const gate = new VersionGate({ store: memoryStore() });
+    const cases: [unknown, string][] = [
+      [Number.NaN, 'value'],
+      [{ a: undefined }, 'value.a'],
+      [{ at: new Date(0) }, 'value.at'],
+      [[1, Number.POSITIVE_INFINITY], 'value[1]'],
+    ];
+    for (const [value, path] of cases) {
+      const err = await gate.upsert('k', 1, value as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(code(err)).toBe('ERR_INVALID_ARGUMENT');
+      expect((err as { path: string }).path).toBe(path);
+    }
+    expect(await gate.get('k')).toBeUndefined();
+    expect((await gate.upsert('k', 1, { a: [1, 'x', null, -0] })).outcome).toBe('applied');
+    expect((await gate.get('k'))?.value).toEqual({ a: [1, 'x', null, 0] });
+  });
 });

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { jsonCopy } from '../core/json-copy.js';
 import { isPlainObject, nonEmptyString, nonEmptyStringArg, type Order } from '../core/validate.js';
 import type { JsonValue, Store } from '../store/store.js';
 import { type OrderingStoreOps, requireOps, type VersionUpsertReply } from './store-ops.js';
@@ -51,14 +52,9 @@ export class VersionGate {
   async upsert(key: string, version: Order, value: JsonValue): Promise<VersionGateResult> {
     nonEmptyStringArg('key', key);
     const v = versionString(version);
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(value);
-    } catch {
-      text = undefined; // a bigint or a cycle
-    }
-    if (text === undefined)
-      throw new InvalidArgumentError('value', 'a JSON value (no bigint, function or cycle)', value);
+    // Strict JSON, as a ledger's meta: what JSON.stringify would drop or change silently (NaN to
+    // null, an undefined property dropped, a Date to a string) is refused, naming the place.
+    const text = JSON.stringify(jsonCopy(value, 'value'));
     const reply = await this.#ops.versionUpsert(this.name, key, v, text);
     return { outcome: reply.outcome, version: BigInt(reply.version) };
   }
