@@ -40,6 +40,12 @@ export async function openRedisLedger(url: string, prefix: string): Promise<Redi
     const reason = (lastError ?? (err as Error)).message;
     throw new DemoFailure(`cannot connect to Redis at ${url}: ${reason}`, { cause: lastError ?? err });
   }
+  // ioredis reports a failed SELECT of the URL's database (an index out of range) as an 'error'
+  // event and still connects, to database 0: the run would write where it was not asked to.
+  if (lastError !== undefined) {
+    client.disconnect();
+    throw new DemoFailure(`cannot use Redis at ${url}: ${lastError.message}`, { cause: lastError });
+  }
   // The journal is not read by the demo (it reads per-room totals): keep none, bounded memory.
   const store = createRedisStore({ client, prefix, journal: { maxEntries: 0 } });
   return {

@@ -192,6 +192,19 @@ describe('onceflow demo (built CLI)', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 
+  it('--redis with a database the server does not have: exit 1 naming it, nothing written to database 0', async () => {
+    const url = `${inject('redisUrl')}/99999`;
+    const run = await onceflow(['demo', '--settlements', '2000', '--redis', url, '--workers', '2']);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim()).toBe(`onceflow: cannot use Redis at ${url}: ERR DB index is out of range`);
+    const client = new Redis(inject('redisUrl'));
+    try {
+      expect((await client.scan('0', 'MATCH', 'onceflow-demo:*', 'COUNT', 100_000))[1]).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('a worker killed mid-run: the others are stopped, the run fails with exit 1 and leaves no keys', async () => {
     const url = inject('redisUrl');
     const child = spawn(
