@@ -2,7 +2,6 @@ import { InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt, orderFromString, orderToString } from '../core/validate.js';
 import type {
   Balances,
-  JournalEntry,
   JournalQuery,
   LedgerApplyCommand,
   LedgerApplyResult,
@@ -11,6 +10,7 @@ import type {
 } from '../store/store.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
+import { readJournal } from './journal-reader.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
 import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
@@ -216,12 +216,6 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     }
   }
 
-  async function journalOf(ledger: string, owner: string): Promise<(JournalEntry & { us: bigint })[]> {
-    const keys = ownerKeys(prefix, ledger, owner);
-    const raw = (await client.call('XRANGE', keys[1], '-', '+')) as [string, string[]][];
-    return raw.map(([, fields]) => parseEntry(owner, fields));
-  }
-
   /** Queues one apply; the batch it joins settles it (see `send` above). */
   function enqueueApply(
     cmd: LedgerApplyCommand,
@@ -288,42 +282,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       }),
 
     ledgerJournal: (ledger, query: JournalQuery) =>
-      guarded('ledgerJournal', async () => {
-        const owners =
-          query.owner !== undefined
-            ? [query.owner]
-            : ((await client.call(
-                'SMEMBERS',
-                query.scope !== undefined
-                  ? scopeOwnersKey(prefix, ledger, query.scope)
-                  : ledgerOwnersKey(prefix, ledger),
-              )) as string[]);
-        const perOwner = await Promise.all(owners.map((o) => journalOf(ledger, o)));
-        // One owner's journal stays in seq order (XRANGE's): a server clock stepping back must not
-        // reorder it, or paging by `after` would skip entries. Across owners, entries are ordered
-        // by server time (microseconds), then owner and seq.
-        const all = perOwner.flat();
-        if (perOwner.length > 1)
-          all.sort((a, b) =>
-            a.us !== b.us
-              ? a.us < b.us
-                ? -1
-                : 1
-              : a.owner !== b.owner
-                ? a.owner < b.owner
-                  ? -1
-                  : 1
-                : a.seq - b.seq,
-          );
-        const out: JournalEntry[] = [];
-        for (const { us: _us, ...e } of all) {
-          if (query.scope !== undefined && e.scope !== query.scope) continue;
-          if (query.after !== undefined && e.seq <= query.after) continue;
-          if (query.limit !== undefined && out.length >= query.limit) break;
-          out.push(e);
-        }
-        return out;
-      }),
+      guarded('ledgerJournal', () => readJournal(client, prefix, ledger, query)),
 
     ledgerScopeTotals: (ledger, scope) =>
       guarded('ledgerScopeTotals', async () => {
@@ -353,29 +312,4 @@ function toApplyResult([outcome, seq, amounts]: ApplyReply): LedgerApplyResult {
     Object.entries(amounts).map(([field, amount]) => [field, BigInt(amount as string)]),
   ) as Balances;
   return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
-}
-
-function parseEntry(owner: string, fields: string[]): JournalEntry & { us: bigint } {
-  const map = new Map<string, string>();
-  for (let i = 0; i < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
-  const pairs: [string, bigint][] = [];
-  for (const [k, v] of map) if (k.startsWith('d:')) pairs.push([k.slice(2), BigInt(v)]);
-  const deltas = Object.fromEntries(pairs) as Balances;
-  const seconds = BigInt(map.get('s') ?? '0');
-  const micros = BigInt(map.get('us') ?? '0');
-  const entry: { -readonly [K in keyof JournalEntry]: JournalEntry[K] } & { us: bigint } = {
-    seq: Number(map.get('seq')),
-    owner,
-    signature: map.get('sig') ?? '',
-    deltas,
-    at: Number(seconds * 1000n + micros / 1000n),
-    us: seconds * 1_000_000n + micros,
-  };
-  const scope = map.get('scope');
-  if (scope !== undefined) entry.scope = scope;
-  const order = map.get('order');
-  if (order !== undefined) entry.order = orderFromString(order);
-  const meta = map.get('meta');
-  if (meta !== undefined) entry.meta = JSON.parse(meta);
-  return entry;
 }
