@@ -8,6 +8,9 @@ const PINNED = Symbol('onceflow.pinnedShapes');
  * whose results are all short-lived (a limiter's decisions, a reorder buffer's result arrays) would
  * otherwise restart those functions in the interpreter after each full GC between two bursts.
  *
+ * Best effort: if `make` throws (a host whose clock is mocked at import time), nothing is kept and
+ * nothing is thrown; a promise among the objects must carry its own `.catch`.
+ *
  * The objects hang off the owner under a symbol, because a module-level constant that no function
  * reads is not retained by V8 once the module has run.
  *
@@ -16,7 +19,12 @@ const PINNED = Symbol('onceflow.pinnedShapes');
  *     pinShapes(ReorderBuffer, () => [new ReorderBuffer({ capacity: 4, gapTimeout: 0 })]);
  */
 export function pinShapes(owner: object, make: () => unknown[]): void {
-  const kept = make();
+  let kept: unknown[];
+  try {
+    kept = make();
+  } catch {
+    return; // best effort: a warm-up must never fail the import of the module it sits in
+  }
   const existing = (owner as { [PINNED]?: unknown[] })[PINNED];
   if (existing !== undefined) {
     existing.push(...kept);

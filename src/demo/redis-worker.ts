@@ -56,8 +56,8 @@ async function main(config: WorkerConfig): Promise<void> {
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
 main(config).catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  // Exit now: a client still reconnecting in the background would keep this process alive, and
-  // the coordinator is waiting for the exit to stop the run.
-  process.exit(1);
+  // Exit once the message is written (a pipe's write can be asynchronous): a client still
+  // reconnecting in the background would keep this process alive, and the coordinator is waiting
+  // for the exit to stop the run.
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`, () => process.exit(1));
 });

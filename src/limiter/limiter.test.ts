@@ -253,6 +253,10 @@ describe('createLimiter', () => {
       ],
       [{ algorithm: 'gcra', limit: 1, window: '1s', degraded: 'open' }, /`degraded`/],
       [
+        { algorithm: 'gcra', limit: 1, window: '1s', timeout: '30d' },
+        /`timeout` to be a duration of at most 2\^31 - 1 ms/,
+      ],
+      [
         { algorithm: 'gcra', limit: 1, window: '1s', degraded: { mode: 'local', share: 2 } },
         /`degraded.share`/,
       ],

@@ -2,6 +2,7 @@ import { type Clock, systemClock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
+import { MAX_TIMER_MS } from '../core/timer-delay.js';
 import {
   isPlainObject,
   isWellFormed,
@@ -190,6 +191,13 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
   // a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? parseDuration(options.timeout, 'timeout') : undefined;
+  if (timeoutOption !== undefined && timeoutOption > MAX_TIMER_MS) {
+    throw new InvalidOptionError(
+      'timeout',
+      'a duration of at most 2^31 - 1 ms (~24.8 days)',
+      options.timeout,
+    );
+  }
   const timeoutMs = timeoutOption ?? (store.kind === 'memory' || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   return new RateLimiter({
     store,
@@ -490,7 +498,9 @@ pinShapes(RateLimiter, () => {
         ...(algorithm === 'sliding-window' ? { granularity: 100 } : {}),
       });
       kept.push(limiter);
-      for (const cost of [1, 1, 1, 1, 5, 0]) kept.push(limiter.take('pinned', { cost }));
+      // A warm-up must never fail the host (a mocked Date.now at import): errors are dropped.
+      for (const cost of [1, 1, 1, 1, 5, 0])
+        kept.push(limiter.take('pinned', { cost }).catch(() => undefined));
     }
   }
   return kept;

@@ -60,6 +60,53 @@ describe('createCompensator', () => {
     lane.close();
   });
 
+  it('a job whose rest was filled while its first piece ran is done, not counted as cancelled', async () => {
+    const asked: GapRange[] = [];
+    const lane = createCompensator({ maxRange: 5, request: async (r) => void asked.push(r) });
+    lane.add({ from: 0, to: 10 });
+    for (let seq = 5; seq <= 10; seq++) lane.fill(seq);
+    await lane.idle();
+    expect(asked).toEqual([{ from: 0, to: 4 }]);
+    expect(lane.stats()).toMatchObject({ requested: 1, cancelled: 0, queued: 0 });
+  });
+
+  it('a number that came late and went missing again is asked for by the job that holds it, never by two at once', async () => {
+    vi.useFakeTimers();
+    const asked: GapRange[] = [];
+    let fail = true;
+    const lane = createCompensator({
+      backoff: { initial: '100ms', max: '100ms' },
+      random: () => 0.5,
+      request: async (r) => {
+        asked.push(r);
+        if (fail) {
+          fail = false;
+          throw new Error('source busy');
+        }
+      },
+    });
+    lane.add({ from: 0, to: 1 });
+    await flush(); // 0-1 fails: a retry of 0-1 waits
+    lane.fill(1); // 1 came late...
+    lane.add({ from: 1, to: 2 }); // ...and is reported missing again, with 2
+    await vi.advanceTimersByTimeAsync(200);
+    await flush();
+    // 2 alone is new; 1 is the waiting retry's again (0-1). No number in two requests.
+    expect(asked).toEqual([
+      { from: 0, to: 1 },
+      { from: 2, to: 2 },
+      { from: 0, to: 1 },
+    ]);
+    expect(lane.pending()).toEqual([]);
+  });
+
+  it('refuses a backoff a timer cannot wait (over 2^31 - 1 ms), naming it', () => {
+    const request = async () => {};
+    expect(() => createCompensator({ request, backoff: { initial: '30d' } })).toThrow(/`backoff.initial`/);
+    expect(() => createCompensator({ request, backoff: { max: '60d' } })).toThrow(/`backoff.max`/);
+    expect(() => createCompensator({ request, backoff: { initial: '1d', max: '24d' } })).not.toThrow();
+  });
+
   it('keeps at most `concurrency` requests in flight', async () => {
     let inFlight = 0;
     let peak = 0;

@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { MAX_TIMER_MS } from '../core/timer-delay.js';
 import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
 import type { GapRange } from '../windows/reorder-buffer.js';
 
@@ -105,6 +106,21 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   if (!isPlainObject(backoff as unknown)) throw new InvalidOptionError('backoff', 'an object', backoff);
   const initialMs = parseDuration(backoff.initial ?? DEFAULT_INITIAL, 'backoff.initial');
   const maxMs = parseDuration(backoff.max ?? DEFAULT_MAX, 'backoff.max');
+  // A retry waits in one timer: longer than a timer can wait (~24.8 days) would fire at once.
+  if (initialMs > MAX_TIMER_MS) {
+    throw new InvalidOptionError(
+      'backoff.initial',
+      'a duration of at most 2^31 - 1 ms (~24.8 days)',
+      backoff.initial,
+    );
+  }
+  if (maxMs > MAX_TIMER_MS) {
+    throw new InvalidOptionError(
+      'backoff.max',
+      'a duration of at most 2^31 - 1 ms (~24.8 days)',
+      backoff.max,
+    );
+  }
   const factor = backoff.factor ?? DEFAULT_FACTOR;
   if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {
     throw new InvalidOptionError('backoff.factor', 'a finite number >= 1', backoff.factor);
@@ -182,8 +198,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       return;
     }
     // The rest of the job stays queued, as one job, to start once this piece is under way.
-    if (first.to < job.to)
+    if (first.to < job.to && firstOpen(first.to + 1, job.to) !== undefined) {
       jobs.add({ from: first.to + 1, to: job.to, attempt: job.attempt, state: 'queued' });
+    }
     job.from = first.from;
     job.to = first.to;
     job.state = 'running';
@@ -247,6 +264,20 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     for (const r of givenUp) onGiveUp?.(r, error);
   }
 
+  /** The parts of [from, to] that no job covers, ascending. */
+  function notInJobs(from: number, to: number): GapRange[] {
+    const held = [...jobs].filter((j) => j.to >= from && j.from <= to).sort((a, b) => a.from - b.from);
+    const out: GapRange[] = [];
+    let s = from;
+    for (const j of held) {
+      if (j.from > s) out.push({ from: s, to: Math.min(to, j.from - 1) });
+      s = Math.max(s, j.to + 1);
+      if (s > to) return out;
+    }
+    out.push({ from: s, to });
+    return out;
+  }
+
   function removeOpen(from: number, to: number): void {
     const next: GapRange[] = [];
     for (const r of open) {
@@ -294,7 +325,10 @@ export function createCompensator(options: CompensatorOptions): Compensator {
         if (!ok) throw new InvalidArgumentError(`gaps[${i}]`, 'a range { from, to } with from <= to', g);
       }
       for (const g of list) {
-        for (const fresh of addOpen(g.from, g.to)) {
+        // Newly open numbers that no job holds (one that came late and went missing again may
+        // still sit in a waiting retry or a request in flight: that job asks for it; a second
+        // job would ask for it twice at once).
+        for (const fresh of addOpen(g.from, g.to).flatMap((r) => notInJobs(r.from, r.to))) {
           // Coalesce with a queued first attempt that touches it, else queue a new job.
           let target: Job | undefined;
           for (const j of jobs) {

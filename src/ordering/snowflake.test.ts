@@ -154,6 +154,34 @@ describe('Snowflake', () => {
     expect(delays).toEqual([2 ** 31 - 1]);
   });
 
+  it('a restart inside a 60-day lease waits in clamped timer steps (not a 1 ms busy loop) until the lease is past', async () => {
+    vi.useFakeTimers();
+    const store = memoryStore();
+    const clock = new FakeClock(T0);
+    const first = await Snowflake.start({ worker: 1, store, name: 'long-restart', clock, lease: '60d' });
+    first.next();
+    first.close();
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    let started: Snowflake | undefined;
+    const second = Snowflake.start({ worker: 1, store, name: 'long-restart', clock, lease: '60d' }).then(
+      (s) => {
+        started = s;
+      },
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    const delays = spy.mock.calls.map((call) => Number(call[1]));
+    expect(delays).toEqual([2 ** 31 - 1]);
+    expect(started).toBeUndefined();
+    // Once the clock has passed the old lease, the next (clamped) firing lets the start finish.
+    clock.advance(60 * 86_400_000);
+    await vi.advanceTimersByTimeAsync(2 ** 31 - 1);
+    await second;
+    expect(started).toBeInstanceOf(Snowflake);
+    spy.mockRestore();
+    started?.close();
+    vi.useRealTimers();
+  });
+
   it('restart through a store: the lease of the last run is respected; a clock behind it is caught', async () => {
     const store = memoryStore();
     const clock = new FakeClock(T0);

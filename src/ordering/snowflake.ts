@@ -226,7 +226,7 @@ export class Snowflake {
         const behind = persisted - Math.floor(clock.now());
         if (behind <= tolerance || behind > every + tolerance) break;
         if (options.wait !== undefined) options.wait(behind - tolerance);
-        else await new Promise((resolve) => setTimeout(resolve, behind - tolerance));
+        else await new Promise((resolve) => setTimeout(resolve, timerDelay(behind - tolerance))); // the loop re-checks
       }
     }
     const flake = new Snowflake(persisted >= 0 ? { ...rest, lastTimestamp: persisted } : rest);

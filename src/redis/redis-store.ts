@@ -1,5 +1,5 @@
 import { InvalidOptionError, StoreError } from '../core/errors.js';
-import { isPlainObject, nonNegativeInt, orderFromString, orderToString } from '../core/validate.js';
+import { isPlainObject, isWellFormed, nonNegativeInt, orderFromString, orderToString } from '../core/validate.js';
 import type {
   Balances,
   JournalQuery,
@@ -137,10 +137,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     throw new InvalidOptionError('client', 'an ioredis Redis or Cluster client (with call())', client);
   }
   const prefix = options.prefix ?? 'onceflow:';
-  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+  // No braces (they would move the hash tag) and no lone surrogate (two such prefixes meet in one
+  // key space once Redis stores them as UTF-8: one store's entries would be the other's repeats).
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix) || !isWellFormed(prefix)) {
     throw new InvalidOptionError(
       'prefix',
-      'a string without `{` or `}` (they would move the hash tag)',
+      'a well-formed string without `{` or `}` (they would move the hash tag)',
       prefix,
     );
   }

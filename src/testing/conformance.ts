@@ -38,10 +38,12 @@ export async function runCase(
     name: `${prefix}${c.name}`,
   });
   const failures: string[] = [];
+  // Entries applied per owner so far: an applied entry's seq must be the next one (1, 2, 3, ...).
+  const applied = new Map<string, number>();
   for (const [i, step] of c.steps.entries()) {
     const where = `step ${i} (${step.op})`;
     try {
-      const problem = await runStep(ledger, step);
+      const problem = await runStep(ledger, step, applied);
       if (problem) failures.push(`${where}: ${problem}`);
     } catch (err) {
       failures.push(`${where}: threw ${err instanceof Error ? err.message : String(err)}`);
@@ -69,7 +71,11 @@ export async function run(store: Store, options: RunOptions = {}): Promise<CaseR
 
 type AnyLedger = ReturnType<typeof createLedger>;
 
-async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string | undefined> {
+async function runStep(
+  ledger: AnyLedger,
+  step: ConformanceStep,
+  applied: Map<string, number>,
+): Promise<string | undefined> {
   switch (step.op) {
     case 'apply': {
       const e = step.entry;
@@ -78,9 +84,15 @@ async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string
       if (e.order !== undefined) entry.order = orderFromString(e.order);
       if (e.meta !== undefined) entry.meta = e.meta as NonNullable<LedgerEntry['meta']>;
       const got = await ledger.apply(entry);
+      let seq: number | undefined;
+      if (got.outcome === 'applied') {
+        seq = (applied.get(e.owner) ?? 0) + 1;
+        applied.set(e.owner, seq);
+      }
       return (
         differ('outcome', got.outcome, step.expect.outcome) ??
-        differ('balances', fromBigints(got.balances), step.expect.balances)
+        differ('balances', fromBigints(got.balances), step.expect.balances) ??
+        differ('seq (per owner: 1, 2, 3, ...; none unless applied)', got.seq, seq)
       );
     }
     case 'balances':
@@ -148,8 +160,8 @@ async function runStep(ledger: AnyLedger, step: ConformanceStep): Promise<string
  * Journal seqs are numbered per owner (DESIGN §3.3 and the Redis key layout: a ledger-wide counter
  * would be a cross-slot key): 1, 2, 3, ... for each owner, so the same history gives the same seqs
  * on every store. In a query that keeps all of an owner's entries (no scope filter, no `after`)
- * they follow each other by 1 from where the journal starts (a trimmed journal starts an owner
- * anywhere); in any query they increase.
+ * they are exactly 1, 2, 3, ... (the cases keep fewer entries than any retention would drop); in
+ * any query they increase.
  */
 function checkSeqs(entries: { owner: string; seq: number }[], whole: boolean): string | undefined {
   const last = new Map<string, number>();
@@ -158,7 +170,7 @@ function checkSeqs(entries: { owner: string; seq: number }[], whole: boolean): s
     const ok =
       Number.isSafeInteger(seq) &&
       seq >= 1 &&
-      (previous === undefined || (whole ? seq === previous + 1 : seq > previous));
+      (previous === undefined ? !whole || seq === 1 : whole ? seq === previous + 1 : seq > previous);
     if (!ok) {
       return `journal seqs of ${owner}: ${seq} after ${previous ?? 'none'} (expected per-owner numbering 1, 2, 3, ...)`;
     }

@@ -141,6 +141,23 @@ describe('ReorderBuffer', () => {
     expect(back.tick(100).gaps).toEqual([{ from: 2, to: 2 }]);
   });
 
+  it('restore replaces the learned adaptive timeout too: a save without a sample starts afresh', () => {
+    const trained = new ReorderBuffer<number>({ capacity: 8, gapTimeout: 'adaptive' });
+    const fresh = trained.timeoutMs;
+    // Holes that take 5 s to fill, many times over: the adaptive timeout follows them up.
+    for (let i = 0, t = 0; i < 200; i++, t += 10_000) {
+      const s = trained.next;
+      trained.push(s + 1, s + 1, t);
+      trained.push(s, s, t + 5_000);
+    }
+    expect(trained.timeoutMs).toBeGreaterThan(fresh);
+    trained.restore(new ReorderBuffer<number>({ capacity: 8, gapTimeout: 5 }).snapshot());
+    expect(trained.timeoutMs).toBe(fresh);
+    expect(trained.snapshot().adaptive).toEqual(
+      new ReorderBuffer({ capacity: 8, gapTimeout: 'adaptive' }).snapshot().adaptive,
+    );
+  });
+
   it('validates options and arguments with coded errors', () => {
     const caught = (fn: () => unknown) => {
       try {

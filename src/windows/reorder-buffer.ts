@@ -152,7 +152,8 @@ export class ReorderBuffer<T> {
   readonly overflow: 'advance' | 'reject';
   readonly maxMissing: number;
   readonly #fixedTimeoutMs: number;
-  readonly #adaptive: AdaptiveTimeout | undefined;
+  #adaptive: AdaptiveTimeout | undefined;
+  readonly #adaptiveOptions: AdaptiveTimeoutOptions;
   readonly #clock: Clock;
   #next: number;
   // Slot i holds the number s with (s & mask) == i, for s in (next, next + capacity); the slot count
@@ -186,8 +187,9 @@ export class ReorderBuffer<T> {
     if (typeof this.#clock?.now !== 'function') {
       throw new InvalidOptionError('clock', 'an object with now()', options.clock);
     }
+    this.#adaptiveOptions = options.adaptive ?? {};
     if (options.gapTimeout === 'adaptive') {
-      this.#adaptive = new AdaptiveTimeout(options.adaptive ?? {});
+      this.#adaptive = new AdaptiveTimeout(this.#adaptiveOptions);
       this.#fixedTimeoutMs = 0;
     } else {
       if (options.adaptive !== undefined) {
@@ -371,7 +373,12 @@ export class ReorderBuffer<T> {
     // The gap timeout may have changed between the save and this run (fixed <-> 'adaptive'): the
     // configured one applies. An adaptive buffer takes the saved sample when there is one, and
     // starts a fresh one otherwise; a fixed one has no use for a saved sample.
-    if (s.adaptive !== null && this.#adaptive !== undefined) this.#adaptive.load(s.adaptive);
+    if (this.#adaptive !== undefined) {
+      // Checked before anything changes (load validates); a save without a sample starts afresh.
+      const adaptive = new AdaptiveTimeout(this.#adaptiveOptions);
+      if (s.adaptive !== null) adaptive.load(s.adaptive);
+      this.#adaptive = adaptive;
+    }
     this.#next = s.next;
     this.#items.fill(EMPTY);
     this.#buffered = 0;

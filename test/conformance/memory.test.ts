@@ -25,4 +25,21 @@ describe('conformance: memory store', () => {
     const broken = await conformance.run(forgetful);
     expect(broken.find((r) => r.name === 'fresh-then-duplicate')?.failures.length).toBeGreaterThan(0);
   });
+
+  it('a store numbering journal seqs other than 1, 2, 3... per owner fails the kit', async () => {
+    const base = memoryStore();
+    // Every seq shifted by 100, consistently (apply, journal and `after`): still increasing, not 1, 2, 3.
+    const shifted = wrapStore(base, {
+      ledgerApply: async (cmd: Parameters<typeof base.ledgerApply>[0]) => {
+        const r = await base.ledgerApply(cmd);
+        return r.seq === undefined ? r : { ...r, seq: r.seq + 100 };
+      },
+      ledgerJournal: async (ledger: string, q: Parameters<typeof base.ledgerJournal>[1]) =>
+        (await base.ledgerJournal(ledger, q.after === undefined ? q : { ...q, after: q.after - 100 })).map(
+          (e) => ({ ...e, seq: e.seq + 100 }),
+        ),
+    });
+    const results = await conformance.run(shifted);
+    expect(results.filter((r) => r.failures.some((f) => f.includes('seq'))).length).toBeGreaterThan(5);
+  });
 });

@@ -116,4 +116,18 @@ describe('shapes survive full GCs', () => {
       ),
     ).toEqual([]);
   });
+
+  it('importing onceflow with Date.now mocked to nonsense neither throws nor crashes the process later', () => {
+    const script = `
+Date.now = () => undefined;
+await import(${JSON.stringify(join(root, 'dist', 'index.js'))});
+await new Promise((resolve) => setTimeout(resolve, 50));
+console.log('alive');
+`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    expect(out.trim()).toBe('alive');
+  });
 });
