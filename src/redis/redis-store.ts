@@ -1,5 +1,11 @@
 import { InvalidOptionError, StoreError } from '../core/errors.js';
-import { isPlainObject, isWellFormed, nonNegativeInt, orderFromString, orderToString } from '../core/validate.js';
+import {
+  isPlainObject,
+  isWellFormed,
+  nonNegativeInt,
+  orderFromString,
+  orderToString,
+} from '../core/validate.js';
 import type {
   Balances,
   JournalQuery,
