@@ -51,6 +51,11 @@ export class BlockCache {
     this.#blocks.set(key, { until: asked + decision.retryAfterMs, cost, block: { decision, asked } });
   }
 
+  /** Forgets the block on `key` (its state changed: an admission of another cost). */
+  delete(key: string): void {
+    this.#blocks.delete(key);
+  }
+
   clear(): void {
     this.#blocks.clear();
   }

@@ -157,6 +157,68 @@ describe('createLimiter', () => {
     expect(state.calls).toBe(before + 1);
   });
 
+  it('the block cache keeps the store time: a memory store on a fake clock, no limiter clock', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      store: memoryStore({ clock }),
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: '1s',
+    });
+    expect((await limiter.take('u')).allowed).toBe(true);
+    expect(await limiter.take('u')).toMatchObject({ allowed: false, reason: 'limited', retryAfterMs: 1000 });
+    // No block on the wall clock in front of a store on its own clock: the store answers.
+    expect(await limiter.take('u')).toMatchObject({ allowed: false, reason: 'limited', retryAfterMs: 1000 });
+    clock.advance(1000);
+    expect((await limiter.take('u')).allowed).toBe(true);
+  });
+
+  it('an admission forgets the key block: a blocked answer waits as long as the store says, not an older wait', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      store: memoryStore({ clock }),
+      clock, // the block cache sits in front of a memory store when both keep this time
+      algorithm: 'sliding-log',
+      limit: 3,
+      window: '1s',
+    });
+    await limiter.take('u');
+    clock.advance(100);
+    await limiter.take('u');
+    clock.advance(400); // t = 500: 2 of 3 used
+    expect(await limiter.take('u', { cost: 2 })).toMatchObject({
+      allowed: false,
+      reason: 'limited',
+      retryAfterMs: 500,
+    });
+    expect((await limiter.take('u', { cost: 1 })).allowed).toBe(true); // now 3 of 3: cost 2 needs until t = 1100
+    const again = await limiter.take('u', { cost: 2 });
+    expect(again).toMatchObject({ allowed: false, reason: 'limited', retryAfterMs: 600 });
+    clock.advance(599);
+    expect((await limiter.take('u', { cost: 2 })).allowed).toBe(false);
+    clock.advance(1);
+    expect((await limiter.take('u', { cost: 2 })).allowed).toBe(true);
+  });
+
+  it('degraded local: a share below one request of some limit is refused by name (nodes together would exceed it)', () => {
+    const make =
+      (limit: number, share: number, extra = {}) =>
+      () =>
+        createLimiter({
+          algorithm: 'gcra',
+          limit,
+          window: '1s',
+          degraded: { mode: 'local', share },
+          ...extra,
+        });
+    expect(make(3, 0.25)).toThrow(
+      /`degraded.share` to be large enough that each node may admit at least 1 of limits\[0\]/,
+    );
+    expect(make(10, 0.05)).toThrow(/`degraded.share`/);
+    expect(make(100, 0.5, { burst: 1 })).toThrow(/burst 1/);
+    expect(make(4, 0.25)).not.toThrow();
+  });
+
   it("degraded 'deny', 'allow' and 'local' say so in reason; default rethrows a coded StoreError", async () => {
     const clock = new FakeClock(0);
     const { store, state } = spyStore(clock);
@@ -426,9 +488,11 @@ describe('createLimiter', () => {
     // A larger cost needs a longer wait than the block knows: the store answers it exactly.
     expect(await limiter.take('u', { cost: 5 })).toMatchObject({ reason: 'limited', retryAfterMs: 500 });
 
-    const storeClock = new FakeClock(10_000); // the store's time, far from this process's wall clock
+    // A remote store (a memory store behind the asynchronous path, as Redis is) keeping its own
+    // time, far from this process's wall clock.
+    const storeClock = new FakeClock(10_000);
     const two = createLimiter({
-      store: memoryStore({ clock: storeClock }),
+      store: wrapStore(memoryStore({ clock: storeClock }), { limiterDecideSync: undefined }),
       limits: [
         { id: 'a', algorithm: 'fixed-window', limit: 1, window: '1m' },
         { id: 'b', algorithm: 'fixed-window', limit: 5, window: '1h' },

@@ -164,7 +164,11 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   if (cacheOption !== false) {
     if (!isPlainObject(cacheOption))
       throw new InvalidOptionError('blockCache', 'false or { max }', cacheOption);
-    cache = new BlockCache(positiveInt('blockCache.max', cacheOption.max ?? DEFAULT_BLOCK_CACHE));
+    const max = positiveInt('blockCache.max', cacheOption.max ?? DEFAULT_BLOCK_CACHE);
+    // A store that decides in this process (memory) keeps time on its own clock, which the cache
+    // cannot read (a memory store on a fake clock): the cache needs the limiter's `clock` to sit in
+    // front of it. Without one there is nothing to save anyway: the store answers as fast.
+    if (store.limiterDecideSync === undefined || passIn !== undefined) cache = new BlockCache(max);
   }
 
   const policy: DegradedPolicy = options.degraded ?? 'throw';
@@ -176,11 +180,21 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     }
     fallback = {
       backend: new MemoryLimiterBackend(local),
-      specs: specs.map((s) => ({
-        ...s,
-        limit: Math.max(1, Math.floor(s.limit * share)),
-        param: s.algorithm === 'gcra' ? Math.max(1, Math.floor(s.param * share)) : s.param,
-      })),
+      specs: specs.map((s, i) => {
+        // A node's share is what it may admit alone; rounding it up to 1 would let the nodes
+        // together exceed the limit, so a share below one request is refused here.
+        const gcra = s.algorithm === 'gcra';
+        const limit = Math.floor(s.limit * share);
+        const param = gcra ? Math.floor(s.param * share) : s.param;
+        if (limit < 1 || (gcra && param < 1)) {
+          throw new InvalidOptionError(
+            'degraded.share',
+            `large enough that each node may admit at least 1 of limits[${i}] (limit ${s.limit}${gcra ? `, burst ${s.param}` : ''})`,
+            share,
+          );
+        }
+        return { ...s, limit, param };
+      }),
     };
   } else if (policy !== 'throw' && policy !== 'deny' && policy !== 'allow') {
     throw new InvalidOptionError('degraded', "'throw', 'deny', 'allow' or { mode: 'local', share }", policy);
@@ -323,14 +337,14 @@ class RateLimiter implements Limiter {
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
-      if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, asked, decision);
+      if (cache !== undefined) this.#remember(cacheKey, cost, asked, decision);
       return Promise.resolve(decision);
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
     return this.#callStore(calls, cost, given).then(
       (reply) => {
         const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
-        if (!decision.allowed && cache !== undefined) this.#block(cacheKey, cost, asked, decision);
+        if (cache !== undefined) this.#remember(cacheKey, cost, asked, decision);
         return decision;
       },
       (err: unknown) => this.#degrade(err, subjects, cost),
@@ -454,10 +468,16 @@ class RateLimiter implements Limiter {
     });
   }
 
-  // Remembers a refusal in the block cache until the wait it names is over.
-  #block(cacheKey: string, cost: number, asked: number, decision: Decision): void {
-    if (decision.retryAfterMs === Number.POSITIVE_INFINITY) return;
-    (this.#cache as BlockCache).set(cacheKey, cost, asked, decision);
+  // A refusal is remembered until the wait it names is over. An admission changes the key's state
+  // (a later refusal of another cost would need longer than a block remembered before it), so it
+  // forgets the key's block: a blocked answer's wait stays the store's.
+  #remember(cacheKey: string, cost: number, asked: number, decision: Decision): void {
+    const cache = this.#cache as BlockCache;
+    if (decision.allowed) {
+      if (cost > 0) cache.delete(cacheKey);
+    } else if (decision.retryAfterMs !== Number.POSITIVE_INFINITY) {
+      cache.set(cacheKey, cost, asked, decision);
+    }
   }
 }
 

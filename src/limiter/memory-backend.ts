@@ -67,6 +67,7 @@ export class MemoryLimiterBackend {
       if (inNamespace(key, namespace)) {
         this.#entries.delete(key);
         entry.dead = true;
+        entry.state = undefined; // memos (a limiter's key cache) may still hold the entry: not its state
         n++;
       }
     }
@@ -138,6 +139,7 @@ function sweepEntry(this: number, entry: Entry, key: string, map: Map<string, En
   if (entry.expiresAt <= this) {
     map.delete(key);
     entry.dead = true;
+    entry.state = undefined; // memos (a limiter's key cache) may still hold the entry: not its state
   }
 }
 
