@@ -15,11 +15,16 @@ import { scripts } from './scripts.generated.js';
 // of server time here), so 128 hold the server for a few milliseconds at most.
 const MAX_BATCH = 128;
 
-// Added to every key's TTL. In client-clock mode time comes from the callers, whose clocks may
-// run ahead of or behind Redis's TTL clock; 1 s covers any NTP-synchronised skew (typically
-// < 100 ms) ten times over, so a key is never dropped while a caller's time still counts it.
-// The TTL is garbage collection only: a state read after its time decides as empty.
+// Added to every key's TTL. The TTL is garbage collection only (a state read after its time
+// decides as empty), but a key dropped while its time still counts would forget admissions.
+// On Redis's own time (TIME) the TTL and the decisions share one clock: 1 s covers rounding.
 const TTL_SLACK_MS = 1000;
+// In client-clock mode time comes from the callers, and Redis expires keys on its own clock: a
+// caller's clock running behind Redis's by more than the slack would see its state vanish early.
+// NTP-synchronised hosts differ by < 100 ms; the slack is sized for the other use of this mode,
+// tests that drive Redis and memory with one fake clock: such a clock may stand still for as long
+// as a test runs (minutes), so 10 minutes. It costs only memory: keys outlive their window by it.
+const CLIENT_TTL_SLACK_MS = 600_000;
 
 /** One queued decision: its calls, keys (with the prefix), time ('' for Redis TIME) and cost. */
 interface TakeItem extends BatchItem<LimiterTakeReply> {
@@ -87,7 +92,7 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
           tail.push(index);
         }
       }
-      const args = JSON.stringify([TTL_SLACK_MS, specIndex.size, ...specTable, ...tail]);
+      const args = JSON.stringify([TTL_SLACK_MS, CLIENT_TTL_SLACK_MS, specIndex.size, ...specTable, ...tail]);
       // One flat array of integers: each entry's 2 + 4 x limits values, in order.
       const flat = (await evalScript(client, scripts.limiterTake, keys, [args])) as number[];
       const replies: LimiterTakeReply[] = [];

@@ -36,8 +36,13 @@ for (const target of targets) {
     let run = 0;
 
     /** Runs `seq` on a memory and a Redis limiter driven by one fake clock; every decision must be equal. */
-    async function sameDecisions(limits: LimitOptions[], seq: Step[], costScale = 1): Promise<void> {
-      const clock = new FakeClock(1_000_000);
+    async function sameDecisions(
+      limits: LimitOptions[],
+      seq: Step[],
+      costScale = 1,
+      start = 1_000_000,
+    ): Promise<void> {
+      const clock = new FakeClock(start);
       const name = `run-${run++}`;
       const memory = createLimiter({ store: memoryStore({ clock }), clock, limits, name, blockCache: false });
       const redis = createLimiter({
@@ -64,6 +69,53 @@ for (const target of targets) {
         ),
         { numRuns: 60 },
       );
+    });
+
+    it('clocks far from today match the model too: negative times, and past 1e14 ms (Lua writes every number whole)', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          limitSets,
+          steps(['a', 'b'], true),
+          fc.constantFrom(-1_500, -86_400_000 + 333, 100_000_000_000_007, 2 ** 50, 2 ** 52 - 10_000_000),
+          (limits, seq, start) => sameDecisions(limits, seq, 1, start),
+        ),
+        { numRuns: 30 },
+      );
+    });
+
+    it('a key written on a caller clock outlives its window by the client slack (a fake clock may stand still)', async () => {
+      const name = `ttl-${run++}`;
+      const clock = new FakeClock(1_000_000);
+      const store = createRedisStore({ client, prefix });
+      const onClient = createLimiter({
+        store,
+        clock,
+        name,
+        algorithm: 'gcra',
+        limit: 1,
+        window: '1s',
+        blockCache: false,
+      });
+      const onServer = createLimiter({
+        store,
+        name: `${name}-s`,
+        algorithm: 'gcra',
+        limit: 1,
+        window: '1s',
+        blockCache: false,
+      });
+      await onClient.take('k');
+      await onServer.take('k');
+      const ttls: Record<string, number> = {};
+      // Every master's keys (a cluster client's KEYS asks one node only).
+      const nodes = client instanceof Redis ? [client] : client.nodes('master');
+      for (const node of nodes) {
+        for (const key of await node.keys(`${prefix}*${name}*`)) {
+          ttls[key.includes(`${name}-s`) ? 'server' : 'client'] = await client.pttl(key);
+        }
+      }
+      expect(ttls.client).toBeGreaterThan(600_000);
+      expect(ttls.server).toBeLessThanOrEqual(2_000);
     });
 
     it('a sliding log above limit 512 (a sorted set on Redis, not a string) matches the model too', async () => {

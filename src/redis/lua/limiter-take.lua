@@ -18,8 +18,9 @@
                                      last seq, '#l' newest time, '#o' oldest time, scored 2^52 +
                                      value (with '#o' the expired scan is skipped while nothing
                                      can have expired)
-  ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slack in ms, added to
-             every key's TTL (see redis/limiter-backend.ts); S, the number of distinct limit specs
+  ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slacks in ms added to
+             every key's TTL, for entries on the server's time and for entries on a caller's
+             time (see redis/limiter-backend.ts); S, the number of distinct limit specs
              in the batch, then S specs of 4 values: algorithm (a string: 'l' sliding-log as a
              string, 'z' sliding-log as a sorted set, 's' sliding-window, 'f' fixed-window, 'g'
              gcra), limit, window ms, param (bucket ms for 's', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
@@ -56,8 +57,9 @@ local function ceildiv(a, b)
   return q
 end
 
--- Lua 5.1's tostring (and `..` on a number) is '%.14g': exact for integers below 1e14; times
--- in ms are ~1.7e12, sequence numbers and costs far smaller.
+-- Lua 5.1's tostring (and `..` on a number) is '%.14g': exact for integers below 1e14 only (a
+-- client clock or a cost may pass it: limit x window is allowed up to 2^53), so every number
+-- written into a value goes through int().
 local function int(x)
   if x > -1e14 and x < 1e14 then return tostring(x) end
   return string.format('%.0f', x)
@@ -70,7 +72,9 @@ local function pair(v)
 end
 
 local args = cjson.decode(ARGV[1])
-local slack = args[1]
+-- TTL slack: the server's own time (args[1]) or a caller's (args[2], client-clock entries).
+local server_slack, client_slack = args[1], args[2]
+local slack = server_slack
 local server_now = nil
 local function time_now()
   if not server_now then
@@ -101,14 +105,14 @@ local function fixed_window(key, L, W, cost, now)
   if v then start, count = pair(v) end
   local time = now
   if start and now < start then time = start end
-  local ws = time - fmod(time, W)
+  local ws = floordiv(time, W) * W -- the window holding `time`, negative times too
   local used = 0
   if start == ws then used = count end
   local wend = ws + W
   if used + cost <= L then
     local reset = time
     if used + cost > 0 then reset = wend end
-    return true, L - used - cost, reset, 0, key, ws .. ':' .. (used + cost), ttl(wend, now)
+    return true, L - used - cost, reset, 0, key, int(ws) .. ':' .. int(used + cost), ttl(wend, now)
   end
   local reset = time
   if used > 0 then reset = wend end
@@ -135,7 +139,7 @@ local function gcra(key, L, W, burst, cost, now)
     if rf > 0 then reset = rq + 1 end
     local at = q2
     if f2 > 0 then at = q2 + 1 end
-    return true, floordiv(burst * W - ahead, W), reset, 0, key, q2 .. ':' .. f2, ttl(at, now)
+    return true, floordiv(burst * W - ahead, W), reset, 0, key, int(q2) .. ':' .. int(f2), ttl(at, now)
   end
   local held = (q - now) * L + f
   local reset = q
@@ -182,8 +186,8 @@ local function sliding_window(key, L, W, G, cost, now)
     local reset = reset_of(cost)
     counts[B] = counts[B] + cost
     local parts = {}
-    for j = 0, B do parts[j + 1] = counts[j] end
-    return true, floordiv(L * G - scaled - cost * G, G), reset, 0, key, c .. ':' .. table.concat(parts, ','), ttl(reset, now)
+    for j = 0, B do parts[j + 1] = int(counts[j]) end
+    return true, floordiv(L * G - scaled - cost * G, G), reset, 0, key, int(c) .. ':' .. table.concat(parts, ','), ttl(reset, now)
   end
   local retry = -1
   if cost <= L then
@@ -237,7 +241,7 @@ local function sliding_log(key, L, W, cost, now)
   if not v then
     if cost > L then return false, L, now, -1, nil end
     local reset = log_reset(nil, now, W, cost)
-    return true, L - cost, reset, 0, key, cost .. ',' .. int(now) .. '|' .. int(now) .. ':' .. cost .. ',', ttl(reset, now)
+    return true, L - cost, reset, 0, key, int(cost) .. ',' .. int(now) .. '|' .. int(now) .. ':' .. int(cost) .. ',', ttl(reset, now)
   end
   local cutoff = now - W -- an entry at t counts while t > now - window
   local comma = find(v, ',', 1, true)
@@ -256,7 +260,7 @@ local function sliding_log(key, L, W, cost, now)
   if live + cost <= L then
     local reset = log_reset(newest, now, W, cost)
     local rest = sub(v, pos)
-    local entry = int(now) .. ':' .. cost .. ','
+    local entry = int(now) .. ':' .. int(cost) .. ','
     local top = now
     if newest and newest > now then
       -- The clock stepped back: insert after the entries at or before now (one is later: newest).
@@ -271,7 +275,7 @@ local function sliding_log(key, L, W, cost, now)
     else
       rest = rest .. entry
     end
-    return true, L - live - cost, reset, 0, key, (live + cost) .. ',' .. int(top) .. '|' .. rest, ttl(reset, now)
+    return true, L - live - cost, reset, 0, key, int(live + cost) .. ',' .. int(top) .. '|' .. rest, ttl(reset, now)
   end
   local retry = -1
   if cost <= L then
@@ -330,7 +334,7 @@ local function sliding_log_zset(zkey, L, W, cost, now)
       seq = seq + 1
       local top = now
       if newest and newest > now then top = newest end
-      redis.call('ZADD', zkey, now, seq .. ':' .. cost, META + live + cost, '#t', META + seq, '#s',
+      redis.call('ZADD', zkey, now, int(seq) .. ':' .. int(cost), META + live + cost, '#t', META + seq, '#s',
         META + top, '#l', META + first, '#o')
       expire(zkey, reset, now)
     end
@@ -357,13 +361,13 @@ local out = {}
 local o = 0
 local k = 1
 local writes = {}
-local specs = args[2]
+local specs = args[3]
 local SA, SL, SW, SP = {}, {}, {}, {}
 for i = 1, specs do
-  local b = 3 + 4 * (i - 1)
+  local b = 4 + 4 * (i - 1)
   SA[i], SL[i], SW[i], SP[i] = args[b], args[b + 1], args[b + 2], args[b + 3]
 end
-local a = 3 + 4 * specs
+local a = 4 + 4 * specs
 local function decide(alg, key, L, W, p, cost, now)
   if alg == 'g' then return gcra(key, L, W, p, cost, now) end
   if alg == 'l' then return sliding_log(key, L, W, cost, now) end
@@ -375,7 +379,12 @@ end
 local count = #args
 while a <= count do
   local now = args[a]
-  if now == '' then now = time_now() end
+  if now == '' then
+    now = time_now()
+    slack = server_slack
+  else
+    slack = client_slack
+  end
   local cost = args[a + 1]
   local n = args[a + 2]
   a = a + 3
