@@ -70,7 +70,12 @@ export function memoryOrderingOps(): Required<OrderingStoreOps> {
   return {
     async checkpointSave(name, revision, data) {
       const stored = checkpoints.get(name);
-      if (stored !== undefined && revision <= stored.revision) return 'stale';
+      if (stored !== undefined) {
+        // The same save again (a re-sent command) is saved; another run's, of this revision or a
+        // later one, makes it stale (as ordering-checkpoint.lua).
+        if (revision === stored.revision && data === stored.data) return 'saved';
+        if (revision <= stored.revision) return 'stale';
+      }
       checkpoints.set(name, { revision, data });
       return 'saved';
     },

@@ -1,4 +1,4 @@
-import { InvalidOptionError, StoreError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import {
   isPlainObject,
   isWellFormed,
@@ -6,6 +6,7 @@ import {
   orderFromString,
   orderToString,
 } from '../core/validate.js';
+import { checkDeltaPairs } from '../store/delta-pairs.js';
 import type {
   Balances,
   JournalQuery,
@@ -267,9 +268,11 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       // Inside the executor: anything thrown rejects the promise instead of escaping.
       new Promise<LedgerApplyResult>((resolve, reject) => {
         try {
+          checkDeltaPairs(cmd.deltas);
           enqueueApply(cmd, resolve, reject);
         } catch (err) {
-          reject(new StoreError('ledgerApply', err));
+          // A malformed command is the caller's error, as in the memory store; anything else the store's.
+          reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
         }
       }),
 

@@ -7,6 +7,7 @@ import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter
 import type { VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
+import { checkDeltaPairs } from './delta-pairs.js';
 import type {
   Balances,
   JournalEntry,
@@ -224,11 +225,7 @@ class MemoryStore implements Store {
     // What can fail comes first, before any state changes: the deltas' form (the ledger checks
     // them, a direct caller may not), the clock (a caller's) and the copy of `meta`. An apply
     // happens whole or not at all (DESIGN §3.3).
-    for (const pair of cmd.deltas) {
-      if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'bigint') {
-        throw new InvalidArgumentError('deltas', '[field, bigint] pairs', pair);
-      }
-    }
+    checkDeltaPairs(cmd.deltas);
     const at = this.#maxEntries > 0 ? this.#clock.now() : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);

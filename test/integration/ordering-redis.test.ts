@@ -108,6 +108,17 @@ for (const { label, make } of clients) {
       expect(new Set(applied).size).toBe(applied.length);
     });
 
+    it('a checkpoint save sent twice (a re-send after a lost reply) is saved both times, a save of another run is stale', async () => {
+      for (const store of [memoryStore(), fresh('resend')]) {
+        expect(await store.checkpointSave?.('cp', 1, '{"a":1}')).toBe('saved');
+        expect(await store.checkpointSave?.('cp', 2, '{"a":2}')).toBe('saved');
+        expect(await store.checkpointSave?.('cp', 2, '{"a":2}')).toBe('saved'); // the same command again
+        expect(await store.checkpointSave?.('cp', 2, '{"b":9}')).toBe('stale'); // another run, same revision
+        expect(await store.checkpointSave?.('cp', 1, '{"a":1}')).toBe('stale'); // an older save, late
+        expect(await store.checkpointLoad?.('cp')).toEqual({ revision: 2, data: '{"a":2}' });
+      }
+    });
+
     it('a restarted consumer continues from its Redis checkpoint', async () => {
       const store = fresh('checkpoint');
       const seen: [number, boolean][] = [];

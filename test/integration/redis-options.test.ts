@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isOnceflowError } from '../../src/core/errors.js';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/index.js';
+import { memoryStore } from '../../src/store/memory-store.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 describe('createRedisStore options', () => {
@@ -32,5 +33,36 @@ describe('createRedisStore options', () => {
     const entry = { owner: 'o', signature: 's', deltas: { coins: 1 } };
     expect((await a.apply(entry)).outcome).toBe('applied');
     expect((await b.apply(entry)).outcome).toBe('applied');
+  });
+});
+
+describe('a direct store caller that repeats a delta field', () => {
+  const client = new Redis(REDIS_URL);
+  const prefix = runPrefix('dup-fields');
+  afterAll(async () => {
+    await cleanupPrefix(client, prefix);
+    client.disconnect();
+  });
+
+  it('is refused by the memory and the Redis store alike, with nothing applied', async () => {
+    for (const store of [memoryStore(), createRedisStore({ client, prefix })]) {
+      const command = {
+        ledger: 'd',
+        capacity: 4,
+        horizon: true,
+        owner: 'o',
+        signature: 'x',
+        deltas: [
+          ['c', 5n],
+          ['c', 7n],
+        ] as [string, bigint][],
+        scope: 'S',
+      };
+      await expect(store.ledgerApply(command)).rejects.toSatisfy((e) =>
+        isOnceflowError(e, 'ERR_INVALID_ARGUMENT'),
+      );
+      expect(await store.ledgerBalances('d', 'o')).toEqual({});
+      expect(await store.ledgerScopeTotals('d', 'S')).toEqual({});
+    }
   });
 });

@@ -5,10 +5,18 @@
   ARGV[1]  revision                a non-negative integer below 2^53, increasing per save
   ARGV[2]  snapshot                JSON text
   Returns  { outcome, revision }   outcome 'saved' | 'stale'; revision is the stored one after
+  The same save twice (revision and snapshot equal: a client re-sending a command whose reply was
+  lost in a reconnect, as ioredis does by default) answers 'saved' again; only another run's save
+  of that revision or a later one makes this one stale.
 ]]
 
 -- Raw strings are returned, never tostring(number): Lua 5.1 prints 2^53 as '9.007199254741e+15'.
 local raw = redis.call('HGET', KEYS[1], 'r') or '-1'
-if tonumber(ARGV[1]) <= tonumber(raw) then return { 'stale', raw } end
+local incoming, stored = tonumber(ARGV[1]), tonumber(raw)
+if incoming < stored then return { 'stale', raw } end
+if incoming == stored then
+  if redis.call('HGET', KEYS[1], 'd') == ARGV[2] then return { 'saved', raw } end
+  return { 'stale', raw }
+end
 redis.call('HSET', KEYS[1], 'r', ARGV[1], 'd', ARGV[2])
 return { 'saved', ARGV[1] }
