@@ -35,7 +35,7 @@ const MAX_BATCH = 128;
 type ApplyEntry = (string | number)[];
 
 /** One entry's reply: outcome, journal seq ('' unless applied), the owner's balances. */
-type ApplyReply = [LedgerApplyResult['outcome'], string, Record<string, string>];
+type ApplyReply = [LedgerApplyResult['outcome'], string, Record<string, string>, 1?];
 
 /** One queued apply: the script's keys and entry, and whose registry entries it needs first. */
 interface ApplyItem extends BatchItem<LedgerApplyResult> {
@@ -167,6 +167,10 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     maxBatch: MAX_BATCH,
     async send(items) {
       try {
+        // Owners this process had registered before: if the script finds no state for one of
+        // them, Redis lost it (a restart without persistence, a failover to a lagging replica),
+        // and its registry entries may be gone too.
+        const known = items.map((item) => item.memo.inLedger);
         await register(items);
         const keys: string[] = new Array(items.length * 2);
         const entries: ApplyEntry = [];
@@ -181,7 +185,18 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           JSON.stringify(entries),
           maxEntries,
         ]);
-        return (JSON.parse(reply as string) as ApplyReply[]).map(toApplyResult);
+        const replies = JSON.parse(reply as string) as ApplyReply[];
+        const lost = items.filter((_item, i) => known[i] && replies[i]?.[3] === 1);
+        if (lost.length > 0) {
+          // Registered again (idempotent SADDs) before any caller sees its answer, so the
+          // registries stay a superset of the owners with a share: totals and journals find them.
+          for (const item of lost) {
+            item.memo.inLedger = false;
+            item.memo.scopes.clear();
+          }
+          await register(lost);
+        }
+        return replies.map(toApplyResult);
       } catch (err) {
         throw new StoreError('ledgerApply', err);
       }

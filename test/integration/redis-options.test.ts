@@ -66,3 +66,24 @@ describe('a direct store caller that repeats a delta field', () => {
     }
   });
 });
+
+describe('Redis losing its data under a running process', () => {
+  const client = new Redis(REDIS_URL);
+  const prefix = runPrefix('data-loss');
+  afterAll(async () => {
+    await cleanupPrefix(client, prefix);
+    client.disconnect();
+  });
+
+  it('the owners are registered again, so totals and journals find what is booked after', async () => {
+    const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4 });
+    await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 }, scope: 'A' });
+    // What a restart without persistence does to this run's keys (the shared server is not flushed).
+    await cleanupPrefix(client, prefix);
+    await ledger.apply({ owner: 'p1', signature: 's2', deltas: { coins: 7 }, scope: 'A' });
+    expect(await ledger.balances('p1')).toEqual({ coins: 7n });
+    expect(await ledger.totals('A')).toEqual({ coins: 7n });
+    expect((await ledger.journal({ scope: 'A' })).map((e) => e.signature)).toEqual(['s2']);
+    expect((await ledger.journal({})).map((e) => e.signature)).toEqual(['s2']);
+  });
+});

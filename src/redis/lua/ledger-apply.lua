@@ -13,7 +13,9 @@
                         none), meta JSON ('' when none), n (number of deltas), then n field, delta
                         pairs; every amount and order a string
   ARGV[2]     journal limit     '' keep every entry, '0' keep none, n keep the newest n
-  Returns     a JSON array, one reply per entry: [outcome, seq, { field: balance, ... }]
+  Returns     a JSON array, one reply per entry: [outcome, seq, { field: balance, ... }], with a
+              fourth element 1 when the owner had no state before it (a first apply, or state
+              Redis lost: the client then registers the owner again)
               outcome: 'applied' | 'duplicate' | 'stale'; seq is '' unless applied
 
   The field s is `<balances>\255<seq>,<count>,<horizon>,<order 1>,...,<order count>,` followed by
@@ -195,6 +197,8 @@ for k = 1, #KEYS, 2 do
     end
   end
   -- The stored balances are cjson's own output (valid JSON), so the reply is spliced, not re-encoded.
-  replies[#replies + 1] = '["' .. outcome .. '","' .. reply_seq .. '",' .. balances .. ']'
+  local was_new = ''
+  if not got[1] then was_new = ',1' end
+  replies[#replies + 1] = '["' .. outcome .. '","' .. reply_seq .. '",' .. balances .. was_new .. ']'
 end
 return '[' .. table.concat(replies, ',') .. ']'
