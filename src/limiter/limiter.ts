@@ -71,7 +71,10 @@ export interface Limiter {
   take(key: string | Readonly<Record<string, string>>, options?: { cost?: number }): Promise<Decision>;
   /** The validated limits, in order. */
   readonly limits: readonly LimitSpec[];
-  /** Forgets this process's block cache (after a reset of the limiter's keys). */
+  /**
+   * Forgets what this process keeps of the limiter's state: its block cache and the counters of
+   * its degraded-local limiter (after a reset of the limiter's keys).
+   */
   clearBlocks(): void;
 }
 
@@ -291,6 +294,7 @@ class RateLimiter implements Limiter {
 
   clearBlocks(): void {
     this.#cache?.clear();
+    this.#config.fallback?.backend.reset(this.#config.namespace);
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {

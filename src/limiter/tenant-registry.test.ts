@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
 import { memoryStore } from '../store/memory-store.js';
+import { wrapStore } from '../testing/wrap-store.js';
 import { escapeKeyPart, tenantNamespace } from './keys.js';
 import { inNamespace } from './memory-backend.js';
 import { createTenantRegistry, type TenantEvent } from './tenant-registry.js';
@@ -24,6 +25,29 @@ describe('createTenantRegistry', () => {
       expect((await tenants.take(t, 'k')).allowed).toBe(false);
     expect(await tenants.reset('*')).toBe(1);
     expect((await tenants.take('a*', 'k')).allowed).toBe(false);
+  });
+
+  it('reset also clears the degraded-local counters of that tenant in this process', async () => {
+    const clock = new FakeClock(0);
+    const base = memoryStore({ clock });
+    // The store refuses every decision (down) but can still reset: the local limiter decides.
+    const store = wrapStore(base, { limiterTake: () => Promise.reject(new Error('down')) });
+    const tenants = createTenantRegistry({ store });
+    const spec = {
+      algorithm: 'fixed-window',
+      limit: 4,
+      window: '1m',
+      clock,
+      degraded: { mode: 'local', share: 0.5 },
+    } as const;
+    tenants.init('acme', spec);
+    tenants.init('other', spec);
+    const taken = async (t: string) => (await tenants.take(t, 'k')).allowed;
+    expect([await taken('acme'), await taken('acme'), await taken('acme')]).toEqual([true, true, false]);
+    expect([await taken('other'), await taken('other'), await taken('other')]).toEqual([true, true, false]);
+    await tenants.reset('acme');
+    expect(await taken('acme')).toBe(true);
+    expect(await taken('other')).toBe(false);
   });
 
   it('escaping is injective and leaves no separator, brace or glob character', () => {

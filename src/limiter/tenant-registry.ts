@@ -110,10 +110,11 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
     },
     async reset(tenant) {
       const id = open(tenant);
+      // This process's blocks and degraded-local counters of the tenant go with its counters in
+      // the store (other processes: see BlockCache); first, so a store that fails still leaves
+      // this process's part reset.
+      limiters.get(id)?.clearBlocks();
       const keys = await (store.limiterReset as (ns: string) => Promise<number>)(tenantNamespace(id));
-      // This process's blocks of the tenant go with its counters (other processes: see BlockCache).
-      const limiter = limiters.get(id);
-      if (limiter !== undefined) limiter.clearBlocks();
       emit({ type: 'reset', tenant: id, keys });
       return keys;
     },
