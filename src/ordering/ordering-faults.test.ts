@@ -148,7 +148,39 @@ describe('reorderer', () => {
     expect(code(err)).toBe('ERR_STORE');
     expect(() => a.push(2, 2)).toThrow();
     const saved = await store.checkpointLoad?.('owner');
-    expect(JSON.parse(saved?.data ?? '{}').next).toBe(6);
+    expect(JSON.parse(saved?.data ?? '{}').snapshot.next).toBe(6);
+  });
+
+  it('two runs sharing a checkpoint name and saving the very same state: the second is still stopped', async () => {
+    const store = memoryStore();
+    const clock = new FakeClock(1_000_000);
+    const make = (out: number[]) =>
+      createReorderer<number>({
+        next: 1,
+        capacity: 16,
+        gapTimeout: '1s',
+        clock,
+        onRelease: (r) => void out.push(r.seq),
+        checkpoint: { store, name: 'cp', every: 1 },
+      });
+    const outA: number[] = [];
+    const outB: number[] = [];
+    const a = await make(outA);
+    const b = await make(outB); // both loaded nothing
+    for (const s of [1, 2, 3]) {
+      a.push(s, s);
+      b.push(s, s);
+    }
+    const errors = await Promise.all(
+      [a.close(), b.close()].map((p) =>
+        p.then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      ),
+    );
+    expect(errors.filter((e) => e !== undefined).map(code)).toEqual(['ERR_STORE']);
+    expect(outA.length + outB.length).toBeLessThan(6); // one of them stopped early
   });
 });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../core/clock.js';
 import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { timerDelay } from '../core/timer-delay.js';
@@ -84,14 +85,19 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
     const saved = await ops.checkpointLoad(name);
     let revision = 0;
     if (saved !== undefined) {
-      buffer.restore(reanchor(JSON.parse(saved.data) as SavedReorderBuffer<T>, clock.now()));
+      buffer.restore(reanchor(snapshotOf(JSON.parse(saved.data)), clock.now()));
       revision = saved.revision;
       restored = true;
     }
+    // Each run saves under an id of its own: the store answers 'saved' to a save it already holds
+    // (the same command re-sent after a lost reply), so two runs that would save the same state at
+    // the same revision must still differ.
+    const run = randomUUID();
     save = async (snapshot) => {
       // 'stale': another run saved a newer state since this one loaded. This run is behind (it
       // lost its partition, or two consumers share one name): it must stop, not keep saving.
-      if ((await ops.checkpointSave(name, ++revision, snapshot)) === 'stale') {
+      const data = `{"run":${JSON.stringify(run)},"snapshot":${snapshot}}`;
+      if ((await ops.checkpointSave(name, ++revision, data)) === 'stale') {
         throw new StoreError(
           'checkpointSave',
           new Error(`checkpoint '${name}' was saved by another run since this one loaded it: stop this one`),
@@ -198,6 +204,14 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
       await drained();
     },
   };
+}
+
+/** The snapshot in a saved checkpoint: `{ run, snapshot }`, or a bare snapshot (earlier builds). */
+function snapshotOf<T>(data: unknown): SavedReorderBuffer<T> {
+  if (isPlainObject(data) && typeof data.run === 'string' && 'snapshot' in data) {
+    return data.snapshot as SavedReorderBuffer<T>;
+  }
+  return data as SavedReorderBuffer<T>;
 }
 
 /**
