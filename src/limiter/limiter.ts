@@ -279,6 +279,9 @@ class RateLimiter implements Limiter {
   // of derived strings: 20 000 subjects x ~200 bytes ≈ 4 MB per limiter at most; the oldest
   // entry goes first when full.
   readonly #keyCache = new Map<string, LimitCall[]>();
+  // Bumped by clearBlocks(): an answer to a take sent before it (a refusal of the state a reset
+  // just removed) must not re-arm a block after it.
+  #epoch = 0;
 
   constructor(config: LimiterConfig) {
     this.#config = config;
@@ -295,6 +298,7 @@ class RateLimiter implements Limiter {
   clearBlocks(): void {
     this.#cache?.clear();
     this.#config.fallback?.backend.reset(this.#config.namespace);
+    this.#epoch++;
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
@@ -345,10 +349,11 @@ class RateLimiter implements Limiter {
       return Promise.resolve(decision);
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
+    const epoch = this.#epoch;
     return this.#callStore(calls, cost, given).then(
       (reply) => {
         const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
-        if (cache !== undefined) this.#remember(cacheKey, cost, asked, decision);
+        if (cache !== undefined && epoch === this.#epoch) this.#remember(cacheKey, cost, asked, decision);
         return decision;
       },
       (err: unknown) => this.#degrade(err, subjects, cost),

@@ -111,10 +111,12 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
     async reset(tenant) {
       const id = open(tenant);
       // This process's blocks and degraded-local counters of the tenant go with its counters in
-      // the store (other processes: see BlockCache); first, so a store that fails still leaves
-      // this process's part reset.
+      // the store (other processes: see BlockCache). Before the store's reset, so a store that
+      // fails still leaves this process's part reset; and after it, for a refusal of the old
+      // state answered while the reset ran (answers to takes sent before a clear are not cached).
       limiters.get(id)?.clearBlocks();
       const keys = await (store.limiterReset as (ns: string) => Promise<number>)(tenantNamespace(id));
+      limiters.get(id)?.clearBlocks();
       emit({ type: 'reset', tenant: id, keys });
       return keys;
     },

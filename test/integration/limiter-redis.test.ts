@@ -235,3 +235,22 @@ describe('limiter degraded mode with a Redis that is gone', () => {
     }
   });
 });
+
+describe('tenant reset on Redis with a take in flight', () => {
+  it('a refusal answered during the reset does not block the key after it', async () => {
+    const client = new Redis(REDIS_URL);
+    const prefix = runPrefix('reset-inflight');
+    try {
+      const tenants = createTenantRegistry({ store: createRedisStore({ client, prefix }) });
+      tenants.init('t', { algorithm: 'fixed-window', limit: 1, window: '60s' });
+      expect((await tenants.take('t', 'u')).allowed).toBe(true);
+      const inflight = tenants.take('t', 'u'); // refused by the store; its answer lands during the reset
+      await tenants.reset('t');
+      expect((await inflight).allowed).toBe(false);
+      expect((await tenants.take('t', 'u')).allowed).toBe(true);
+    } finally {
+      await cleanupPrefix(client, prefix);
+      client.disconnect();
+    }
+  });
+});
