@@ -26,6 +26,19 @@ describe('rateLimitHeaders', () => {
     expect(rateLimitHeaders(refused)['Retry-After']).toBe('1');
   });
 
+  it('a GCRA burst above the limit never shows more remaining than the quota q', async () => {
+    const clock = new FakeClock(0);
+    const limiter = createLimiter({
+      store: memoryStore({ clock }),
+      clock,
+      limits: [{ id: 'api', algorithm: 'gcra', limit: 2, window: '1s', burst: 10 }],
+    });
+    const first = await limiter.take('u');
+    expect(first.remaining).toBe(9); // the decision itself says what the burst leaves
+    expect(rateLimitHeaders(first).RateLimit).toBe('"api";r=2;t=1');
+    expect(rateLimitHeaders(first)['RateLimit-Policy']).toBe('"api";q=2;w=1');
+  });
+
   it('merges several decisions (per user and per IP limiters) and takes the longest wait', async () => {
     const clock = new FakeClock(0);
     const store = memoryStore({ clock });

@@ -39,7 +39,9 @@ export function rateLimitHeaders(decisions: Decision | readonly Decision[]): Rec
     for (const part of d.limits) {
       const name = sfString(part.id);
       policies.set(name, `${name};q=${part.limit};w=${Math.ceil(part.windowMs / 1000)}`);
-      const r = Math.max(0, part.remaining);
+      // Never above the quota it is read against: a GCRA burst larger than the limit can leave
+      // more than `limit` admissible at once, which `q` cannot say; reporting `q` is the safe side.
+      const r = Math.min(part.limit, Math.max(0, part.remaining));
       const t = Math.max(0, Math.ceil((part.resetAt - d.at) / 1000));
       const seen = states.get(name);
       if (seen === undefined || r < seen.r || (r === seen.r && t > seen.t)) states.set(name, { r, t });
