@@ -1,8 +1,8 @@
 import { type Clock, systemClock, wholeMs } from '../core/clock.js';
-import { type Duration, parseDuration } from '../core/duration.js';
+import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
-import { MAX_TIMER_MS } from '../core/timer-delay.js';
+import { timerDuration } from '../core/timer-delay.js';
 import {
   isPlainObject,
   isWellFormed,
@@ -207,14 +207,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   // driver's own timeouts, ioredis commandTimeout, do that already). A `timeout` given explicitly
   // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
   // a bad value is an error everywhere, not only on Redis.
-  const timeoutOption = options.timeout !== undefined ? parseDuration(options.timeout, 'timeout') : undefined;
-  if (timeoutOption !== undefined && timeoutOption > MAX_TIMER_MS) {
-    throw new InvalidOptionError(
-      'timeout',
-      'a duration of at most 2^31 - 1 ms (~24.8 days)',
-      options.timeout,
-    );
-  }
+  const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
   const timeoutMs = timeoutOption ?? (store.kind === 'memory' || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   return new RateLimiter({
     store,

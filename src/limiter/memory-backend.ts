@@ -66,8 +66,7 @@ export class MemoryLimiterBackend {
     for (const [key, entry] of this.#entries) {
       if (inNamespace(key, namespace)) {
         this.#entries.delete(key);
-        entry.dead = true;
-        entry.state = undefined; // memos (a limiter's key cache) may still hold the entry: not its state
+        retire(entry);
         n++;
       }
     }
@@ -134,12 +133,18 @@ export class MemoryLimiterBackend {
   }
 }
 
+// An entry out of the map (swept or reset): a memo pointing at it is stale, and it lets its state
+// go (memos, a limiter's key cache, may hold the entry long after).
+function retire(entry: Entry): void {
+  entry.dead = true;
+  entry.state = undefined;
+}
+
 // Map#forEach callback of the sweep (`this` is the time): module-level, so a sweep allocates nothing.
 function sweepEntry(this: number, entry: Entry, key: string, map: Map<string, Entry>): void {
   if (entry.expiresAt <= this) {
     map.delete(key);
-    entry.dead = true;
-    entry.state = undefined; // memos (a limiter's key cache) may still hold the entry: not its state
+    retire(entry);
   }
 }
 

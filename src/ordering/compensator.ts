@@ -1,6 +1,6 @@
-import { type Duration, parseDuration } from '../core/duration.js';
+import type { Duration } from '../core/duration.js';
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { MAX_TIMER_MS } from '../core/timer-delay.js';
+import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
 import type { GapRange } from '../windows/reorder-buffer.js';
 
@@ -104,23 +104,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   const maxRange = positiveInt('maxRange', options.maxRange ?? DEFAULT_MAX_RANGE);
   const backoff = options.backoff ?? {};
   if (!isPlainObject(backoff as unknown)) throw new InvalidOptionError('backoff', 'an object', backoff);
-  const initialMs = parseDuration(backoff.initial ?? DEFAULT_INITIAL, 'backoff.initial');
-  const maxMs = parseDuration(backoff.max ?? DEFAULT_MAX, 'backoff.max');
-  // A retry waits in one timer: longer than a timer can wait (~24.8 days) would fire at once.
-  if (initialMs > MAX_TIMER_MS) {
-    throw new InvalidOptionError(
-      'backoff.initial',
-      'a duration of at most 2^31 - 1 ms (~24.8 days)',
-      backoff.initial,
-    );
-  }
-  if (maxMs > MAX_TIMER_MS) {
-    throw new InvalidOptionError(
-      'backoff.max',
-      'a duration of at most 2^31 - 1 ms (~24.8 days)',
-      backoff.max,
-    );
-  }
+  // A retry waits in one timer (see timerDuration).
+  const initialMs = timerDuration('backoff.initial', backoff.initial ?? DEFAULT_INITIAL);
+  const maxMs = timerDuration('backoff.max', backoff.max ?? DEFAULT_MAX);
   const factor = backoff.factor ?? DEFAULT_FACTOR;
   if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {
     throw new InvalidOptionError('backoff.factor', 'a finite number >= 1', backoff.factor);
