@@ -35,6 +35,21 @@ describe('demo options', () => {
     expect(demoCommandFrom({ settlements: '1e6' }).config.settlements).toBe(1_000_000);
   });
 
+  it('reads rates in exponent form, as the whole-number options take 1e6', () => {
+    expect(
+      demoCommandFrom({ 'dup-rate': '1e-3', 'late-rate': '5E-2', 'move-rate': '1e0' }).config,
+    ).toMatchObject({
+      dupRate: 0.001,
+      lateRate: 0.05,
+      moveRate: 1,
+    });
+  });
+
+  it('rounds an odd settlement count up to whole rounds, so the config reported is the run', () => {
+    expect(demoCommandFrom({ settlements: '3' }).config.settlements).toBe(4);
+    expect(demoCommandFrom({ settlements: '4' }).config.settlements).toBe(4);
+  });
+
   it('turns the progress bar off for --json', () => {
     expect(demoCommandFrom({ json: true })).toMatchObject({ json: true, progress: false });
   });
@@ -50,6 +65,8 @@ describe('demo options', () => {
     ['dup-rate', '1.5'],
     ['late-rate', 'often'],
     ['replay-rate', '-0.1'],
+    ['replay-rate', '1e1'],
+    ['dup-rate', 'e-3'],
     ['reorder-rate', ''],
     ['move-rate', 'NaN'],
     ['overlap', '3'],

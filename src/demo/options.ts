@@ -49,7 +49,7 @@ Generates a seeded log of game settlements as an at-least-once transport deliver
 through onceflow's ledger and through naive dedup strategies, and compares each with the truth.
 
 Options:
-  --settlements N     unique settlements, two per round (default ${DEFAULT_SCENARIO.settlements})
+  --settlements N     unique settlements, two per round: an odd N is rounded up (default ${DEFAULT_SCENARIO.settlements})
   --players N         players sharing the rounds (default ${DEFAULT_SCENARIO.players})
   --seed N            seed of the generator, 0..4294967295 (default ${DEFAULT_SCENARIO.seed})
   --dup-rate R        per settlement: delivered again later in its block or the next (default ${DEFAULT_SCENARIO.dupRate})
@@ -81,7 +81,8 @@ Exit codes: 0 the onceflow capacity-${SETTLEMENT_CAPACITY} row is exact; 1 it lo
 export function demoCommandFrom(values: DemoArgValues): DemoCommand {
   const d = DEFAULT_SCENARIO;
   const config: ScenarioConfig = {
-    settlements: int('settlements', values.settlements, d.settlements, 2, MAX_SETTLEMENTS),
+    // Two per round: an odd count is rounded up, so the config reported is the run's.
+    settlements: roundUpToEven(int('settlements', values.settlements, d.settlements, 2, MAX_SETTLEMENTS)),
     players: int('players', values.players, d.players, 1, MAX_PLAYERS),
     seed: int('seed', values.seed, d.seed, 0, 0xffff_ffff),
     dupRate: rate('dup-rate', values['dup-rate'], d.dupRate),
@@ -115,9 +116,12 @@ function int(name: string, text: string | undefined, fallback: number, min: numb
   return value;
 }
 
+const roundUpToEven = (n: number): number => n + (n % 2);
+
 function rate(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
-  const value = /^(\d+(\.\d*)?|\.\d+)$/.test(text) ? Number(text) : Number.NaN;
+  // A decimal (0.05, .05) or one in exponent form (5e-2, 1e-3), as the whole-number options take 1e6.
+  const value = /^(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : Number.NaN;
   if (!(value >= 0 && value <= 1)) {
     throw new InvalidOptionError(`--${name}`, 'a probability from 0 to 1 (like 0.05)', text);
   }

@@ -26,6 +26,14 @@ describe('report', () => {
     for (const line of text.split('\n').slice(6)) expect(line.length).toBeLessThanOrEqual(140);
   });
 
+  it('counts in words that agree with the number (1 round, 1 player)', async () => {
+    const tiny = formatReport(await runDemo({ ...DEFAULT_SCENARIO, settlements: 2, players: 1 }));
+    expect(tiny).toMatch(/^onceflow demo: 2 settlements \(1 round\) by 1 player in \d+ rooms?, seed/);
+    expect(formatReport(await result)).toMatch(
+      /^onceflow demo: 10,000 settlements \(5,000 rounds\) by 100 players in /,
+    );
+  });
+
   it('says FAILED and what went wrong when the reference row is not exact', async () => {
     const r = await result;
     const broken: StrategyRow = {

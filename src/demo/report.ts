@@ -4,6 +4,8 @@ import { CAPACITY_RULE } from './required-capacity.js';
 import type { DemoResult } from './run-demo.js';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+/** `1 round`, `2 rounds`. */
+const plural = (n: number, noun: string): string => `${fmt(n)} ${noun}${n === 1 ? '' : 's'}`;
 
 interface Column {
   readonly title: string;
@@ -56,8 +58,8 @@ export function formatReport(result: DemoResult): string {
   const { config: c, scenario: s, rows } = result;
   const out: string[] = [];
   out.push(
-    `onceflow demo: ${fmt(s.rounds * 2)} settlements (${fmt(s.rounds)} rounds) by ${fmt(s.players)} players ` +
-      `in ${fmt(s.rooms)} rooms, seed ${c.seed}, overlap ${c.overlap}`,
+    `onceflow demo: ${fmt(s.rounds * 2)} settlements (${plural(s.rounds, 'round')}) by ${plural(s.players, 'player')} ` +
+      `in ${plural(s.rooms, 'room')}, seed ${c.seed}, overlap ${c.overlap}`,
   );
   out.push(
     `delivered ${fmt(s.settlementDeliveries)} settlements to every strategy: ${fmt(s.duplicates)} duplicates, ` +

@@ -212,15 +212,19 @@ export function generateLog(
     return items;
   };
 
-  // Swaps a round's instant and final, or two adjacent settlements after the block's first slot.
+  // Swaps a round's instant and final, or two adjacent settlements after the block's first slot:
+  // whichever the block allows (both: a coin decides), so the rate given is the rate applied. A
+  // block with neither (a late final's round, with nothing else delivered) has nothing to reorder.
   const reorder = (items: number[], instant: number, final: number, late: boolean, lo: number): void => {
-    if (!late && rng.chance(0.5)) {
+    const pair = !late;
+    const adjacent = items.length - lo >= 2;
+    if (pair && (!adjacent || rng.chance(0.5))) {
       const i = items.indexOf(instant);
       const f = items.indexOf(final);
       items[i] = final;
       items[f] = instant;
       stats.reorders++;
-    } else if (items.length - lo >= 2) {
+    } else if (adjacent) {
       const j = rng.int(lo, items.length - 2);
       const a = items[j] as number;
       items[j] = items[j + 1] as number;

@@ -271,6 +271,26 @@ describe('createLimiter', () => {
     expect(String(err)).toMatch(/no answer within 10 ms/);
   });
 
+  it('a wrapped memory store answering through limiterTake gets the default timeout, as a remote one', async () => {
+    const clock = new FakeClock(0);
+    const inner = memoryStore({ clock });
+    const hanging = wrapStore(inner, {
+      limiterDecideSync: undefined,
+      limiterTake: () => new Promise<never>(() => {}),
+    });
+    expect(hanging.kind).toBe('memory');
+    const limiter = createLimiter({
+      store: hanging,
+      algorithm: 'gcra',
+      limit: 5,
+      window: '1s',
+      degraded: 'deny',
+    });
+    const started = Date.now();
+    expect(await limiter.take('u')).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+  });
+
   it('rejects bad options and arguments with coded errors that name them', () => {
     const store = memoryStore();
     const bad: [Record<string, unknown>, RegExp][] = [

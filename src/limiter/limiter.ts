@@ -202,13 +202,15 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   } else if (policy !== 'throw' && policy !== 'deny' && policy !== 'allow') {
     throw new InvalidOptionError('degraded', "'throw', 'deny', 'allow' or { mode: 'local', share }", policy);
   }
-  // No default timer for the memory store (it answers synchronously; a timer per call would only
-  // cost) nor with the 'throw' policy (a timeout would only turn a slow answer into an error: the
+  // No default timer for a store that decides in this process (limiterDecideSync: it answers
+  // synchronously, a timer per call would only cost; the same test as the block cache's, so a
+  // wrapped memory store that answers through limiterTake is timed as any remote one) nor with the 'throw' policy (a timeout would only turn a slow answer into an error: the
   // driver's own timeouts, ioredis commandTimeout, do that already). A `timeout` given explicitly
   // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
   // a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
-  const timeoutMs = timeoutOption ?? (store.kind === 'memory' || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
+  const timeoutMs =
+    timeoutOption ?? (store.limiterDecideSync !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   return new RateLimiter({
     store,
     specs,
