@@ -15,6 +15,21 @@ export interface BatchItem<R> {
  * a lone sequential caller still sends one call per apply with one `setImmediate` of delay.
  * On a cluster, a batch holds the calls of one hash slot only.
  */
+/** Queues an item; `settled` waits out what was queued before it (see {@link createBatcher}). */
+export interface Batcher<I> {
+  (item: I): void;
+  /**
+   * Resolves once every call queued so far for `key` (an item's first key: its owner), or for
+   * every key when omitted, has settled (a rejected call counts as settled). Only kept in
+   * `ordered` mode. A read sent after it sees those calls' writes, as it would in the memory
+   * store, where an apply changes state before it returns its promise.
+   */
+  settled(key?: string): Promise<void>;
+}
+
+const settledNow: Promise<void> = Promise.resolve();
+const nothing = (): void => {};
+
 export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options: {
   /** Runs one batch; resolves to one reply per item, in order. */
   send(items: readonly I[]): Promise<R[]>;
@@ -27,9 +42,11 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
    */
   ordered: boolean;
   maxBatch: number;
-}): (item: I) => void {
+}): Batcher<I> {
   let queue: I[] = [];
   let scheduled = false;
+  // Reads waiting for the queued calls to be sent (then for their batches to settle).
+  let flushWaiters: (() => void)[] = [];
   // Per owner (an item's first key), the last batch sent with it. A batch waits for the batches
   // still in flight that hold one of its keys, so one owner's calls run in call order: sent
   // concurrently, a later batch could run first (an earlier one still waiting on its registry
@@ -94,15 +111,33 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
       }
       if (batch.length > 0) run(batch);
     }
+    if (flushWaiters.length > 0) {
+      const waiters = flushWaiters;
+      flushWaiters = [];
+      for (const wake of waiters) wake();
+    }
   };
 
-  return (item) => {
+  // Every batch a key (or any key) has in flight or waiting on another: `tails` holds the last one
+  // per key, and a key's batches settle in order, so its tail settles last. `done` never rejects.
+  const inFlight = (key: string | undefined): Promise<void> => {
+    if (key !== undefined) return tails.get(key) ?? settledNow;
+    if (tails.size === 0) return settledNow;
+    return Promise.all(new Set(tails.values())).then(nothing);
+  };
+
+  const batcher = ((item: I) => {
     queue.push(item);
     if (!scheduled) {
       scheduled = true;
       setImmediate(flush);
     }
+  }) as Batcher<I>;
+  batcher.settled = (key) => {
+    if (!scheduled) return inFlight(key);
+    return new Promise<void>((wake) => flushWaiters.push(wake)).then(() => inFlight(key));
   };
+  return batcher;
 }
 
 function groupBySlot<I extends { keys: readonly string[] }>(items: I[]): I[][] {

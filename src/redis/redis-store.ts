@@ -267,6 +267,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   /** The owner's balances JSON, horizon and window (see ledger-read.lua); [] when it has none. */
   async function readOwner(ledger: string, owner: string): Promise<string[]> {
     const [state] = ownerKeys(prefix, ledger, owner);
+    await enqueue.settled(state);
     return (await evalScript(client, scripts.ledgerRead, [state], [])) as string[];
   }
 
@@ -308,10 +309,16 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       }),
 
     ledgerJournal: (ledger, query: JournalQuery) =>
-      guarded('ledgerJournal', () => readJournal(client, prefix, ledger, query)),
+      guarded('ledgerJournal', async () => {
+        await enqueue.settled(
+          query.owner === undefined ? undefined : ownerKeys(prefix, ledger, query.owner)[0],
+        );
+        return readJournal(client, prefix, ledger, query);
+      }),
 
     ledgerScopeTotals: (ledger, scope) =>
       guarded('ledgerScopeTotals', async () => {
+        await enqueue.settled();
         const owners = (await client.call('SMEMBERS', scopeOwnersKey(prefix, ledger, scope))) as string[];
         const prefixOfScope = scopeField(scope, '');
         const totals = new Map<string, bigint>(); // a Map: no field can read an inherited member

@@ -105,6 +105,43 @@ describe('Redis ledger: call order and reads', () => {
     expect(await run(redisStore())).toEqual(memory);
   });
 
+  it('reads wait for the applies called before them, awaited or not, as in the memory store', async () => {
+    const run = async (store: Store) => {
+      const ledger = createLedger({ store, capacity: 4 });
+      const pending: Promise<unknown>[] = [];
+      const apply = (owner: string, signature: string, coins: number) =>
+        pending.push(ledger.apply({ owner, signature, deltas: { coins }, scope: 'room' }));
+      // Not awaited: each read is called right after applies still queued (p twice: two batches).
+      apply('p', 'a', 1);
+      apply('p', 'b', 2);
+      apply('q', 'a', 4);
+      const balances = ledger.balances('p');
+      const window = ledger.window('p');
+      const ownJournal = ledger.journal({ owner: 'p' });
+      apply('q', 'b', 8);
+      const totals = ledger.totals('room');
+      const journal = ledger.journal();
+      const out = {
+        balances: await balances,
+        window: await window,
+        ownJournal: (await ownJournal).map((e) => e.signature),
+        totals: await totals,
+        journal: (await journal).map((e) => `${e.owner}:${e.signature}`).sort(),
+      };
+      await Promise.all(pending);
+      return out;
+    };
+    const memory = await run(memoryStore());
+    expect(memory).toEqual({
+      balances: { coins: 3n },
+      window: { signatures: ['a', 'b'] },
+      ownJournal: ['a', 'b'],
+      totals: { coins: 15n },
+      journal: ['p:a', 'p:b', 'q:a', 'q:b'],
+    });
+    expect(await run(redisStore())).toEqual(memory);
+  });
+
   it('an entry with more delta fields than a script can pass is refused before any store is touched', async () => {
     const many = Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, 1]));
     for (const store of [memoryStore(), redisStore()]) {
