@@ -45,7 +45,7 @@ async function inLanes(step) {
 async function newLedger() {
   const name = `run${runs++}`;
   const ledger = createLedger({
-    store: createRedisStore({ client, prefix, journal: { maxEntries: 0 } }),
+    store: createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: 0 } }),
     capacity: 4,
     name,
   });

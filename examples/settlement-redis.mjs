@@ -15,7 +15,7 @@ const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const prefix = `example-settlement:${process.pid}:`; // one key space per application
 // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap.
 const ledger = createLedger({
-  store: createRedisStore({ client, prefix, journal: { maxEntries: 1_000 } }),
+  store: createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: 1_000 } }),
   capacity: 4,
 });
 

@@ -22,7 +22,7 @@ const prefix = `onceflow-ledger-cost:${process.pid}:`;
 const rows = [];
 for (let run = 0; run < 6; run++) {
   const ledger = createLedger({
-    store: createRedisStore({ client, prefix, journal: { maxEntries: 0 } }),
+    store: createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: 0 } }),
     capacity: 4,
     name: `run${run}`,
   });

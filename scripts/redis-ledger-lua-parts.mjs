@@ -31,7 +31,7 @@ client.call = (...args) => {
   return call(...args);
 };
 const ledger = createLedger({
-  store: createRedisStore({ client, prefix: `${prefix}rec:`, journal: { maxEntries: 0 } }),
+  store: createRedisStore({ client, prefix: `${prefix}rec:`, journal: { maxEntriesPerOwner: 0 } }),
   capacity: 4,
 });
 await registerRooms(ledger, stream);

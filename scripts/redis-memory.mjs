@@ -16,8 +16,8 @@ const settlement = defineSignature([
 ]);
 const rows = [];
 for (const [label, journal] of [
-  ['journal kept: none', { maxEntries: 0 }],
-  ['journal kept: newest 100', { maxEntries: 100 }],
+  ['journal kept: none', { maxEntriesPerOwner: 0 }],
+  ['journal kept: newest 100', { maxEntriesPerOwner: 100 }],
 ]) {
   const prefix = `onceflow-memory:${process.pid}:${rows.length}:`;
   // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap.

@@ -47,7 +47,7 @@ export async function openRedisLedger(url: string, prefix: string): Promise<Redi
     throw new DemoFailure(`cannot use Redis at ${url}: ${lastError.message}`, { cause: lastError });
   }
   // The journal is not read by the demo (it reads per-room totals): keep none, bounded memory.
-  const store = createRedisStore({ client, prefix, journal: { maxEntries: 0 } });
+  const store = createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: 0 } });
   return {
     ledger: createLedger({ store, capacity: SETTLEMENT_CAPACITY }),
     async close() {

@@ -103,11 +103,12 @@ export interface RedisStoreOptions {
   /** Prefix of every key, so runs and applications never meet. No `{` or `}`. Default `'onceflow:'`. */
   prefix?: string;
   /**
-   * Journal retention **per owner**: `maxEntries` keeps the newest n entries of each owner's
-   * stream (XADD MAXLEN, exact), 0 keeps none. Dedup windows and scope totals do not depend on it.
-   * Default: keep every entry.
+   * Journal retention **per owner**: `maxEntriesPerOwner` keeps the newest n entries of each
+   * owner's stream (XADD MAXLEN, exact), 0 keeps none. Dedup windows and scope totals do not
+   * depend on it. Default: keep every entry. (The memory store's `maxEntries` bounds a whole
+   * ledger; on Redis that would need a ledger-wide, cross-slot count, so it is refused by name.)
    */
-  journal?: { maxEntries?: number };
+  journal?: { maxEntriesPerOwner?: number };
 }
 
 // Each process remembers the keys of the owners it applies for and which (ledger, owner) and
@@ -154,12 +155,19 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     );
   }
   if (options.journal !== undefined && !isPlainObject(options.journal)) {
-    throw new InvalidOptionError('journal', 'an object like { maxEntries: 1000 }', options.journal);
+    throw new InvalidOptionError('journal', 'an object like { maxEntriesPerOwner: 1000 }', options.journal);
+  }
+  if ((options.journal as { maxEntries?: unknown } | undefined)?.maxEntries !== undefined) {
+    throw new InvalidOptionError(
+      'journal.maxEntries',
+      'absent on Redis: retention there is per owner, `journal.maxEntriesPerOwner`',
+      (options.journal as { maxEntries?: unknown }).maxEntries,
+    );
   }
   const maxEntries =
-    options.journal?.maxEntries === undefined
+    options.journal?.maxEntriesPerOwner === undefined
       ? ''
-      : String(nonNegativeInt('journal.maxEntries', options.journal.maxEntries));
+      : String(nonNegativeInt('journal.maxEntriesPerOwner', options.journal.maxEntriesPerOwner));
   const owners = createOwnerMemo(prefix);
   const enqueue = createBatcher<LedgerApplyResult, ApplyItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,

@@ -112,6 +112,13 @@ class MemoryStore implements Store {
     if (options.journal !== undefined && !isPlainObject(options.journal)) {
       throw new InvalidOptionError('journal', 'an object like { maxEntries: 100000 }', options.journal);
     }
+    if ((options.journal as { maxEntriesPerOwner?: unknown } | undefined)?.maxEntriesPerOwner !== undefined) {
+      throw new InvalidOptionError(
+        'journal.maxEntriesPerOwner',
+        'absent on the memory store: its retention bounds the whole ledger, `journal.maxEntries`',
+        (options.journal as { maxEntriesPerOwner?: unknown }).maxEntriesPerOwner,
+      );
+    }
     this.#clock = clock;
     this.#maxEntries =
       options.journal?.maxEntries === undefined

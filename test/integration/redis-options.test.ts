@@ -27,6 +27,60 @@ describe('createRedisStore options', () => {
     }
   });
 
+  it('keeps the newest maxEntriesPerOwner journal entries of each owner, dedup and totals exact', async () => {
+    const store = createRedisStore({ client, prefix: `${prefix}ret:`, journal: { maxEntriesPerOwner: 2 } });
+    const ledger = createLedger({ store, capacity: 2 });
+    for (const owner of ['a', 'b'])
+      for (const signature of ['x', 'y', 'z'])
+        await ledger.apply({ owner, signature, deltas: { coins: 1 }, scope: 'r' });
+    // A repeat still in the window: answered from the window, whatever the journal kept.
+    expect((await ledger.apply({ owner: 'a', signature: 'z', deltas: { coins: 1 } })).outcome).toBe(
+      'duplicate',
+    );
+    const journal = await ledger.journal();
+    expect(journal.map((e) => `${e.owner}${e.signature}${e.seq}`).sort()).toEqual([
+      'ay2',
+      'az3',
+      'by2',
+      'bz3',
+    ]);
+    expect((await ledger.journal({ owner: 'a' })).map((e) => e.signature)).toEqual(['y', 'z']);
+    expect(await ledger.totals('r')).toEqual({ coins: 6n });
+    expect(await ledger.balances('a')).toEqual({ coins: 3n });
+    const streams = await client.keys(`${prefix}ret:*:j`);
+    expect(streams).toHaveLength(2);
+    for (const key of streams) expect(await client.xlen(key)).toBe(2);
+  });
+
+  it('refuses the other store retention option by name: the same number would keep other entries', () => {
+    const caught = (make: () => unknown) => {
+      try {
+        make();
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    };
+    const onRedis = caught(() =>
+      createRedisStore({ client, prefix, journal: { maxEntries: 10 } as { maxEntriesPerOwner?: number } }),
+    );
+    expect(isOnceflowError(onRedis, 'ERR_INVALID_OPTION')).toBe(true);
+    expect(String(onRedis)).toMatch(/`journal.maxEntries`.*per owner, `journal.maxEntriesPerOwner`/);
+    const inMemory = caught(() =>
+      memoryStore({ journal: { maxEntriesPerOwner: 10 } as { maxEntries?: number } }),
+    );
+    expect(isOnceflowError(inMemory, 'ERR_INVALID_OPTION')).toBe(true);
+    expect(String(inMemory)).toMatch(/`journal.maxEntriesPerOwner`.*the whole ledger, `journal.maxEntries`/);
+    for (const bad of [-1, 1.5, '3']) {
+      expect(
+        isOnceflowError(
+          caught(() => createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: bad as number } })),
+          'ERR_INVALID_OPTION',
+        ),
+      ).toBe(true);
+    }
+  });
+
   it('two stores with different prefixes on one client keep separate ledgers', async () => {
     const a = createLedger({ store: createRedisStore({ client, prefix: `${prefix}a:` }), capacity: 4 });
     const b = createLedger({ store: createRedisStore({ client, prefix: `${prefix}b:` }), capacity: 4 });
