@@ -249,6 +249,85 @@ describe('Snowflake', () => {
     expect(() => ids.next()).toThrow(/store down/);
   });
 
+  it('close() stops the lease: no renewal after it, and ids fail once the lease runs out', async () => {
+    const store = memoryStore();
+    const writes: number[] = [];
+    const advance = store.timestampAdvance!.bind(store);
+    store.timestampAdvance = async (name, ms) => {
+      if (ms >= 0) writes.push(ms);
+      return advance(name, ms);
+    };
+    const clock = new FakeClock(T0);
+    const ids = await Snowflake.start({
+      worker: 1,
+      store,
+      name: 'c',
+      lease: '100ms',
+      clock,
+      wait: (ms) => clock.advance(ms),
+    });
+    ids.close();
+    const written = writes.length;
+    let issued = 0;
+    let error: unknown;
+    for (let i = 0; i < 20 && error === undefined; i++) {
+      clock.advance(40);
+      try {
+        ids.next();
+        issued++;
+      } catch (err) {
+        error = err;
+      }
+      await new Promise((r) => setImmediate(r)); // a renewal would land here
+    }
+    expect(writes).toHaveLength(written);
+    expect(issued).toBe(2); // at +40 and +80 ms, inside the 100 ms lease
+    expect(isOnceflowError(error, 'ERR_STORE')).toBe(true);
+    expect(String(error)).toMatch(/closed/);
+  });
+
+  it('start() keeps a given lastTimestamp later than the store one: no issued millisecond is used again', async () => {
+    const store = memoryStore();
+    await store.timestampAdvance!('g', T0 - 60_000);
+    const clock = new FakeClock(T0);
+    const ids = await Snowflake.start({
+      worker: 1,
+      store,
+      name: 'g',
+      clock,
+      lastTimestamp: T0 + 3,
+      wait: (ms) => clock.advance(ms),
+    });
+    expect(ids.decode(ids.next()).timestamp).toBeGreaterThan(T0 + 3);
+    ids.close();
+  });
+
+  it('refuses an id past the end of its layout (it would not fit 63 bits), changing nothing', () => {
+    const epoch = T0;
+    const clock = new FakeClock(epoch);
+    const ids = new Snowflake({
+      worker: 1,
+      epoch,
+      sequenceBits: 21,
+      lifetime: '1d',
+      clock,
+      wait: (ms) => clock.advance(ms),
+    });
+    const last = ids.next();
+    clock.advance(2 ** 32); // 32 time bits: one past the last millisecond they number
+    let caught: unknown;
+    try {
+      ids.next();
+    } catch (err) {
+      caught = err;
+    }
+    expect(isOnceflowError(caught, 'ERR_INVALID_ARGUMENT')).toBe(true);
+    expect(String(caught)).toMatch(/`clock.now\(\)` to be a time the layout can number/);
+    clock.set(epoch + 2 ** 32 - 1); // the last one still works, after the refused call
+    const next = ids.next();
+    expect(next > last && next < 2n ** 63n).toBe(true);
+  });
+
   it('says at construction when the layout would run out within the lifetime', () => {
     expect(() => new Snowflake({ worker: 1, epoch: Date.UTC(1970, 0, 1), lifetime: '5000d' })).toThrow(
       /41 time bits from epoch 1970-01-01T00:00:00.000Z run out at 2039-09-07/,

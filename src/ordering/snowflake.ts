@@ -77,6 +77,8 @@ interface Lease {
   renew(): Promise<void>;
   /** Renews the lease while the generator is idle; stopped by `close()`. */
   timer?: ReturnType<typeof setInterval>;
+  /** `close()` was called: no renewal from then on, and ids fail once the lease runs out. */
+  closed: boolean;
 }
 
 const sequenceTables = new Map<number, bigint[]>();
@@ -120,6 +122,8 @@ export class Snowflake {
   readonly #sequences: bigint[];
   readonly #timeShift: bigint;
   readonly #workerPart: bigint;
+  /** The last millisecond the time bits can number (`epoch + 2^timeBits - 1`). */
+  readonly #endsAt: number;
   #last = Number.NEGATIVE_INFINITY;
   #sequence = 0;
   #base = 0n;
@@ -174,6 +178,7 @@ export class Snowflake {
     this.#sequences = sequenceTable(this.sequenceBits);
     this.#timeShift = BigInt(this.workerBits + this.sequenceBits);
     this.#workerPart = BigInt(this.worker) << BigInt(this.sequenceBits);
+    this.#endsAt = endsAt;
     if (options.lastTimestamp !== undefined) {
       const last = nonNegativeInt('lastTimestamp', options.lastTimestamp);
       if (last - now > this.rollbackToleranceMs) {
@@ -214,7 +219,12 @@ export class Snowflake {
       'rollbackToleranceMs',
       options.rollbackToleranceMs ?? DEFAULT_TOLERANCE_MS,
     );
-    const persisted = await ops.timestampAdvance(name, -1);
+    // The store's timestamp, or the caller's own `lastTimestamp` when that is later: neither run's
+    // milliseconds may be used again.
+    const stored = await ops.timestampAdvance(name, -1);
+    const own =
+      options.lastTimestamp === undefined ? -1 : nonNegativeInt('lastTimestamp', options.lastTimestamp);
+    const persisted = Math.max(stored, own);
     const { store: _store, name: _name, lease: _lease, ...given } = options;
     const rest: SnowflakeOptions = { ...given, clock: options.clock ?? anchoredClock() };
     if (persisted >= 0) {
@@ -234,6 +244,7 @@ export class Snowflake {
       ms: Number.NEGATIVE_INFINITY,
       every,
       renewing: false,
+      closed: false,
       renew: async () => {
         lease.renewing = true;
         try {
@@ -267,7 +278,10 @@ export class Snowflake {
 
   /** Stops renewing the persisted lease (a generator from {@link Snowflake.start}); ids after it fail once it runs out. */
   close(): void {
-    if (this.#lease?.timer !== undefined) clearInterval(this.#lease.timer);
+    const lease = this.#lease;
+    if (lease === undefined) return;
+    lease.closed = true;
+    if (lease.timer !== undefined) clearInterval(lease.timer);
   }
 
   /** The next id: greater than every id this generator returned before. */
@@ -280,6 +294,15 @@ export class Snowflake {
         return this.#base | (this.#sequences[seq] ?? this.#sequenceBigint(seq));
       }
       ms = this.#waitFor(this.#last + 1);
+    }
+    if (ms > this.#endsAt || ms < this.epoch) {
+      // Past the lifetime checked at construction (or a clock moved before the epoch): the time
+      // bits cannot hold it, and an id wider than 63 bits would be negative as a signed int64.
+      throw new InvalidArgumentError(
+        'clock.now()',
+        `a time the layout can number, ${new Date(this.epoch).toISOString()} to ${new Date(this.#endsAt).toISOString()}`,
+        ms,
+      );
     }
     if (this.#lease !== undefined) this.#checkLease(ms);
     this.#last = ms;
@@ -330,10 +353,12 @@ export class Snowflake {
     const lease = this.#lease as Lease;
     if (ms > lease.ms) {
       // Renewed now, so a later call can succeed once the store answers; this id cannot wait.
-      if (!lease.renewing) void lease.renew();
+      if (!lease.renewing && !lease.closed) void lease.renew();
       throw new StoreError(
         'snowflake lease',
-        lease.error ?? new Error(`the lease ran out at ${lease.ms} ms`),
+        lease.closed
+          ? new Error(`the generator was closed and its lease ran out at ${lease.ms} ms`)
+          : (lease.error ?? new Error(`the lease ran out at ${lease.ms} ms`)),
       );
     }
     renewIfDue(lease, ms);
@@ -342,7 +367,7 @@ export class Snowflake {
 
 /** Renews the lease at half-time (once at a time): from `next()`, and from its timer while idle. */
 function renewIfDue(lease: Lease, ms: number): void {
-  if (!lease.renewing && ms > lease.ms - lease.every / 2) void lease.renew();
+  if (!lease.renewing && !lease.closed && ms > lease.ms - lease.every / 2) void lease.renew();
 }
 
 function bits(option: string, value: unknown): number {
