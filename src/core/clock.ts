@@ -31,6 +31,18 @@ export function wholeMs(reading: unknown, what: string): number {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
+ * Wall-clock milliseconds that never step: `Date.now()` read once, here, then advanced by the
+ * monotonic `performance.now()` (whole ms). An NTP step of the wall clock at run time moves
+ * nothing: a buffer's hole keeps its age, a generator its order. Across processes the readings
+ * stay comparable (each is anchored on the wall clock when it was made).
+ */
+export function anchoredClock(): Clock {
+  const wall = Date.now();
+  const start = performance.now();
+  return { now: () => Math.floor(wall + (performance.now() - start)) };
+}
+
+/**
  * A clock that moves only when told: for tests that must sit exactly on a window edge.
  *
  * @example

@@ -114,6 +114,82 @@ describe('createReorderer (timer-driven)', () => {
     expect(stale).toBe('stale');
   });
 
+  it('by default waits out a hole on a monotonic clock: a wall clock stepped back does not stall it', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+    const gaps: GapRange[] = [];
+    const r = await createReorderer<string>({
+      next: 0,
+      capacity: 8,
+      gapTimeout: '50ms',
+      onRelease: () => {},
+      onGap: (g) => void gaps.push(g),
+    });
+    r.push(1, 'b');
+    vi.setSystemTime(Date.now() - 2000); // an NTP step back of the wall clock: performance.now() goes on
+    await vi.advanceTimersByTimeAsync(60);
+    expect(gaps).toEqual([{ from: 0, to: 0 }]);
+    await r.close();
+  });
+
+  for (const failure of ['throws', 'reads NaN'] as const) {
+    it(`a clock that ${failure} when the timer is armed fails the run: no uncaught error, no busy timer`, async () => {
+      let broken = false;
+      let reads = 0;
+      const failing = {
+        now: () => {
+          reads++;
+          if (!broken) return Date.now();
+          if (failure === 'throws') throw new Error('clock source unavailable');
+          return Number.NaN;
+        },
+      };
+      const uncaught: unknown[] = [];
+      const onUncaught = (e: unknown) => uncaught.push(e);
+      process.on('uncaughtException', onUncaught);
+      try {
+        const r = await createReorderer<string>({
+          next: 0,
+          capacity: 8,
+          gapTimeout: '10ms',
+          clock: failing,
+          onRelease: () => {},
+        });
+        r.push(1, 'b');
+        broken = true; // the timer, due in 10 ms, then finds the clock failing
+        await new Promise((res) => setTimeout(res, 60));
+        const before = reads;
+        await new Promise((res) => setTimeout(res, 60));
+        expect(reads - before).toBe(0);
+        expect(uncaught).toEqual([]);
+        await expect(r.drained()).rejects.toThrow(
+          failure === 'throws' ? /clock source unavailable/ : /finite/,
+        );
+        expect(() => r.push(4, 'e')).toThrow();
+        await r.close().catch(() => {});
+      } finally {
+        process.off('uncaughtException', onUncaught);
+      }
+    });
+  }
+
+  it('without a checkpoint store, items need not be JSON: close() and checkpoint() do not serialise them', async () => {
+    const out: bigint[] = [];
+    const r = await createReorderer<bigint>({
+      next: 0,
+      capacity: 8,
+      gapTimeout: '1s',
+      clock,
+      onRelease: (x) => void out.push(x.item),
+    });
+    r.push(1, 1n); // held behind the hole at 0
+    r.push(0, 0n);
+    r.push(3, 3n); // held: still in the buffer at close
+    await r.checkpoint();
+    expect(r.push(2, 2n).outcome).toBe('released');
+    await r.close();
+    expect(out).toEqual([0n, 1n, 2n, 3n]);
+  });
+
   it('needs a store with checkpoints', async () => {
     await expect(
       createReorderer({

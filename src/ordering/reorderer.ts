@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Clock, systemClock } from '../core/clock.js';
-import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { anchoredClock, type Clock } from '../core/clock.js';
+import { ClosedError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
@@ -43,7 +43,11 @@ export interface Reorderer<T> {
   drained(): Promise<void>;
   /** Saves a checkpoint of the state now, after the effects before it. */
   checkpoint(): Promise<void>;
-  /** Stops the timer, waits for the effects, saves a last checkpoint. */
+  /**
+   * Stops the timer, waits for the effects, saves a last checkpoint. Items still held behind a
+   * hole are not released: a restart from the checkpoint continues with them; without a
+   * checkpoint they are only in `buffer` (`buffer.snapshot()`), and are dropped with it.
+   */
   close(): Promise<void>;
 }
 
@@ -72,7 +76,8 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   if (typeof onRelease !== 'function') throw new InvalidOptionError('onRelease', 'a function', onRelease);
   if (onGap !== undefined && typeof onGap !== 'function')
     throw new InvalidOptionError('onGap', 'a function', onGap);
-  const clock: Clock = bufferOptions.clock ?? systemClock;
+  // Monotonic by default (see ReorderBufferOptions.clock): the timer waits `deadline - now`.
+  const clock: Clock = bufferOptions.clock ?? anchoredClock();
   const buffer = new ReorderBuffer<T>({ ...bufferOptions, clock });
   let save: ((snapshot: string) => Promise<void>) | undefined;
   let every = Number.POSITIVE_INFINITY;
@@ -111,6 +116,8 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   let sinceCheckpoint = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let closed = false;
+  // The clock failed while arming the timer: the run has failed, and nothing re-arms it.
+  let clockFailed = false;
 
   const enqueue = (step: () => void | Promise<void>) => {
     chain = chain.then(step).catch((error: unknown) => {
@@ -141,6 +148,7 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   };
   const takeCheckpoint = () => {
     sinceCheckpoint = 0;
+    if (save === undefined) return; // no checkpoint store: nothing to serialise (items need not be JSON)
     // The snapshot is taken now; it is saved only after the effects of every release before it.
     let snapshot: string;
     try {
@@ -150,15 +158,27 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
       return;
     }
     const s = save;
-    if (s !== undefined) enqueue(() => (failure === undefined ? s(snapshot) : undefined));
+    enqueue(() => (failure === undefined ? s(snapshot) : undefined));
   };
+  // Never throws (push calls it after the buffer took the item, and a timer must not throw): a
+  // clock that fails or reads NaN fails the run instead, and the timer is not armed again (a NaN
+  // wait would fire every millisecond until close()).
   const arm = () => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     const deadline = buffer.deadline;
-    if (deadline === undefined || closed) return;
-    timer = setTimeout(onTimer, timerDelay(deadline - clock.now())); // a clamped wait fires early and re-arms
-    timer.unref?.();
+    if (deadline === undefined || closed || clockFailed) return;
+    try {
+      const now = clock.now();
+      if (typeof now !== 'number' || !Number.isFinite(now)) {
+        throw new InvalidArgumentError('clock.now()', 'a finite number of milliseconds', now);
+      }
+      timer = setTimeout(onTimer, timerDelay(deadline - now)); // a clamped wait fires early and re-arms
+      timer.unref?.();
+    } catch (error) {
+      clockFailed = true;
+      fail(error);
+    }
   };
   function onTimer(): void {
     timer = undefined;

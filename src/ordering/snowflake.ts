@@ -1,4 +1,4 @@
-import { type Clock, wholeMs } from '../core/clock.js';
+import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { timerDelay } from '../core/timer-delay.js';
@@ -388,11 +388,4 @@ function sequenceTable(sequenceBits: number): bigint[] {
     sequenceTables.set(sequenceBits, table);
   }
   return table;
-}
-
-/** Wall time read once, advanced by the monotonic clock: it never steps back. */
-function anchoredClock(): Clock {
-  const wall = Date.now();
-  const start = performance.now();
-  return { now: () => wall + (performance.now() - start) };
 }

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../core/clock.js';
+import { anchoredClock, type Clock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
@@ -74,7 +74,11 @@ export interface ReorderBufferOptions {
    * one at a time; a forgotten number that comes answers `stale`. Default 65 536.
    */
   maxMissing?: number;
-  /** Time when `push`/`tick` get no `now`. Default: the wall clock. */
+  /**
+   * Time when `push`/`tick` get no `now`. Default: the wall clock anchored once and advanced by the
+   * monotonic clock (`anchoredClock()`): an NTP step back would freeze every hole's age (time
+   * never moves back inside a buffer), a step forward would time them all out at once.
+   */
   clock?: Clock;
 }
 
@@ -183,7 +187,7 @@ export class ReorderBuffer<T> {
       throw new InvalidOptionError('overflow', "'advance' or 'reject'", options.overflow);
     }
     this.maxMissing = nonNegativeInt('maxMissing', options.maxMissing ?? DEFAULT_MAX_MISSING);
-    this.#clock = options.clock ?? systemClock;
+    this.#clock = options.clock ?? anchoredClock();
     if (typeof this.#clock?.now !== 'function') {
       throw new InvalidOptionError('clock', 'an object with now()', options.clock);
     }
