@@ -203,4 +203,44 @@ describe('createCompensator', () => {
     expect(() => createCompensator({ request: async () => {}, concurrency: 0 })).toThrow(/concurrency/);
     expect(() => lane.fill(Number.NaN)).toThrow(/seq/);
   });
+  it('reports every given-up range even when onGiveUp throws, then surfaces the error', async () => {
+    // The hook's error is not swallowed: it surfaces as an unhandled rejection, caught here in
+    // place of the runner's own handlers (restored after).
+    const runner = process.listeners('unhandledRejection');
+    process.removeAllListeners('unhandledRejection');
+    const surfaced: unknown[] = [];
+    process.on('unhandledRejection', (e) => surfaced.push(e));
+    try {
+      const given: GapRange[] = [];
+      let fail: () => void = () => {};
+      const lane = createCompensator({
+        retries: 0,
+        request: () => new Promise<void>((_, reject) => (fail = () => reject(new Error('source down')))),
+        onGiveUp: (range) => {
+          given.push(range);
+          throw new Error(`alert hook failed for ${range.from}`);
+        },
+      });
+      lane.add({ from: 1, to: 5 });
+      await new Promise((r) => setImmediate(r));
+      lane.fill(3); // a late arrival while [1, 5] is in flight: two ranges are given up
+      fail();
+      await lane.idle();
+      await new Promise((r) => setTimeout(r, 10));
+      expect(given).toEqual([
+        { from: 1, to: 2 },
+        { from: 4, to: 5 },
+      ]);
+      expect(lane.stats().givenUp).toBe(2);
+      expect(surfaced).toHaveLength(1);
+      expect(surfaced[0]).toBeInstanceOf(AggregateError);
+      expect((surfaced[0] as AggregateError).errors.map((e: Error) => e.message)).toEqual([
+        'alert hook failed for 1',
+        'alert hook failed for 4',
+      ]);
+    } finally {
+      process.removeAllListeners('unhandledRejection');
+      for (const listener of runner) process.on('unhandledRejection', listener);
+    }
+  });
 });

@@ -246,8 +246,19 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     schedulePump();
     settleIdle();
     // Called last, with the lane's state already settled: an alert hook that throws cannot leave
-    // the lane half-updated. Its exception is not swallowed (it surfaces as an unhandled rejection).
-    for (const r of givenUp) onGiveUp?.(r, error);
+    // the lane half-updated. Every range is reported, even after a throw (they have left the
+    // lane: one not reported is lost silently); the exception is not swallowed: the first (or an
+    // AggregateError of several) surfaces afterwards, as an unhandled rejection.
+    const thrown: unknown[] = [];
+    for (const r of givenUp) {
+      try {
+        onGiveUp?.(r, error);
+      } catch (hookError) {
+        thrown.push(hookError);
+      }
+    }
+    if (thrown.length === 1) throw thrown[0];
+    if (thrown.length > 1) throw new AggregateError(thrown, `onGiveUp threw for ${thrown.length} ranges`);
   }
 
   /** The parts of [from, to] that no job covers, ascending. */

@@ -125,6 +125,18 @@ describe('ReorderBuffer', () => {
     expect(() => b.restore({ ...saved, adaptive: 'x' })).toThrow(/saved.adaptive/);
   });
 
+  it('restores its own snapshot after releasing the last safe integer (next is then 2^53)', () => {
+    const b = new ReorderBuffer<string>({ next: Number.MAX_SAFE_INTEGER - 1, capacity: 4, gapTimeout: '1s' });
+    b.push(Number.MAX_SAFE_INTEGER - 1, 'x', 0);
+    b.push(Number.MAX_SAFE_INTEGER, 'y', 0);
+    const saved = JSON.parse(JSON.stringify(b.snapshot()));
+    const restored = new ReorderBuffer<string>({ capacity: 4, gapTimeout: '1s' });
+    restored.restore(saved);
+    expect(restored.next).toBe(b.next);
+    expect(restored.push(Number.MAX_SAFE_INTEGER, 'y', 1).outcome).toBe('duplicate');
+    expect(() => restored.restore({ ...saved, next: 2 ** 53 + 2 })).toThrow(/saved.next/);
+  });
+
   it('restores across a change of gap timeout (fixed <-> adaptive): the configured one applies', () => {
     const fixed = new ReorderBuffer<string>({ next: 1, capacity: 8, gapTimeout: 5 });
     fixed.push(3, 'c', 0);
@@ -170,6 +182,10 @@ describe('ReorderBuffer', () => {
     const e = caught(() => new ReorderBuffer({ capacity: 0, gapTimeout: 1 }));
     expect(isOnceflowError(e, 'ERR_INVALID_OPTION')).toBe(true);
     expect(String(e)).toContain('`capacity` to be a positive safe integer, got `0`');
+    // Slots are allocated up front: a capacity past 2^24 is a typo, refused before any allocation.
+    expect(() => new ReorderBuffer({ capacity: 2 ** 24 + 1, gapTimeout: 1 })).toThrow(
+      /`capacity` to be at most 2\^24/,
+    );
     expect(() => new ReorderBuffer({ capacity: 4, gapTimeout: '1 sec' as never })).toThrow(/gapTimeout/);
     expect(() => new ReorderBuffer({ capacity: 4, gapTimeout: 1, overflow: 'drop' as never })).toThrow(
       /overflow/,

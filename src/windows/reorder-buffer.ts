@@ -9,6 +9,8 @@ import {
   type AdaptiveTimeoutStats,
 } from './adaptive-timeout.js';
 
+/** See the constructor: the slots are allocated up front. */
+const MAX_CAPACITY = 2 ** 24;
 /** One item let out of a reorder buffer, in sequence order. */
 export interface Release<T> {
   readonly seq: number;
@@ -201,7 +203,12 @@ export class ReorderBuffer<T> {
       }
       this.#fixedTimeoutMs = parseDuration(options.gapTimeout, 'gapTimeout');
     }
-    if (this.capacity > 2 ** 30) throw new InvalidOptionError('capacity', 'at most 2^30', options.capacity);
+    // The slots are allocated up front, 16 bytes each (an element and a Float64 time): 2^24 slots
+    // are 268 MB, already far beyond any source's displacement bound (a capacity is derived from
+    // it); past that a typo would be an out-of-memory crash, not an error.
+    if (this.capacity > MAX_CAPACITY) {
+      throw new InvalidOptionError('capacity', `at most 2^24 (${MAX_CAPACITY})`, options.capacity);
+    }
     const slots = 2 ** Math.ceil(Math.log2(this.capacity));
     this.#mask = slots - 1;
     this.#items = new Array<unknown>(slots).fill(EMPTY);
@@ -542,7 +549,9 @@ function validateSaved<T>(saved: unknown, capacity: number): SavedReorderBuffer<
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new InvalidArgumentError(path, 'a number', v);
     return v;
   };
-  const next = int('saved.next', saved.next);
+  // One past the last safe integer once that one was released (push takes seq up to it).
+  const next =
+    saved.next === Number.MAX_SAFE_INTEGER + 1 ? Number.MAX_SAFE_INTEGER + 1 : int('saved.next', saved.next);
   if (!Array.isArray(saved.buffered))
     throw new InvalidArgumentError('saved.buffered', 'an array', saved.buffered);
   const seen = new Set<number>();
