@@ -58,11 +58,11 @@ const changeId = defineSignature([
   ['table', 'string'],
   ['lsn', 'int'],
 ]);
-// 128: a repeat arrives at most 40 places after its original, which itself is at most 40 places
+// 81: a repeat arrives at most 40 places after its original, which itself is at most 40 places
 // from its position; fewer than 2 x 40 + 1 = 81 distinct others are first seen in between, so a
-// FIFO window of 81 never lets a repeat through (DESIGN §3.2); 128 leaves room for a slower link.
-// Whatever slips past it is still a `duplicate` for the reorder buffer.
-const dedup = new SignatureWindow({ capacity: 128 });
+// FIFO window of 81 never lets a repeat through (DESIGN §3.2). Derived, not padded: a slower link
+// changes MAX_DISPLACEMENT, and the capacity with it.
+const dedup = new SignatureWindow({ capacity: 2 * MAX_DISPLACEMENT + 1 });
 const counts = { delivered: 0, repeatsDropped: 0, duplicates: 0, late: 0, applied: 0, stale: 0, gaps: 0 };
 const asked = [];
 let failFirstRequest = true;

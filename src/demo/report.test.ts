@@ -15,6 +15,18 @@ describe('report', () => {
     expect(lines[2]).toMatch(/^onceflow window \(capacity 4\)\s+10,000\s/);
   });
 
+  it('shows how many settlements went to the wrong room next to their money', async () => {
+    const r = await result;
+    const lines = formatTable(r.rows).split('\n');
+    const titles = (lines[0] as string).split(/\s{2,}/);
+    expect(titles).toContain('wrong room');
+    const flags = r.rows.find((x) => x.strategy === 'per-type flags') as StrategyRow;
+    expect(flags.misbookedCount).toBeGreaterThan(0);
+    const cells = (lines.find((l) => l.startsWith('per-type flags')) as string).trim().split(/\s+/);
+    // strategy (2 words), applied, blocked, stale, lost, doubled, misbooked, wrong room, ...
+    expect(cells[8]).toBe(flags.misbookedCount.toLocaleString('en-US'));
+  });
+
   it('explains the rows, prints the capacity rule and the verdict', async () => {
     const text = formatReport(await result);
     expect(text).toContain('Capacity this log required: 4');

@@ -21,6 +21,7 @@ const COLUMNS: readonly Column[] = [
   { title: 'money lost', cell: (r) => fmt(r.moneyLost) },
   { title: 'doubled', cell: (r) => fmt(r.moneyDoubled) },
   { title: 'misbooked', cell: (r) => fmt(r.moneyMisbooked) },
+  { title: 'wrong room', cell: (r) => fmt(r.misbookedCount) },
   { title: 'rooms off', cell: (r) => fmt(r.roomsOff) },
   { title: 'settl./s', cell: (r) => fmt(r.perSecond) },
 ];
@@ -100,7 +101,7 @@ function howToRead(result: DemoResult): string[] {
     'How to read it: money in minor units, against the truth (each settlement applied once, under its own ' +
       'room). blocked = deliveries refused as duplicates (by the sequence guard: as "past"); stale = not ' +
       'applied, referred to reconciliation; lost = settled but never applied; doubled = |net| x extra ' +
-      'applications; misbooked = booked under another room; rooms off = rooms whose total differs from the ' +
+      'applications; misbooked = money booked under another room, wrong room = how many settlements; rooms off = rooms whose total differs from the ' +
       'truth; settl./s = settlement deliveries per second through that strategy alone. --json has the counts too.',
   ];
   const c4 = row(result, `onceflow-c${SETTLEMENT_CAPACITY}`);
