@@ -627,6 +627,27 @@ describe('createLimiter', () => {
     await expect(multi.take('u')).rejects.toThrow(/`key` to be an object with `user`, `ip`/);
   });
 
+  it('refuses a window slide the limit would ignore, naming what it means there', async () => {
+    const { window } = await import('../core/window-config.js');
+    const make = (algorithm: 'sliding-log' | 'sliding-window' | 'fixed-window' | 'gcra', w: unknown) =>
+      createLimiter({ algorithm, limit: 10, window: w as never });
+    for (const algorithm of ['sliding-log', 'fixed-window', 'gcra'] as const) {
+      expect(() => make(algorithm, window('3s').slide('1s'))).toThrow(
+        /`window.slide` to be the whole window \(3000 ms\)/,
+      );
+      expect(make(algorithm, window('3s').slide('3s')).limits[0]?.windowMs).toBe(3000);
+    }
+    // sliding-window: the window moves one bucket at a time, so the slide is the bucket.
+    expect(make('sliding-window', window('3s').slide('1s')).limits[0]).toMatchObject({ param: 1000 });
+    expect(() => make('sliding-window', window('3s').slide('1s').granularity('500ms'))).toThrow(
+      /`window.slide` to be the bucket \(500 ms\) or the whole window \(3000 ms\)/,
+    );
+    expect(make('sliding-window', window('3s').granularity('500ms')).limits[0]).toMatchObject({ param: 500 });
+    expect(() =>
+      make('fixed-window', { kind: 'window', lengthMs: 3000, slideMs: 'x', granularityMs: 1000 }),
+    ).toThrow(/`window.slide`/);
+  });
+
   it('accepts a window config: its granularity is the bucket', async () => {
     const { window } = await import('../core/window-config.js');
     const { limiter } = fixture({

@@ -66,6 +66,7 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
       options.granularity,
     );
   }
+  if (config !== undefined) checkSlide(config, options.algorithm, param, at('window'));
   if (options.algorithm === 'gcra') {
     param = options.burst === undefined ? limit : positiveInt(at('burst'), options.burst);
   } else if (options.burst !== undefined) {
@@ -98,6 +99,31 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
  * JSON), so its numbers are checked again. A NaN length admitted everything, a fractional one gave
  * fractional times.
  */
+/**
+ * A window's `slide` must mean what it says in the limit: the tumbling default (slide = length),
+ * or for `sliding-window` its bucket (the window moves one bucket at a time). Anything else would
+ * be ignored silently: a sliding log and GCRA slide continuously, a fixed window jumps by its
+ * length, and a bucketed window moves by its bucket, whatever the slide said.
+ */
+function checkSlide(config: WindowConfig, algorithm: Algorithm, bucketMs: number, path: string): void {
+  // A hand-built config without a slide is a tumbling one, as window() makes by default.
+  const slide: unknown = config.slideMs ?? config.lengthMs;
+  if (slide === config.lengthMs) return;
+  if (algorithm === 'sliding-window') {
+    if (slide === bucketMs) return;
+    throw new InvalidOptionError(
+      `${path}.slide`,
+      `the bucket (${bucketMs} ms) or the whole window (${config.lengthMs} ms): a sliding-window limit moves one bucket at a time`,
+      slide,
+    );
+  }
+  throw new InvalidOptionError(
+    `${path}.slide`,
+    `the whole window (${config.lengthMs} ms): ${algorithm === 'fixed-window' ? 'a fixed window moves by its length' : `${algorithm} slides continuously`}; a moving window is 'sliding-window' with granularity()`,
+    slide,
+  );
+}
+
 function checkedConfig(config: WindowConfig, path: string): WindowConfig {
   for (const field of ['lengthMs', 'granularityMs'] as const) {
     const v = config[field];
