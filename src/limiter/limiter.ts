@@ -69,6 +69,13 @@ export interface Limiter {
    * the subject `key`). All limits admit it and are charged, or none is charged.
    */
   take(key: string | Readonly<Record<string, string>>, options?: { cost?: number }): Promise<Decision>;
+  /**
+   * Forgets `key`'s usage in every limit (its store state, its block, its degraded-local
+   * counters), after the takes called before it: its next take starts afresh. What
+   * rate-limiter-flexible calls `delete`, express-rate-limit `resetKey`. Needs a store with
+   * `limiterDelete` (the memory and Redis stores have it).
+   */
+  reset(key: string | Readonly<Record<string, string>>): Promise<void>;
   /** The validated limits, in order. */
   readonly limits: readonly LimitSpec[];
   /**
@@ -294,6 +301,26 @@ class RateLimiter implements Limiter {
     this.#cache?.clear();
     this.#config.fallback?.backend.reset(this.#config.namespace);
     this.#epoch++;
+  }
+
+  async reset(key: string | Readonly<Record<string, string>>): Promise<void> {
+    const subjects = this.#subjectsOf(key); // a bad key: the same typed error as take's
+    const remove = this.#store.limiterDelete;
+    if (typeof remove !== 'function') {
+      throw new InvalidArgumentError('key', 'a key of a limiter whose store can delete (limiterDelete)', key);
+    }
+    const keys = this.#callsFor(subjects, this.#specs).map((call) => call.key);
+    // Answers to takes sent before the reset must not re-arm a block after it.
+    this.#epoch++;
+    try {
+      await remove.call(this.#store, keys);
+    } catch (err) {
+      throw err instanceof StoreError ? err : new StoreError('limiterDelete', err);
+    } finally {
+      const cacheKey = typeof subjects === 'string' ? subjects : JSON.stringify(subjects);
+      this.#cache?.delete(cacheKey);
+      this.#config.fallback?.backend.delete(keys);
+    }
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {

@@ -73,6 +73,19 @@ export class MemoryLimiterBackend {
     return n;
   }
 
+  /** Drops the states under `keys`; returns how many there were (live or not yet swept). */
+  delete(keys: readonly string[]): number {
+    let n = 0;
+    for (const key of keys) {
+      const entry = this.#entries.get(key);
+      if (entry === undefined) continue;
+      this.#entries.delete(key);
+      retire(entry);
+      n++;
+    }
+    return n;
+  }
+
   // The entry of a call: its memo when valid (the common case: a hot subject), else the map.
   #entryOf(call: LimitCall): Entry | undefined {
     const memo = call.handle as Entry | undefined;

@@ -20,9 +20,9 @@ export interface Batcher<I> {
   (item: I): void;
   /**
    * Resolves once every call queued so far for `key` (an item's first key: its owner), or for
-   * every key when omitted, has settled (a rejected call counts as settled). Only kept in
-   * `ordered` mode. A read sent after it sees those calls' writes, as it would in the memory
-   * store, where an apply changes state before it returns its promise.
+   * every key when omitted, has settled (a rejected call counts as settled; unordered batchers
+   * keep no per-key record and wait for every batch). A read or delete sent after it sees those
+   * calls' writes, as it would in the memory store, where a call changes state before it returns.
    */
   settled(key?: string): Promise<void>;
 }
@@ -47,6 +47,8 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
   let scheduled = false;
   // Reads waiting for the queued calls to be sent (then for their batches to settle).
   let flushWaiters: (() => void)[] = [];
+  // Unordered: the batches in flight (a set of at most a few: one entry per batch, not per call).
+  const unorderedInFlight = new Set<Promise<void>>();
   // Per owner (an item's first key), the last batch sent with it. A batch waits for the batches
   // still in flight that hold one of its keys, so one owner's calls run in call order: sent
   // concurrently, a later batch could run first (an earlier one still waiting on its registry
@@ -73,7 +75,11 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
         for (const item of items) item.reject(err);
       },
     );
-    if (!options.ordered) return;
+    if (!options.ordered) {
+      unorderedInFlight.add(done);
+      void done.then(() => unorderedInFlight.delete(done));
+      return;
+    }
     for (const item of items) tails.set(item.keys[0] as string, done);
     void done.then(() => {
       for (const item of items) {
@@ -121,6 +127,9 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
   // Every batch a key (or any key) has in flight or waiting on another: `tails` holds the last one
   // per key, and a key's batches settle in order, so its tail settles last. `done` never rejects.
   const inFlight = (key: string | undefined): Promise<void> => {
+    if (!options.ordered) {
+      return unorderedInFlight.size === 0 ? settledNow : Promise.all(unorderedInFlight).then(nothing);
+    }
     if (key !== undefined) return tails.get(key) ?? settledNow;
     if (tails.size === 0) return settledNow;
     return Promise.all(new Set(tails.values())).then(nothing);

@@ -37,6 +37,7 @@ interface TakeItem extends BatchItem<LimiterTakeReply> {
 export interface RedisLimiterBackend {
   take(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
   reset(namespace: string): Promise<number>;
+  delete(keys: readonly string[]): Promise<number>;
 }
 
 /** What this backend pins on a cached call: the prefixed key, built once per subject. */
@@ -127,6 +128,14 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       return new Promise<LimiterTakeReply>((resolve, reject) =>
         enqueue({ limits, keys, now: now ?? '', cost, resolve, reject }),
       );
+    },
+
+    async delete(keys) {
+      if (keys.length === 0) return 0;
+      // After the takes already queued or in flight (the memory store applies them first, as they
+      // were called first); one UNLINK: a subject's keys share its hash tag, so one slot.
+      await enqueue.settled();
+      return Number(await client.call('UNLINK', ...keys.map((key) => prefix + key)));
     },
 
     async reset(namespace) {

@@ -285,6 +285,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     kind: 'redis',
     limiterTake: (cmd) => guarded('limiterTake', () => limiter.take(cmd)),
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace)),
+    limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys)),
     ...redisOrderingOps(client, prefix),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.

@@ -155,6 +155,10 @@ class MemoryStore implements Store {
     return Promise.resolve(this.#limiter.reset(namespace));
   }
 
+  limiterDelete(keys: readonly string[]): Promise<number> {
+    return Promise.resolve(this.#limiter.delete(keys));
+  }
+
   async ledgerBalances(ledger: string, owner: string): Promise<Balances> {
     return toRecord(this.#ledgers.get(ledger)?.owners.get(owner)?.balances);
   }

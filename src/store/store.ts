@@ -110,6 +110,11 @@ export interface Store extends OrderingStoreOps {
   limiterDecideSync?(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision;
   /** Drops every limiter state in `namespace` (see src/limiter/keys.ts); returns how many keys. */
   limiterReset?(namespace: string): Promise<number>;
+  /**
+   * Drops the limiter state under these keys (a `LimitCall`'s `key`s: one subject's, all in one
+   * hash slot), after every take this process sent before; returns how many keys held state.
+   */
+  limiterDelete?(keys: readonly string[]): Promise<number>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */
   close?(): Promise<void>;
 }
