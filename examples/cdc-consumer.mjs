@@ -80,7 +80,7 @@ const compensator = createCompensator({
       throw new Error('source busy');
     }
     setTimeout(() => {
-      for (let lsn = range.from; lsn <= range.to; lsn++) receive(log[lsn]);
+      for (let lsn = range.from; lsn <= range.to; lsn++) receive(log[lsn], true);
     }, 2);
   },
   onGiveUp: (range, error) => {
@@ -107,13 +107,15 @@ const consumer = await createReorderer({
   },
 });
 
-function receive(change) {
+// `recovered`: re-sent on the compensator's request (pushRecovered). The adaptive gap timeout does not learn from
+// those (their delay is the compensation's, not the stream's).
+function receive(change, recovered = false) {
   counts.delivered++;
   if (dedup.admit(changeId({ table: 'public.users', lsn: change.lsn })) === 'duplicate') {
     counts.repeatsDropped++;
     return;
   }
-  const result = consumer.push(change.lsn, change);
+  const result = recovered ? consumer.pushRecovered(change.lsn, change) : consumer.push(change.lsn, change);
   if (result.outcome === 'duplicate') counts.duplicates++;
   if (result.outcome === 'late') compensator.fill(change.lsn);
 }

@@ -190,6 +190,27 @@ describe('createReorderer (timer-driven)', () => {
     expect(out).toEqual([0n, 1n, 2n, 3n]);
   });
 
+  it('pushRecovered: a re-sent late item is released but teaches no timeout', async () => {
+    let now = 0;
+    const r = await createReorderer<string>({
+      next: 0,
+      capacity: 8,
+      gapTimeout: 'adaptive',
+      clock: { now: () => now },
+      onRelease: () => {},
+    });
+    r.push(1, 'b');
+    now = 300;
+    r.buffer.tick(); // 0 given up (initial timeout 250 ms)
+    now = 320;
+    expect(r.pushRecovered(0, 'a').outcome).toBe('late');
+    expect(r.buffer.stats().adaptive?.samples).toBe(0);
+    r.push(3, 'd');
+    expect(r.push(2, 'c').outcome).toBe('released'); // a hole filled by the stream: learned
+    expect(r.buffer.stats().adaptive?.samples).toBe(1);
+    await r.close();
+  });
+
   it('needs a store with checkpoints', async () => {
     await expect(
       createReorderer({

@@ -39,6 +39,8 @@ export interface Reorderer<T> {
   readonly buffer: ReorderBuffer<T>;
   /** Accepts one item; releases go to `onRelease`, gaps to `onGap`. Throws once an effect failed. */
   push(seq: number, item: T): PushResult<T>;
+  /** {@link push} for an item a compensator re-requested (see `ReorderBuffer.pushRecovered`). */
+  pushRecovered(seq: number, item: T): PushResult<T>;
   /** Resolves when every release so far went through `onRelease` (rejects with its error). */
   drained(): Promise<void>;
   /** Saves a checkpoint of the state now, after the effects before it. */
@@ -194,6 +196,14 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
     await chain;
     if (failure !== undefined) throw failure.error;
   };
+  const accept = (seq: number, item: T, recovered: boolean): PushResult<T> => {
+    if (closed) throw new ClosedError('reorderer');
+    if (failure !== undefined) throw failure.error;
+    const result = recovered ? buffer.pushRecovered(seq, item) : buffer.push(seq, item);
+    deliver(result, result.gaps);
+    arm();
+    return result;
+  };
   if (restored) {
     // A restarted consumer: the holes it inherited are handed to onGap again (a compensator in
     // this process has not heard of them), and their timeouts run from now on.
@@ -203,14 +213,8 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
 
   return {
     buffer,
-    push(seq, item) {
-      if (closed) throw new ClosedError('reorderer');
-      if (failure !== undefined) throw failure.error;
-      const result = buffer.push(seq, item);
-      deliver(result, result.gaps);
-      arm();
-      return result;
-    },
+    push: (seq, item) => accept(seq, item, false),
+    pushRecovered: (seq, item) => accept(seq, item, true),
     drained,
     async checkpoint() {
       takeCheckpoint();

@@ -103,6 +103,42 @@ describe('ReorderBuffer', () => {
     expect(b.timeoutMs).toBe(80);
   });
 
+  it('adaptive: items marked recovered (re-requested by a compensator) do not teach the timeout', () => {
+    // 0.5% of events lost and re-sent by compensation 20 ms after their gap; 10% swapped with
+    // their neighbour, 2 ms apart. Learned from the re-sent ones too, the p99 climbs to `max`.
+    const run = (mark: boolean) => {
+      const b = new ReorderBuffer<number>({ capacity: 1 << 16, gapTimeout: 'adaptive' });
+      let t = 0;
+      let seq = 0;
+      let due: [number, number][] = [];
+      const take = (gaps: readonly { from: number; to: number }[]) => {
+        for (const g of gaps) for (let s = g.from; s <= g.to; s++) due.push([s, t + 20]);
+      };
+      for (let i = 0; i < 30_000; i++) {
+        t += 1;
+        if (i % 200 === 7) {
+          seq++; // lost
+          continue;
+        }
+        if (i % 10 === 3) {
+          take(b.push(seq + 1, 0, t).gaps);
+          take(b.push(seq, 0, t + 2).gaps);
+          seq += 2;
+          i++;
+          continue;
+        }
+        take(b.push(seq++, 0, t).gaps);
+        take(b.tick(t).gaps);
+        const now = due.filter(([, at]) => at <= t);
+        due = due.filter(([, at]) => at > t);
+        for (const [s] of now) mark ? b.pushRecovered(s, 0, t) : b.push(s, 0, t);
+      }
+      return b.timeoutMs;
+    };
+    expect(run(true)).toBeLessThanOrEqual(10); // follows the 2 ms swaps: 2 x p99, clamped at min 10
+    expect(run(false)).toBe(5000); // the runaway it prevents
+  });
+
   it('snapshot is JSON, restore validates it', () => {
     const b = new ReorderBuffer<{ v: number }>({ next: 10, capacity: 8, gapTimeout: 5 });
     b.push(12, { v: 12 }, 1);
