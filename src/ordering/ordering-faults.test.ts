@@ -342,3 +342,31 @@ describe('VersionGate', () => {
     expect((await gate.get('k'))?.value).toEqual({ a: [1, 'x', null, 0] });
   });
 });
+
+describe('corrupt store data', () => {
+  it('a checkpoint that is not JSON, or a version or value that does not parse, is a typed store error', async () => {
+    const store = memoryStore();
+    await store.checkpointSave?.('cp', 1, '{not json');
+    const err = await createReorderer({
+      capacity: 4,
+      gapTimeout: '1s',
+      onRelease: () => {},
+      checkpoint: { store, name: 'cp' },
+    }).catch((e: unknown) => e);
+    expect(code(err)).toBe('ERR_STORE');
+    expect(String(err)).toMatch(/checkpoint 'cp' is not JSON/);
+
+    const broken = {
+      kind: 'broken',
+      versionUpsert: async () => ({ outcome: 'applied', version: 'v1' }),
+      versionGet: async () => ({ version: '3', value: '{oops' }),
+    };
+    const gate = new VersionGate({ store: broken as never, name: 'g' });
+    const upserted = await gate.upsert('k', 1, {}).catch((e: unknown) => e);
+    expect(code(upserted)).toBe('ERR_STORE');
+    expect(String(upserted)).toMatch(/stored version "v1" is not an integer/);
+    const read = await gate.get('k').catch((e: unknown) => e);
+    expect(code(read)).toBe('ERR_STORE');
+    expect(String(read)).toMatch(/the value under 'k' is not JSON/);
+  });
+});

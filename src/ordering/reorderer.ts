@@ -92,7 +92,14 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
     const saved = await ops.checkpointLoad(name);
     let revision = 0;
     if (saved !== undefined) {
-      buffer.restore(reanchor(snapshotOf(JSON.parse(saved.data)), clock.now()));
+      let data: unknown;
+      try {
+        data = JSON.parse(saved.data);
+      } catch (err) {
+        // Corrupt store data is the store's failure, typed as such (a raw SyntaxError before).
+        throw new StoreError('checkpointLoad', new Error(`checkpoint '${name}' is not JSON`, { cause: err }));
+      }
+      buffer.restore(reanchor(snapshotOf(data), clock.now()));
       revision = saved.revision;
       restored = true;
     }

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
 import { isPlainObject, nonEmptyString, nonEmptyStringArg, type Order } from '../core/validate.js';
 import type { JsonValue, Store } from '../store/store.js';
@@ -56,16 +56,33 @@ export class VersionGate {
     // null, an undefined property dropped, a Date to a string) is refused, naming the place.
     const text = JSON.stringify(jsonCopy(value, 'value'));
     const reply = await this.#ops.versionUpsert(this.name, key, v, text);
-    return { outcome: reply.outcome, version: BigInt(reply.version) };
+    return { outcome: reply.outcome, version: storedVersion('versionUpsert', reply.version) };
   }
 
   /** The stored version and value under `key`, or `undefined`. */
   async get(key: string): Promise<{ version: bigint; value: JsonValue } | undefined> {
     nonEmptyStringArg('key', key);
     const stored = await this.#ops.versionGet(this.name, key);
-    return stored === undefined
-      ? undefined
-      : { version: BigInt(stored.version), value: JSON.parse(stored.value) as JsonValue };
+    if (stored === undefined) return undefined;
+    let value: JsonValue;
+    try {
+      value = JSON.parse(stored.value) as JsonValue;
+    } catch (err) {
+      throw new StoreError('versionGet', new Error(`the value under '${key}' is not JSON`, { cause: err }));
+    }
+    return { version: storedVersion('versionGet', stored.version), value };
+  }
+}
+
+/** A version as the store answered it; corrupt data is the store's failure, typed as such. */
+function storedVersion(operation: string, text: string): bigint {
+  try {
+    return BigInt(text);
+  } catch (err) {
+    throw new StoreError(
+      operation,
+      new Error(`stored version ${JSON.stringify(text)} is not an integer`, { cause: err }),
+    );
   }
 }
 
