@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `onceflow` command. Only `demo` for now; each subcommand parses its own options.
 import { parseArgs } from 'node:util';
+import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../demo/exit-code.js';
 import { DemoFailure } from '../demo/failure.js';
 import { SETTLEMENT_CAPACITY } from '../demo/onceflow-strategy.js';
 import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
@@ -17,11 +18,6 @@ Commands:
 Options:
   -h, --help  this help
 `;
-
-/** Exit codes: 0 ok, 1 the onceflow reference row failed (or the demo crashed), 2 invalid usage. */
-const EXIT_OK = 0;
-const EXIT_FAILED = 1;
-const EXIT_USAGE = 2;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -66,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     bar.stop();
   }
   process.stdout.write(demo.json ? `${JSON.stringify(toJson(result))}\n` : formatReport(result));
-  return result.ok ? EXIT_OK : EXIT_FAILED;
+  return demoExitCode(result);
 }
 
 function usageError(err: unknown): number {

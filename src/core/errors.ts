@@ -7,7 +7,17 @@
  * result of nested `node_modules`) break `instanceof`, never the code.
  */
 
-/** Every code onceflow throws, in one table. */
+/**
+ * Every code onceflow throws, in one table.
+ *
+ * @example
+ * ```ts
+ * const ledger = createLedger({ capacity: 4 });
+ * const err = await ledger.apply({ owner: '', signature: 's1', deltas: { coins: 5 } }).catch((e) => e);
+ * err.code === ErrorCode.INVALID_ARGUMENT; // true
+ * ErrorCode.STORE; // 'ERR_STORE'
+ * ```
+ */
 export const ErrorCode = {
   /** An option passed to a factory or constructor is missing or has the wrong shape. */
   INVALID_OPTION: 'ERR_INVALID_OPTION',
@@ -56,7 +66,22 @@ export class OnceflowError extends Error {
   }
 }
 
-/** An option is missing or has the wrong shape; the message names it, what was expected and what was got. */
+/**
+ * An option is missing or has the wrong shape; the message names it, what was expected and what was got.
+ *
+ * @example
+ * ```ts
+ * let caught;
+ * try {
+ *   createLimiter({ algorithm: 'gcra', limit: 0, window: '1s' });
+ * } catch (err) {
+ *   caught = err;
+ * }
+ * caught.code; // 'ERR_INVALID_OPTION'
+ * caught.option; // 'limit'
+ * caught.message; // 'Expected `limit` to be a positive safe integer, got `0` (number)'
+ * ```
+ */
 export class InvalidOptionError extends OnceflowError {
   readonly option: string;
   constructor(option: string, expected: string, got: unknown) {
@@ -65,7 +90,18 @@ export class InvalidOptionError extends OnceflowError {
   }
 }
 
-/** An argument is invalid; `path` names the field (for example `deltas.net` or `payload.round`). */
+/**
+ * An argument is invalid; `path` names the field (for example `deltas.net` or `payload.round`).
+ *
+ * @example
+ * ```ts
+ * const ledger = createLedger({ capacity: 4 });
+ * const err = await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 1.5 } }).catch((e) => e);
+ * err.code; // 'ERR_INVALID_ARGUMENT'
+ * err.path; // 'deltas.coins'
+ * await ledger.balances('p1'); // {}
+ * ```
+ */
 export class InvalidArgumentError extends OnceflowError {
   readonly path: string;
   constructor(path: string, expected: string, got: unknown) {
@@ -74,7 +110,22 @@ export class InvalidArgumentError extends OnceflowError {
   }
 }
 
-/** A duration could not be read. */
+/**
+ * A duration could not be read.
+ *
+ * @example
+ * ```ts
+ * let caught;
+ * try {
+ *   parseDuration('soon', 'timeout');
+ * } catch (err) {
+ *   caught = err;
+ * }
+ * caught.code; // 'ERR_INVALID_DURATION'
+ * caught.option; // 'timeout'
+ * parseDuration('1.5s', 'timeout'); // 1500
+ * ```
+ */
 export class InvalidDurationError extends OnceflowError {
   readonly option: string;
   constructor(option: string, got: unknown, why: string) {
@@ -86,7 +137,22 @@ export class InvalidDurationError extends OnceflowError {
   }
 }
 
-/** A store call failed. The driver's error is in `cause`. */
+/**
+ * A store call failed. The driver's error is in `cause`.
+ *
+ * @example
+ * ```ts
+ * // A store whose server is down (here: a memory store made to fail, from onceflow/testing).
+ * const down = wrapStore(memoryStore(), {
+ *   limiterDecideSync: undefined,
+ *   limiterTake: () => Promise.reject(new Error('connection refused')),
+ * });
+ * const limiter = createLimiter({ store: down, algorithm: 'gcra', limit: 5, window: '1s' });
+ * const err = await limiter.take('u1').catch((e) => e);
+ * err.code; // 'ERR_STORE'
+ * err.cause.message; // 'connection refused'
+ * ```
+ */
 export class StoreError extends OnceflowError {
   constructor(operation: string, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
@@ -94,7 +160,23 @@ export class StoreError extends OnceflowError {
   }
 }
 
-/** Use after close. */
+/**
+ * Use after close.
+ *
+ * @example
+ * ```ts
+ * const r = await createReorderer({ next: 1, capacity: 10, gapTimeout: '1s', onRelease: () => {} });
+ * await r.close();
+ * let caught;
+ * try {
+ *   r.push(1, 'late');
+ * } catch (err) {
+ *   caught = err;
+ * }
+ * caught.code; // 'ERR_CLOSED'
+ * caught.message; // 'reorderer is closed'
+ * ```
+ */
 export class ClosedError extends OnceflowError {
   constructor(what: string) {
     super(ErrorCode.CLOSED, `${what} is closed`);
@@ -159,7 +241,20 @@ export function describe(value: unknown): string {
   return type === 'undefined' || type === 'null' ? `\`${text}\`` : `\`${text}\` (${type})`;
 }
 
-/** True when `err` is an onceflow error, optionally of one code. Works across package copies. */
+/**
+ * True when `err` is an onceflow error, optionally of one code. Works across package copies.
+ *
+ * @example
+ * ```ts
+ * const err = new InvalidOptionError('capacity', 'a positive safe integer', 0);
+ * isOnceflowError(err); // true
+ * isOnceflowError(err, 'ERR_INVALID_OPTION'); // true
+ * isOnceflowError(err, 'ERR_STORE'); // false
+ * isOnceflowError(new Error('capacity')); // false
+ * // By shape, not instanceof: an error of another copy of the package passes too.
+ * isOnceflowError({ name: 'OnceflowError', code: 'ERR_CLOSED', message: 'x is closed' }, 'ERR_CLOSED'); // true
+ * ```
+ */
 export function isOnceflowError(err: unknown, code?: ErrorCode): err is OnceflowError {
   return (
     typeof err === 'object' &&

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type HandEvent, handLog } from './hand-log.js';
-import { measure, truthRoomTotals } from './measure.js';
+import { isExact, measure, type StrategyRow, truthRoomTotals } from './measure.js';
 import { createDecisions, Decision } from './strategy.js';
 
 const s = (room: number, round: number, final: boolean, net: number): HandEvent => ({
@@ -63,4 +63,47 @@ describe('measure', () => {
     expect(row).toMatchObject({ lostCount: 0, doubledCount: 0, misbookedCount: 0, roomsOff: 0, blocked: 1 });
     expect(row.perSecond).toBe(0);
   });
+});
+
+describe('isExact (the rule exit code 1 is judged on)', () => {
+  const exact: StrategyRow = {
+    id: 'x',
+    strategy: 'x',
+    delivered: 10,
+    applied: 8,
+    blocked: 2,
+    stale: 0,
+    lostCount: 0,
+    moneyLost: 0,
+    staleOnlyLost: 0,
+    doubledCount: 0,
+    moneyDoubled: 0,
+    misbookedCount: 0,
+    moneyMisbooked: 0,
+    roomsOff: 0,
+    roomGap: 0,
+    ms: 1,
+    perSecond: 10_000,
+  };
+
+  it('is true when nothing is lost, doubled or misbooked and every room is exact', () => {
+    expect(isExact(exact)).toBe(true);
+    // Blocked repeats and stale answers are what exactly-once looks like, not a failure.
+    expect(isExact({ ...exact, blocked: 5, stale: 3 })).toBe(true);
+  });
+
+  // Each alone: a room can come out exact while its settlements are not (a lost +40 and a
+  // doubled +40 cancel out), and a lost settlement of net 0 moves no money at all.
+  const failures: [string, Partial<StrategyRow>][] = [
+    ['money lost', { lostCount: 1, moneyLost: 40 }],
+    ['a settlement of net 0 lost', { lostCount: 1 }],
+    ['money doubled', { doubledCount: 1, moneyDoubled: 40 }],
+    ['settlements misbooked', { misbookedCount: 1, moneyMisbooked: 7 }],
+    ['rooms off', { roomsOff: 1, roomGap: 3 }],
+  ];
+  for (const [what, fields] of failures) {
+    it(`is false for ${what}`, () => {
+      expect(isExact({ ...exact, ...fields })).toBe(false);
+    });
+  }
 });

@@ -16,6 +16,15 @@
  *
  * Ledger names, owners and scopes are escaped (`%`, `{`, `}`, `:`, `|`), so no id can end a hash
  * tag early or imitate another id's key.
+ *
+ * @example
+ * ```ts
+ * import { escapeId } from 'onceflow/redis';
+ * escapeId('p:1'); // 'p%3A1'
+ * escapeId('{a}|b%'); // '%7Ba%7D%7Cb%25'
+ * // Owner `p:1` of ledger `settle`: its keys share the hash tag {settle:p%3A1}, one slot.
+ * `{${escapeId('settle')}:${escapeId('p:1')}}`; // '{settle:p%3A1}'
+ * ```
  */
 export function escapeId(id: string): string {
   return id.replace(/[%{}:|]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);

@@ -38,6 +38,15 @@ export interface MemoryStoreOptions {
  * without bound: 100 000 entries x ~150 bytes (one delta; measured, BENCHMARKS.md) is ~15 MB at most, and at
  * 1 000 applies/s it still covers the last ~100 s for a reconciliation by journal; per-scope totals
  * and balances never depend on it. Pass `journal: { maxEntries: Infinity }` to keep everything.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_JOURNAL_ENTRIES; // 100000
+ * // A reconciliation that reads further back keeps more: here ten times the default.
+ * const ledger = createLedger({ store: memoryStore({ journal: { maxEntries: 10 * DEFAULT_JOURNAL_ENTRIES } }), capacity: 4 });
+ * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'applied'
+ * (await ledger.journal({ owner: 'p1' })).length; // 1
+ * ```
  */
 export const DEFAULT_JOURNAL_ENTRIES = 100_000;
 

@@ -1,8 +1,9 @@
-// The limiter on a real Redis and the 3-master cluster: server time (TIME), a TTL on every key,
-// tenant resets that touch only their own keys (hostile ids included), degraded mode when the
-// server is gone, and the memory each algorithm's state takes per key (MEMORY USAGE).
+// The limiter on a real Redis and the 3-master cluster: server time (TIME) or the caller's
+// (`clock: 'client'`), a TTL on every key (the sorted-set log above limit 512 included), tenant
+// resets that touch only their own keys (hostile ids included), degraded mode when the server is
+// gone, and the memory each algorithm's state takes per key (MEMORY USAGE, against the README).
 import { Cluster, Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import {
   createLedger,
   createLimiter,
@@ -86,6 +87,58 @@ for (const target of [
         (await keysUnder(client, `${prefix}{|l:shape:`)).map((k) => client.type(k)),
       );
       expect(types.sort()).toEqual(['string', 'zset']);
+    });
+
+    it('a sliding log above limit 512 (a sorted set) has a TTL too, after the first take and later ones', async () => {
+      const limiter = createLimiter({
+        store,
+        name: 'zttl',
+        algorithm: 'sliding-log',
+        limit: 1000,
+        window: '10s',
+        blockCache: false,
+      });
+      for (let i = 0; i < 3; i++) {
+        expect((await limiter.take('u', { cost: 2 })).allowed).toBe(true);
+        const keys = await keysUnder(client, `${prefix}{|l:zttl:`);
+        expect(keys).toHaveLength(1);
+        const key = keys[0] as string;
+        expect(await client.type(key)).toBe('zset');
+        const ttl = await client.pttl(key);
+        expect(ttl, key).toBeGreaterThan(0);
+        expect(ttl, key).toBeLessThanOrEqual(10_000 + 1000); // the log's end + the slack
+      }
+    });
+
+    it("clock: 'client' decides on this process's Date.now, and a refusal's wait is counted on it", async () => {
+      // Date.now 3 days behind Redis's TIME: a decision on the server's time would show it.
+      let now = Date.now() - 3 * 86_400_000;
+      const spy = vi.spyOn(Date, 'now').mockImplementation(() => now);
+      try {
+        const limiter = createLimiter({
+          store,
+          clock: 'client',
+          name: 'client-clock',
+          algorithm: 'sliding-log',
+          limit: 2,
+          window: '10s',
+        });
+        const first = await limiter.take('u');
+        expect(first).toMatchObject({ allowed: true, at: now });
+        now += 4000;
+        expect(await limiter.take('u')).toMatchObject({ allowed: true, at: now });
+        now += 1000;
+        const refused = await limiter.take('u');
+        // The first entry leaves the window 10 s after it was taken, on the client's clock: 5 s on.
+        expect(refused).toMatchObject({ allowed: false, reason: 'limited', at: now, retryAfterMs: 5000 });
+        expect(refused.resetAt).toBe(first.at + 4000 + 10_000); // the newest entry's end
+        now += 4999;
+        expect((await limiter.take('u')).allowed).toBe(false);
+        now += 1;
+        expect(await limiter.take('u')).toMatchObject({ allowed: true, at: now });
+      } finally {
+        spy.mockRestore();
+      }
     });
 
     it('a broken clock fails its own take, not the batch it would have shared', async () => {
@@ -199,6 +252,55 @@ for (const target of [
     });
   });
 }
+
+describe('limiter state per key on Redis (MEMORY USAGE)', () => {
+  // The README's bytes per key (Redis 7.0, limit 100 per minute, after 1 request / after 100),
+  // measured by bench/limiter.bench.mjs with a shorter prefix. The bound is 2x: it catches a state
+  // that grows out of its documented shape (a log that keeps more than one short entry per
+  // request, a bucket array of the wrong length), not a change of allocator or Redis version.
+  const README_BYTES: Record<string, [one: number, full: number]> = {
+    'sliding-log': [152, 1896],
+    'sliding-window': [280, 280],
+    'fixed-window': [136, 136],
+    gcra: [136, 136],
+  };
+
+  it('each algorithm stays within 2x of the README figure, after 1 request and after 100', async () => {
+    const client = new Redis(REDIS_URL);
+    const prefix = runPrefix('limiter-bytes');
+    const bytesUnder = async (pattern: string) => {
+      let total = 0;
+      for (const key of await client.keys(pattern))
+        total += Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+      return total;
+    };
+    try {
+      const store = createRedisStore({ client, prefix });
+      for (const [algorithm, [one, full]] of Object.entries(README_BYTES)) {
+        const name = `bytes-${algorithm}`;
+        const limiter = createLimiter({
+          store,
+          name,
+          algorithm: algorithm as LimitOptions['algorithm'],
+          limit: 100,
+          window: '1m',
+          ...(algorithm === 'sliding-window' ? { granularity: '1s' } : {}),
+          blockCache: false,
+        });
+        expect((await limiter.take('k')).allowed).toBe(true);
+        const afterOne = await bytesUnder(`${prefix}{|l:${name}:*`);
+        for (let i = 0; i < 99; i++) await limiter.take('k');
+        const afterFull = await bytesUnder(`${prefix}{|l:${name}:*`);
+        expect(afterOne, `${algorithm} after 1 request`).toBeGreaterThan(0);
+        expect(afterOne, `${algorithm} after 1 request`).toBeLessThan(2 * one);
+        expect(afterFull, `${algorithm} after 100 requests`).toBeLessThan(2 * full);
+      }
+    } finally {
+      await cleanupPrefix(client, prefix);
+      client.disconnect();
+    }
+  });
+});
 
 describe('limiter degraded mode with a Redis that is gone', () => {
   it("'deny', 'allow' and 'local' decide within the timeout; the default throws ERR_STORE", async () => {

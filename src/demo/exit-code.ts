@@ -1,0 +1,19 @@
+import type { DemoResult } from './run-demo.js';
+
+/** Exit codes of the `onceflow` command: 0 ok, 1 the onceflow reference row failed (or the demo crashed), 2 invalid usage. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+/**
+ * The exit code of a finished demo run: 1 when its reference row is not exact (`ok`, see
+ * `isExact`), so a script or CI job running the demo fails on a lost, doubled or misbooked
+ * settlement. Pure, so the rule is tested without spawning the CLI.
+ *
+ * Usage (the demo is internal to the CLI, not public API):
+ *
+ *     process.exitCode = demoExitCode(await runDemo(config));
+ */
+export function demoExitCode(result: Pick<DemoResult, 'ok'>): number {
+  return result.ok ? EXIT_OK : EXIT_FAILED;
+}
