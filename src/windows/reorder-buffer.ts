@@ -1,120 +1,40 @@
 import { anchoredClock, type Clock } from '../core/clock.js';
-import { type Duration, parseDuration } from '../core/duration.js';
+import { parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
-import {
-  AdaptiveTimeout,
-  type AdaptiveTimeoutOptions,
-  type AdaptiveTimeoutStats,
-} from './adaptive-timeout.js';
+import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
+import { SNAPSHOT_FORMAT, validateSaved } from './reorder-snapshot.js';
+import type {
+  GapRange,
+  PushOutcome,
+  PushResult,
+  Release,
+  ReorderBufferOptions,
+  ReorderStats,
+  SavedReorderBuffer,
+  TickResult,
+} from './reorder-types.js';
+
+export type {
+  GapRange,
+  PushOutcome,
+  PushResult,
+  Release,
+  ReorderBufferOptions,
+  ReorderStats,
+  SavedReorderBuffer,
+  TickResult,
+} from './reorder-types.js';
 
 /** See the constructor: the slots are allocated up front. */
 const MAX_CAPACITY = 2 ** 24;
-/** One item let out of a reorder buffer, in sequence order. */
-export interface Release<T> {
-  readonly seq: number;
-  readonly item: T;
-  /** True for a sequence number that had been given up on (reported in a gap) and came after all. */
-  readonly late: boolean;
-}
-
-/** A range of sequence numbers given up on, both ends included. */
-export interface GapRange {
-  readonly from: number;
-  readonly to: number;
-}
-
-/**
- * What {@link ReorderBuffer.push} decided:
- * - `released`: it was the next number; it and the contiguous buffered run after it are released.
- * - `buffered`: held until the numbers before it come (or their gap times out).
- * - `late`: a number reported missing came after all: released once, flagged `late`.
- * - `duplicate`: seen before (buffered, released, or released late): never released twice.
- * - `stale`: below `next`, not in the missing set, and at or below the highest number the bounded
- *   missing set forgot: it may be a missing number that came very late, or a repeat. Not released:
- *   it goes to the caller for reconciliation, so the buffer fails safe (as a window's horizon does).
- * - `rejected`: beyond the buffer's capacity with `overflow: 'reject'`; nothing changed.
- */
-export type PushOutcome = 'released' | 'buffered' | 'late' | 'duplicate' | 'stale' | 'rejected';
-
-/**
- * The releases of one push, in order (an array, so `for (const r of buffer.push(...))` works), with
- * the push's `outcome` and the `gaps` an overflow with `overflow: 'advance'` gave up on.
- */
-export type PushResult<T> = ReadonlyArray<Release<T>> & {
-  readonly outcome: PushOutcome;
-  readonly gaps: readonly GapRange[];
-};
-
-/** What {@link ReorderBuffer.tick} let out: released items and the gaps force-advanced over. */
-export interface TickResult<T> {
-  readonly released: Release<T>[];
-  readonly gaps: GapRange[];
-}
-
-/** Options of {@link ReorderBuffer}. */
-export interface ReorderBufferOptions {
-  /** The first sequence number expected. Default 0. */
-  next?: number;
-  /**
-   * The window: numbers in `[next, next + capacity)` are accepted. Derive it from the source's
-   * largest displacement (how far ahead of a number its successors can arrive) and write it down.
-   */
-  capacity: number;
-  /** How long a hole may stay open before it is force-advanced, or `'adaptive'`. */
-  gapTimeout: Duration | 'adaptive';
-  /** Tuning of `gapTimeout: 'adaptive'`. */
-  adaptive?: AdaptiveTimeoutOptions;
-  /**
-   * A number at or beyond `next + capacity`: `'advance'` (default) gives up the oldest holes until
-   * it fits (they are reported as gaps and become missing), `'reject'` answers `rejected`.
-   */
-  overflow?: 'advance' | 'reject';
-  /**
-   * How many missing numbers are remembered for late arrival. Beyond it the oldest are forgotten
-   * one at a time; a forgotten number that comes answers `stale`. Default 65 536.
-   */
-  maxMissing?: number;
-  /**
-   * Time when `push`/`tick` get no `now`. Default: the wall clock anchored once and advanced by the
-   * monotonic clock (`anchoredClock()`): an NTP step back would freeze every hole's age (time
-   * never moves back inside a buffer), a step forward would time them all out at once.
-   */
-  clock?: Clock;
-}
-
-/** Figures for metrics. */
-export interface ReorderStats {
-  readonly next: number;
-  readonly buffered: number;
-  readonly missing: number;
-  readonly timeoutMs: number;
-  readonly adaptive?: AdaptiveTimeoutStats;
-}
-
-/** The saved state of a reorder buffer (format `onceflow.reorder.v1`); JSON when the items are. */
-export interface SavedReorderBuffer<T> {
-  readonly format: 'onceflow.reorder.v1';
-  readonly next: number;
-  /** Buffered items: `[seq, item, arrivedAt]`, by sequence number. */
-  readonly buffered: [seq: number, item: T, at: number][];
-  /** Missing ranges: `[from, to, openedAt]`, ascending. */
-  readonly missing: [from: number, to: number, openedAt: number][];
-  /** The highest number the missing set forgot, or `null`. */
-  readonly missingHorizon: number | null;
-  /** The latest time seen (time never moves back inside a buffer), or `null`. */
-  readonly lastNow: number | null;
-  readonly adaptive: ReturnType<AdaptiveTimeout['toJSON']> | null;
-}
-
 interface MissingRange {
   from: number;
   to: number;
   openedAt: number;
 }
 
-const FORMAT = 'onceflow.reorder.v1';
 // Marks an empty slot: no item a caller passes can be this object.
 const EMPTY: unknown = Object.freeze({ empty: true });
 // 65 536 missing numbers: at 10 000 events/s with 1% lost and a compensation lane that gives up
@@ -388,7 +308,7 @@ export class ReorderBuffer<T> {
       if (this.#items[slot] !== EMPTY) buffered.push([s, this.#items[slot] as T, this.#at[slot] as number]);
     }
     return {
-      format: FORMAT,
+      format: SNAPSHOT_FORMAT,
       next: this.#next,
       buffered,
       missing: this.#missing.map((m) => [m.from, m.to, m.openedAt]),
@@ -569,65 +489,6 @@ function result<T>(out: Release<T>[], outcome: PushOutcome, gaps: readonly GapRa
   r.outcome = outcome;
   r.gaps = gaps;
   return r;
-}
-
-function validateSaved<T>(saved: unknown, capacity: number): SavedReorderBuffer<T> {
-  if (!isPlainObject(saved) || saved.format !== FORMAT) {
-    throw new InvalidArgumentError('saved', `a reorder buffer snapshot (format '${FORMAT}')`, saved);
-  }
-  const int = (path: string, v: unknown): number => {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-      throw new InvalidArgumentError(path, 'a non-negative safe integer', v);
-    }
-    return v;
-  };
-  const time = (path: string, v: unknown): number => {
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new InvalidArgumentError(path, 'a number', v);
-    return v;
-  };
-  // One past the last safe integer once that one was released (push takes seq up to it).
-  const next =
-    saved.next === Number.MAX_SAFE_INTEGER + 1 ? Number.MAX_SAFE_INTEGER + 1 : int('saved.next', saved.next);
-  if (!Array.isArray(saved.buffered))
-    throw new InvalidArgumentError('saved.buffered', 'an array', saved.buffered);
-  const seen = new Set<number>();
-  for (const [i, b] of (saved.buffered as unknown[]).entries()) {
-    if (!Array.isArray(b) || b.length !== 3) {
-      throw new InvalidArgumentError(`saved.buffered[${i}]`, '[seq, item, at]', b);
-    }
-    const seq = int(`saved.buffered[${i}][0]`, b[0]);
-    if (seq <= next || seq - next >= capacity || seen.has(seq)) {
-      throw new InvalidArgumentError(
-        `saved.buffered[${i}][0]`,
-        `a distinct number in (${next}, ${next + capacity})`,
-        seq,
-      );
-    }
-    seen.add(seq);
-    time(`saved.buffered[${i}][2]`, b[2]);
-  }
-  if (!Array.isArray(saved.missing))
-    throw new InvalidArgumentError('saved.missing', 'an array', saved.missing);
-  let floor = -1;
-  for (const [i, m] of (saved.missing as unknown[]).entries()) {
-    if (!Array.isArray(m) || m.length !== 3) {
-      throw new InvalidArgumentError(`saved.missing[${i}]`, '[from, to, openedAt]', m);
-    }
-    const from = int(`saved.missing[${i}][0]`, m[0]);
-    const to = int(`saved.missing[${i}][1]`, m[1]);
-    if (from <= floor || to < from || to >= next) {
-      throw new InvalidArgumentError(`saved.missing[${i}]`, 'ascending disjoint ranges below next', m);
-    }
-    floor = to;
-    time(`saved.missing[${i}][2]`, m[2]);
-  }
-  if (saved.missingHorizon !== null) int('saved.missingHorizon', saved.missingHorizon);
-  if (saved.lastNow !== null) time('saved.lastNow', saved.lastNow);
-  // Its content is the adaptive timeout's to check (when the buffer is adaptive); its kind here.
-  if (saved.adaptive !== null && !isPlainObject(saved.adaptive)) {
-    throw new InvalidArgumentError('saved.adaptive', 'null or a saved adaptive timeout', saved.adaptive);
-  }
-  return saved as unknown as SavedReorderBuffer<T>;
 }
 
 // V8 gives an object's hidden class (its "map") a weak life: once no object of a shape is alive, a
