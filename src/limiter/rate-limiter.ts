@@ -102,15 +102,24 @@ export class RateLimiter implements Limiter {
     const keys = this.#callsFor(subjects, this.#specs).map((call) => call.key);
     // Answers to takes sent before the reset must not re-arm a block after it.
     this.#epoch++;
+    // What this process keeps is cleared now, so a take called right after the reset (not
+    // awaited) is not refused from it, and again once the store answered.
+    this.#forgetLocally(subjects, keys);
     try {
       await remove.call(this.#store, keys);
     } catch (err) {
       throw err instanceof StoreError ? err : new StoreError('limiterDelete', err);
     } finally {
-      const cacheKey = typeof subjects === 'string' ? subjects : JSON.stringify(subjects);
-      this.#cache?.delete(cacheKey);
-      this.#config.fallback?.backend.delete(keys);
+      this.#forgetLocally(subjects, keys);
     }
+  }
+
+  // A block names a list of subjects; one reset subject may be what blocked another list (the IP
+  // of { user: 'u2', ip }), so a multi-subject limiter forgets every block.
+  #forgetLocally(subjects: Subjects, keys: readonly string[]): void {
+    if (typeof subjects === 'string') this.#cache?.delete(subjects);
+    else this.#cache?.clear();
+    this.#config.fallback?.backend.delete(keys);
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {

@@ -44,6 +44,22 @@ describe('limiter.reset(key)', () => {
     expect((await limiter.take(subjects)).allowed).toBe(true);
   });
 
+  it('a multi-subject reset forgets the blocks its shared subject caused for other lists', async () => {
+    const clock = new FakeClock(1_000_000);
+    const limiter = createLimiter({
+      store: memoryStore({ clock }),
+      clock,
+      limits: [
+        { id: 'user', by: 'user', algorithm: 'fixed-window', limit: 100, window: '1m' },
+        { id: 'ip', by: 'ip', algorithm: 'fixed-window', limit: 1, window: '1m' },
+      ],
+    });
+    await limiter.take({ user: 'u1', ip: 'X' });
+    expect((await limiter.take({ user: 'u2', ip: 'X' })).reason).toBe('limited'); // cached as a block
+    await limiter.reset({ user: 'u1', ip: 'X' }); // clears ip X, which u2's block came from
+    expect(await limiter.take({ user: 'u2', ip: 'X' })).toMatchObject({ allowed: true, reason: 'allowed' });
+  });
+
   it('clears the degraded-local counters of the key', async () => {
     const inner = memoryStore();
     let down = false;

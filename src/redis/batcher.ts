@@ -7,6 +7,23 @@ export interface BatchItem<R> {
   reject(err: unknown): void;
 }
 
+/** Queues an item; `barrier` runs a read or a delete in call order with the queued items. */
+export interface Batcher<I> {
+  (item: I): void;
+  /**
+   * Runs `fn` (a read, a delete) in call order with the calls queued here, as the memory store
+   * does them (a call changes state before it returns): after every call queued before it has
+   * settled, and before any call queued after it is sent. With a `key` (an item's first key: its
+   * owner) on an ordered batcher, only that key's calls: others go on pipelined. Without one (or
+   * on an unordered batcher), every call. A rejected call counts as settled. `holdLater: false`
+   * lets later calls go on meanwhile (a long barrier, such as a SCAN of the keyspace, must not
+   * stall them): then only the calls before it are ordered.
+   */
+  barrier<T>(key: string | undefined, fn: () => Promise<T>, holdLater?: boolean): Promise<T>;
+}
+
+const nothing = (): void => {};
+
 /**
  * Coalesces calls made in the same turn of the event loop into batches that one script call
  * runs, in call order (per owner across batches, see `tails`). Many concurrent callers then share
@@ -15,21 +32,6 @@ export interface BatchItem<R> {
  * a lone sequential caller still sends one call per apply with one `setImmediate` of delay.
  * On a cluster, a batch holds the calls of one hash slot only.
  */
-/** Queues an item; `settled` waits out what was queued before it (see {@link createBatcher}). */
-export interface Batcher<I> {
-  (item: I): void;
-  /**
-   * Resolves once every call queued so far for `key` (an item's first key: its owner), or for
-   * every key when omitted, has settled (a rejected call counts as settled; unordered batchers
-   * keep no per-key record and wait for every batch). A read or delete sent after it sees those
-   * calls' writes, as it would in the memory store, where a call changes state before it returns.
-   */
-  settled(key?: string): Promise<void>;
-}
-
-const settledNow: Promise<void> = Promise.resolve();
-const nothing = (): void => {};
-
 export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options: {
   /** Runs one batch; resolves to one reply per item, in order. */
   send(items: readonly I[]): Promise<R[]>;
@@ -45,28 +47,38 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
 }): Batcher<I> {
   let queue: I[] = [];
   let scheduled = false;
-  // Reads waiting for the queued calls to be sent (then for their batches to settle).
-  let flushWaiters: (() => void)[] = [];
-  // Unordered: the batches in flight (a set of at most a few: one entry per batch, not per call).
-  const unorderedInFlight = new Set<Promise<void>>();
   // Per owner (an item's first key), the last batch sent with it. A batch waits for the batches
   // still in flight that hold one of its keys, so one owner's calls run in call order: sent
   // concurrently, a later batch could run first (an earlier one still waiting on its registry
   // SADD, a chunk of the same flush, a NOSCRIPT fallback) and break the window's capacity bound,
-  // letting a repeat be applied again. Batches of other owners still go out pipelined.
+  // letting a repeat be applied again. Batches of other owners still go out pipelined. A keyed
+  // barrier is a tail too: the owner's later batches wait for it.
   const tails = new Map<string, Promise<void>>();
+  // Every batch and barrier not settled yet (one entry per batch, not per call): what a barrier
+  // on every key waits for.
+  const pending = new Set<Promise<void>>();
+  // A barrier on every key still running: every batch sent after it waits for it.
+  let gate: Promise<void> | undefined;
+
+  const track = (done: Promise<void>) => {
+    pending.add(done);
+    void done.then(() => pending.delete(done));
+  };
 
   const run = (items: I[]) => {
-    let previous: Promise<unknown> | undefined;
+    const waits: Promise<void>[] = gate === undefined ? [] : [gate];
     if (options.ordered) {
-      const waits = new Set<Promise<void>>();
       for (const item of items) {
         const tail = tails.get(item.keys[0] as string);
-        if (tail !== undefined) waits.add(tail);
+        if (tail !== undefined && !waits.includes(tail)) waits.push(tail);
       }
-      if (waits.size > 0) previous = Promise.all(waits);
     }
-    const sent = previous === undefined ? options.send(items) : previous.then(() => options.send(items));
+    const sent =
+      waits.length === 0
+        ? options.send(items)
+        : (waits.length === 1 ? (waits[0] as Promise<void>) : Promise.all(waits)).then(() =>
+            options.send(items),
+          );
     const done = sent.then(
       (replies) => {
         for (const [i, item] of items.entries()) item.resolve(replies[i] as R);
@@ -75,11 +87,8 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
         for (const item of items) item.reject(err);
       },
     );
-    if (!options.ordered) {
-      unorderedInFlight.add(done);
-      void done.then(() => unorderedInFlight.delete(done));
-      return;
-    }
+    track(done);
+    if (!options.ordered) return;
     for (const item of items) tails.set(item.keys[0] as string, done);
     void done.then(() => {
       for (const item of items) {
@@ -92,6 +101,7 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
   const flush = () => {
     scheduled = false;
     const items = queue;
+    if (items.length === 0) return; // flushed early by a barrier
     queue = [];
     const groups = options.bySlot ? groupBySlot(items) : [items];
     for (const group of groups) {
@@ -117,22 +127,6 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
       }
       if (batch.length > 0) run(batch);
     }
-    if (flushWaiters.length > 0) {
-      const waiters = flushWaiters;
-      flushWaiters = [];
-      for (const wake of waiters) wake();
-    }
-  };
-
-  // Every batch a key (or any key) has in flight or waiting on another: `tails` holds the last one
-  // per key, and a key's batches settle in order, so its tail settles last. `done` never rejects.
-  const inFlight = (key: string | undefined): Promise<void> => {
-    if (!options.ordered) {
-      return unorderedInFlight.size === 0 ? settledNow : Promise.all(unorderedInFlight).then(nothing);
-    }
-    if (key !== undefined) return tails.get(key) ?? settledNow;
-    if (tails.size === 0) return settledNow;
-    return Promise.all(new Set(tails.values())).then(nothing);
   };
 
   const batcher = ((item: I) => {
@@ -142,9 +136,38 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
       setImmediate(flush);
     }
   }) as Batcher<I>;
-  batcher.settled = (key) => {
-    if (!scheduled) return inFlight(key);
-    return new Promise<void>((wake) => flushWaiters.push(wake)).then(() => inFlight(key));
+
+  batcher.barrier = <T>(key: string | undefined, fn: () => Promise<T>, holdLater = true): Promise<T> => {
+    // What was queued before goes out now, as batches this barrier can wait for; what is queued
+    // after forms later batches, which wait for the barrier (a tail or the gate).
+    flush();
+    const keyed = options.ordered && key !== undefined;
+    const before: Promise<void>[] = keyed ? [] : [...pending];
+    if (keyed) {
+      const tail = tails.get(key);
+      if (tail !== undefined) before.push(tail);
+    }
+    if (gate !== undefined) before.push(gate);
+    // A synchronous throw of fn becomes a rejection, as any failure of a store call.
+    const done =
+      before.length === 0 ? new Promise<T>((resolve) => resolve(fn())) : Promise.all(before).then(fn);
+    const settled = done.then(nothing, nothing);
+    if (!holdLater) return done;
+    track(settled);
+    if (keyed) {
+      tails.set(key, settled);
+      void settled.then(() => {
+        if (tails.get(key) === settled) tails.delete(key);
+      });
+    } else {
+      const previous = gate;
+      const own = previous === undefined ? settled : Promise.all([previous, settled]).then(nothing);
+      gate = own;
+      void own.then(() => {
+        if (gate === own) gate = undefined;
+      });
+    }
+    return done;
   };
   return batcher;
 }

@@ -130,40 +130,48 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       );
     },
 
-    async delete(keys) {
-      if (keys.length === 0) return 0;
-      // After the takes already queued or in flight (the memory store applies them first, as they
-      // were called first); one UNLINK: a subject's keys share its hash tag, so one slot.
-      await enqueue.settled();
-      return Number(await client.call('UNLINK', ...keys.map((key) => prefix + key)));
+    delete(keys) {
+      if (keys.length === 0) return Promise.resolve(0);
+      // In call order with the takes (a barrier: after those called before, before those called
+      // after), as the memory store does them; one UNLINK: a subject's keys share its hash tag.
+      return enqueue.barrier(undefined, async () =>
+        Number(await client.call('UNLINK', ...keys.map((key) => prefix + key))),
+      );
     },
 
-    async reset(namespace) {
-      const nodes =
-        typeof (client as { nodes?: unknown }).nodes === 'function'
-          ? (client as unknown as { nodes(role: string): RedisLike[] }).nodes('master')
-          : [client];
-      // `{<ns>:` (one subject per decision) and `{<ns>}` (several): exactly this namespace's keys,
-      // since escaped ids contain neither `:` nor `}` (src/limiter/keys.ts).
-      const patterns = [`${globEscape(prefix)}{${namespace}:*`, `${globEscape(prefix)}{${namespace}}*`];
-      let removed = 0;
-      for (const node of nodes) {
-        for (const pattern of patterns) {
-          let cursor = '0';
-          do {
-            const [next, found] = (await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)) as [
-              string,
-              string[],
-            ];
-            cursor = next;
-            // One UNLINK per key: keys of different slots cannot share a command on a cluster node.
-            for (const key of found) removed += Number(await node.call('UNLINK', key));
-          } while (cursor !== '0');
-        }
-      }
-      return removed;
+    reset(namespace) {
+      // After the takes called before it (see delete); a SCAN of the keyspace can take seconds, so
+      // takes called meanwhile are not held (one that lands on a key before the SCAN reaches it is
+      // forgotten with the rest: a reset forgets usage, it never charges any).
+      return enqueue.barrier(undefined, () => resetNamespace(namespace), false);
     },
   };
+
+  async function resetNamespace(namespace: string): Promise<number> {
+    const nodes =
+      typeof (client as { nodes?: unknown }).nodes === 'function'
+        ? (client as unknown as { nodes(role: string): RedisLike[] }).nodes('master')
+        : [client];
+    // `{<ns>:` (one subject per decision) and `{<ns>}` (several): exactly this namespace's keys,
+    // since escaped ids contain neither `:` nor `}` (src/limiter/keys.ts).
+    const patterns = [`${globEscape(prefix)}{${namespace}:*`, `${globEscape(prefix)}{${namespace}}*`];
+    let removed = 0;
+    for (const node of nodes) {
+      for (const pattern of patterns) {
+        let cursor = '0';
+        do {
+          const [next, found] = (await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)) as [
+            string,
+            string[],
+          ];
+          cursor = next;
+          // One UNLINK per key: keys of different slots cannot share a command on a cluster node.
+          for (const key of found) removed += Number(await node.call('UNLINK', key));
+        } while (cursor !== '0');
+      }
+    }
+    return removed;
+  }
 }
 
 /** Escapes the glob characters of SCAN MATCH. */

@@ -275,8 +275,10 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   /** The owner's balances JSON, horizon and window (see ledger-read.lua); [] when it has none. */
   async function readOwner(ledger: string, owner: string): Promise<string[]> {
     const [state] = ownerKeys(prefix, ledger, owner);
-    await enqueue.settled(state);
-    return (await evalScript(client, scripts.ledgerRead, [state], [])) as string[];
+    // In call order with this process's applies of the owner (see the batcher's barrier).
+    return (await enqueue.barrier(state, () =>
+      evalScript(client, scripts.ledgerRead, [state], []),
+    )) as string[];
   }
 
   const limiter = createRedisLimiterBackend(client, prefix);
@@ -318,34 +320,36 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       }),
 
     ledgerJournal: (ledger, query: JournalQuery) =>
-      guarded('ledgerJournal', async () => {
-        await enqueue.settled(
+      guarded('ledgerJournal', () =>
+        enqueue.barrier(
           query.owner === undefined ? undefined : ownerKeys(prefix, ledger, query.owner)[0],
-        );
-        return readJournal(client, prefix, ledger, query);
-      }),
+          () => readJournal(client, prefix, ledger, query),
+        ),
+      ),
 
     ledgerScopeTotals: (ledger, scope) =>
-      guarded('ledgerScopeTotals', async () => {
-        await enqueue.settled();
-        const owners = (await client.call('SMEMBERS', scopeOwnersKey(prefix, ledger, scope))) as string[];
-        const prefixOfScope = scopeField(scope, '');
-        const totals = new Map<string, bigint>(); // a Map: no field can read an inherited member
-        const shares = await Promise.all(
-          // The state hash is a few small fields (window, horizon, counter, scope shares).
-          owners.map((o) => client.call('HGETALL', ownerKeys(prefix, ledger, o)[0]) as Promise<string[]>),
-        );
-        for (const flat of shares) {
-          for (let i = 0; i < flat.length; i += 2) {
-            const key = flat[i] as string;
-            if (!key.startsWith(prefixOfScope)) continue;
-            const field = key.slice(prefixOfScope.length);
-            totals.set(field, (totals.get(field) ?? 0n) + BigInt(flat[i + 1] as string));
-          }
-        }
-        return Object.fromEntries(totals) as Balances;
-      }),
+      guarded('ledgerScopeTotals', () => enqueue.barrier(undefined, () => scopeTotals(ledger, scope))),
   };
+
+  /** Every owner's share of `scope`, summed (run as a barrier: see ledgerScopeTotals). */
+  async function scopeTotals(ledger: string, scope: string): Promise<Balances> {
+    const owners = (await client.call('SMEMBERS', scopeOwnersKey(prefix, ledger, scope))) as string[];
+    const prefixOfScope = scopeField(scope, '');
+    const totals = new Map<string, bigint>(); // a Map: no field can read an inherited member
+    const shares = await Promise.all(
+      // The state hash is a few small fields (window, horizon, counter, scope shares).
+      owners.map((o) => client.call('HGETALL', ownerKeys(prefix, ledger, o)[0]) as Promise<string[]>),
+    );
+    for (const flat of shares) {
+      for (let i = 0; i < flat.length; i += 2) {
+        const key = flat[i] as string;
+        if (!key.startsWith(prefixOfScope)) continue;
+        const field = key.slice(prefixOfScope.length);
+        totals.set(field, (totals.get(field) ?? 0n) + BigInt(flat[i + 1] as string));
+      }
+    }
+    return Object.fromEntries(totals) as Balances;
+  }
 }
 
 function toApplyResult([outcome, seq, amounts]: ApplyReply): LedgerApplyResult {

@@ -2,7 +2,14 @@
 // key's state goes (every limit), others stay, and takes called before the reset count first.
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLimiter, FakeClock, type Limiter, memoryStore, type Store } from '../../src/index.js';
+import {
+  createLimiter,
+  createTenantRegistry,
+  FakeClock,
+  type Limiter,
+  memoryStore,
+  type Store,
+} from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
@@ -38,6 +45,38 @@ async function scenario(store: Store): Promise<unknown[]> {
   return out;
 }
 
+/** Calls made in one turn, not awaited: each store must answer as if they ran in call order. */
+async function races(store: Store): Promise<unknown> {
+  const plain = createLimiter({
+    store,
+    name: 'race',
+    algorithm: 'fixed-window',
+    limit: 1,
+    window: '1m',
+    blockCache: false,
+  });
+  const before = plain.take('k');
+  const reset = plain.reset('k');
+  const after = plain.take('k'); // counted on the fresh state: the reset must not erase it
+  const [b, , a] = await Promise.all([before, reset, after]);
+  const next = await plain.take('k');
+
+  const cached = createLimiter({ store, name: 'cached', algorithm: 'fixed-window', limit: 1, window: '1m' });
+  await cached.take('k');
+  await cached.take('k'); // refused: a block is cached
+  const resetCached = cached.reset('k');
+  const afterCached = cached.take('k'); // not refused from the block the reset forgets
+  const [, c] = await Promise.all([resetCached, afterCached]);
+
+  const tenants = createTenantRegistry({ store });
+  tenants.init('acme', { algorithm: 'fixed-window', limit: 1, window: '1m', blockCache: false });
+  const queued = tenants.take('acme', 'k'); // called before the tenant reset: it counts, then goes
+  const removed = tenants.reset('acme');
+  await Promise.all([queued, removed]);
+  const fresh = await tenants.take('acme', 'k');
+  return [b.allowed, a.allowed, next.allowed, c.reason, await removed, fresh.allowed];
+}
+
 describe('limiter.reset(key)', () => {
   const targets: { name: string; client: Redis | Cluster }[] = [
     { name: 'standalone', client: new Redis(REDIS_URL) },
@@ -64,7 +103,16 @@ describe('limiter.reset(key)', () => {
     ]);
   });
 
+  it('calls not awaited: a reset comes between the takes called before and after it (memory)', async () => {
+    expect(await races(memoryStore())).toEqual([true, true, false, 'allowed', 1, true]);
+  });
+
   for (const target of targets) {
+    it(`${target.name}: takes and resets not awaited answer as in the memory store`, async () => {
+      const store = createRedisStore({ client: target.client, prefix: `${prefix}${target.name}-races:` });
+      expect(await races(store)).toEqual(await races(memoryStore()));
+    });
+
     it(`${target.name}: the same answers as the memory store, and the key is gone from Redis`, async () => {
       const memory = await scenario(memoryStore());
       const store = createRedisStore({ client: target.client, prefix: `${prefix}${target.name}:` });

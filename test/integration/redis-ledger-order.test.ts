@@ -142,6 +142,32 @@ describe('Redis ledger: call order and reads', () => {
     expect(await run(redisStore())).toEqual(memory);
   });
 
+  it('a read is ordered between the applies called before and after it, as in the memory store', async () => {
+    const run = async (store: Store) => {
+      const ledger = createLedger({ store, capacity: 4 });
+      const first = ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 }, scope: 'r' });
+      const balances = ledger.balances('p');
+      const totals = ledger.totals('r');
+      const journal = ledger.journal({ owner: 'p' });
+      const second = ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 10 }, scope: 'r' });
+      await Promise.all([first, second]);
+      return {
+        balances: await balances,
+        totals: await totals,
+        journal: (await journal).map((e) => e.signature),
+        now: await ledger.balances('p'),
+      };
+    };
+    const memory = await run(memoryStore());
+    expect(memory).toEqual({
+      balances: { coins: 1n },
+      totals: { coins: 1n },
+      journal: ['s1'],
+      now: { coins: 11n },
+    });
+    expect(await run(redisStore())).toEqual(memory);
+  });
+
   it('an entry with more delta fields than a script can pass is refused before any store is touched', async () => {
     const many = Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, 1]));
     for (const store of [memoryStore(), redisStore()]) {
