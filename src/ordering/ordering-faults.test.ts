@@ -356,6 +356,27 @@ describe('corrupt store data', () => {
     expect(code(err)).toBe('ERR_STORE');
     expect(String(err)).toMatch(/checkpoint 'cp' is not JSON/);
 
+    await store.checkpointSave?.('shape', 1, '{"format":"onceflow.reorder.v1","next":-1}');
+    const shape = await createReorderer({
+      capacity: 4,
+      gapTimeout: '1s',
+      onRelease: () => {},
+      checkpoint: { store, name: 'shape' },
+    }).catch((e: unknown) => e);
+    expect(code(shape)).toBe('ERR_STORE');
+    expect(String(shape)).toMatch(/saved.next/);
+
+    for (const version of ['', ' 7 ', '0x10', '1e3', '-0']) {
+      const odd = new VersionGate({
+        store: {
+          kind: 'odd',
+          versionUpsert: async () => ({ outcome: 'applied', version }),
+          versionGet: async () => undefined,
+        } as never,
+        name: 'g',
+      });
+      expect(code(await odd.upsert('k', 1, {}).catch((e: unknown) => e))).toBe('ERR_STORE');
+    }
     const broken = {
       kind: 'broken',
       versionUpsert: async () => ({ outcome: 'applied', version: 'v1' }),

@@ -99,7 +99,12 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
         // Corrupt store data is the store's failure, typed as such (a raw SyntaxError before).
         throw new StoreError('checkpointLoad', new Error(`checkpoint '${name}' is not JSON`, { cause: err }));
       }
-      buffer.restore(reanchor(snapshotOf(data), clock.now()));
+      try {
+        buffer.restore(reanchor(snapshotOf(data), clock.now()));
+      } catch (err) {
+        // JSON of the wrong shape: corrupt store data too (the cause names the field).
+        throw new StoreError('checkpointLoad', err);
+      }
       revision = saved.revision;
       restored = true;
     }

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
 import { memoryStore } from '../store/memory-store.js';
+import { wrapStore } from '../testing/wrap-store.js';
 import { Snowflake } from './snowflake.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -284,6 +285,59 @@ describe('Snowflake', () => {
     expect(issued).toBe(2); // at +40 and +80 ms, inside the 100 ms lease
     expect(isOnceflowError(error, 'ERR_STORE')).toBe(true);
     expect(String(error)).toMatch(/closed/);
+  });
+
+  it('a renewal answered after close(), or one that finds another run ahead, is not taken as this lease', async () => {
+    const inner = memoryStore();
+    let hold: (() => void) | undefined;
+    let holdNext = false;
+    const store = wrapStore(inner, {
+      async timestampAdvance(name: string, ms: number) {
+        if (holdNext && ms >= 0) {
+          holdNext = false;
+          await new Promise<void>((r) => (hold = r));
+        }
+        return inner.timestampAdvance!(name, ms);
+      },
+    });
+    const clock = new FakeClock(T0);
+    const options = {
+      worker: 1,
+      store,
+      name: 'ids',
+      lease: 1000,
+      clock,
+      wait: (ms: number) => clock.advance(ms),
+    };
+    const a = await Snowflake.start(options);
+    a.next();
+    clock.advance(600);
+    holdNext = true;
+    a.next(); // past half the lease: a renewal goes out, its answer held
+    a.close();
+    const b = await Snowflake.start(options); // waits out a's lease, takes the next one
+    const ofB = new Set([b.next(), b.next()]);
+    hold?.();
+    await new Promise((r) => setImmediate(r));
+    expect(() => a.next()).toThrow(/closed/);
+
+    // Two live generators under one name: a renewal that finds the other's later lease keeps its
+    // own and fails once that runs out, never issuing an id of the other's milliseconds.
+    const c = await Snowflake.start({ ...options, name: 'shared' });
+    clock.advance(600);
+    holdNext = true;
+    c.next(); // renewal out, answer held
+    const d = await Snowflake.start({ ...options, name: 'shared' }); // waits out c's first lease
+    const first = d.decode(d.next()).timestamp;
+    hold?.();
+    await new Promise((r) => setImmediate(r));
+    // d's ids start past c's lease, and c cannot go past it: its renewal found d's lease.
+    expect(() => c.next()).toThrow(/another run holds the lease of 'shared'/);
+    expect(first).toBeGreaterThan(T0 + 600);
+    for (const id of ofB) expect(typeof id).toBe('bigint');
+    b.close();
+    c.close();
+    d.close();
   });
 
   it('start() keeps a given lastTimestamp later than the store one: no issued millisecond is used again', async () => {

@@ -248,7 +248,21 @@ export class Snowflake {
       renew: async () => {
         lease.renewing = true;
         try {
-          lease.ms = await ops.timestampAdvance(name, Math.max(flake.#now(), flake.#last) + every);
+          const asked = Math.max(flake.#now(), flake.#last) + every;
+          const held = await ops.timestampAdvance(name, asked);
+          // Closed meanwhile: the next run may already hold the store's timestamp; this one must
+          // not take it for its own.
+          if (lease.closed) return;
+          if (held > asked && lease.ms !== Number.NEGATIVE_INFINITY) {
+            // Above what this run asked: another run wrote it (two generators under one name, or
+            // a closed one still renewing). Taken as this run's, its ids would be the other's:
+            // this run keeps its own lease and fails once that runs out.
+            lease.error = new Error(
+              `another run holds the lease of '${name}' (to ${held} ms): two generators share the name`,
+            );
+            return;
+          }
+          lease.ms = held;
           delete lease.error;
         } catch (err) {
           lease.error = err;

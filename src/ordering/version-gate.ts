@@ -76,14 +76,12 @@ export class VersionGate {
 
 /** A version as the store answered it; corrupt data is the store's failure, typed as such. */
 function storedVersion(operation: string, text: string): bigint {
-  try {
-    return BigInt(text);
-  } catch (err) {
-    throw new StoreError(
-      operation,
-      new Error(`stored version ${JSON.stringify(text)} is not an integer`, { cause: err }),
-    );
+  // The canonical decimal the gate writes (version-gate.lua compares that form): BigInt alone
+  // would also take '', ' 7 ' and '0x10'.
+  if (typeof text !== 'string' || !/^(0|-?[1-9]\d*)$/.test(text)) {
+    throw new StoreError(operation, new Error(`stored version ${JSON.stringify(text)} is not an integer`));
   }
+  return BigInt(text);
 }
 
 function versionString(version: unknown): string {
