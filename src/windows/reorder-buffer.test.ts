@@ -139,6 +139,31 @@ describe('ReorderBuffer', () => {
     expect(run(false)).toBe(5000); // the runaway it prevents
   });
 
+  it('adaptive: a hole behind the head counts from the first arrival above it, on every release path', () => {
+    for (const release of ['tick', 'head'] as const) {
+      const b = new ReorderBuffer<string>({
+        capacity: 64,
+        gapTimeout: 'adaptive',
+        adaptive: { quantile: 1, factor: 1, min: 1, max: 10_000, initial: 1000 },
+      });
+      let t = 0;
+      let s = 0;
+      for (let block = 0; block < 32; block++) {
+        // s is missing; s+3, s+2, s+1 arrive 40 ms apart: s+1's hole was open 80 ms.
+        b.push(s + 3, 'x', t);
+        b.push(s + 2, 'x', t + 40);
+        b.push(s + 1, 'x', t + 80);
+        t += 80;
+        if (release === 'tick')
+          b.tick((t += b.timeoutMs)); // s given up: the run goes out by tick
+        else b.push(s, 'x', (t += 5)); // s comes: the run goes out behind it (85 ms for s itself)
+        s += 4;
+        t += 1;
+      }
+      expect(b.stats().adaptive?.quantileMs).toBe(release === 'tick' ? 80 : 85);
+    }
+  });
+
   it('snapshot is JSON, restore validates it', () => {
     const b = new ReorderBuffer<{ v: number }>({ next: 10, capacity: 8, gapTimeout: 5 });
     b.push(12, { v: 12 }, 1);

@@ -265,6 +265,7 @@ export class ReorderBuffer<T> {
       if (end > seq + 1) {
         this.#buffered -= end - seq - 1;
         this.#sinceDirty = true;
+        if (this.#adaptive !== undefined) this.#sampleRun(seq + 1, end);
       }
       this.#next = end;
       return result(run, 'released', gaps);
@@ -451,18 +452,21 @@ export class ReorderBuffer<T> {
     this.#next = s;
   }
 
-  // Holes behind the head that filled before it: s arrived after s + 1, so it was a hole from s + 1's
-  // arrival to its own. Only the head's fill is seen at push time; without these, holes stuck
-  // behind a lost one (a stream that loses events often) would never teach the timeout. Done here,
-  // once per run and only when adaptive, to keep the push path of a buffered item as it was.
+  // Holes behind the head that filled before it: s was a hole from the first arrival of a number
+  // above it to its own arrival (the head's definition; numbers of the run only: those still
+  // buffered past its end are not scanned, so a hole's age can be under-read, never over-read).
+  // Only the head's fill is seen at push time; without these, holes stuck behind a lost one (a
+  // stream that loses events often) would never teach the timeout. Done per released run, and
+  // only when adaptive, so the push path of a buffered item stays as it was.
   #sampleRun(first: number, end: number): void {
     const at = this.#at;
     const mask = this.#mask;
     const adaptive = this.#adaptive as AdaptiveTimeout;
-    for (let s = first; s < end - 1; s++) {
+    let firstAbove = at[(end - 1) & mask] as number;
+    for (let s = end - 2; s >= first; s--) {
       const filled = at[s & mask] as number;
-      const after = at[(s + 1) & mask] as number;
-      if (filled > after) adaptive.record(filled - after);
+      if (filled > firstAbove) adaptive.record(filled - firstAbove);
+      else firstAbove = filled;
     }
   }
 
