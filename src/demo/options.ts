@@ -55,7 +55,8 @@ Options:
   --dup-rate R        per settlement: delivered again later in its block or the next (default ${DEFAULT_SCENARIO.dupRate})
   --late-rate R       per round: the player moves and the final arrives after the join (default ${DEFAULT_SCENARIO.lateRate})
   --replay-rate R     per round: queue recovery re-delivers rounds r-1 and r (default ${DEFAULT_SCENARIO.replayRate})
-  --reorder-rate R    per round: instant/final or adjacent settlements swapped (default ${DEFAULT_SCENARIO.reorderRate})
+  --reorder-rate R    per round: instant/final or adjacent settlements swapped; a round whose final
+                      comes late has its instant alone in its block: nothing to swap (default ${DEFAULT_SCENARIO.reorderRate})
   --move-rate R       per round: the player moves to another room (default ${DEFAULT_SCENARIO.moveRate})
   --overlap 1|2       2 lets a late final land after the next round's instant (default ${DEFAULT_SCENARIO.overlap})
   --redis URL         also run onceflow on a shared Redis (redis://host:port[/db]) with worker

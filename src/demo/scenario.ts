@@ -213,8 +213,9 @@ export function generateLog(
   };
 
   // Swaps a round's instant and final, or two adjacent settlements after the block's first slot:
-  // whichever the block allows (both: a coin decides), so the rate given is the rate applied. A
-  // block with neither (a late final's round, with nothing else delivered) has nothing to reorder.
+  // whichever the block allows (both: a coin decides), so the rate given is the rate applied to
+  // every round but a late final's with nothing else in its block, which has nothing to reorder
+  // (its final comes after the join, and swapping it there would undo the lateness).
   const reorder = (items: number[], instant: number, final: number, late: boolean, lo: number): void => {
     const pair = !late;
     const adjacent = items.length - lo >= 2;

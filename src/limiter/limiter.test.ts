@@ -643,6 +643,12 @@ describe('createLimiter', () => {
       /`window.slide` to be the bucket \(500 ms\) or the whole window \(3000 ms\)/,
     );
     expect(make('sliding-window', window('3s').granularity('500ms')).limits[0]).toMatchObject({ param: 500 });
+    // Buckets too: only the sliding window has them.
+    for (const algorithm of ['sliding-log', 'fixed-window', 'gcra'] as const) {
+      expect(() => make(algorithm, window('3s').granularity('1s'))).toThrow(
+        /`window.granularity` to be the whole window \(3000 ms\): only 'sliding-window' has buckets/,
+      );
+    }
     expect(() =>
       make('fixed-window', { kind: 'window', lengthMs: 3000, slideMs: 'x', granularityMs: 1000 }),
     ).toThrow(/`window.slide`/);

@@ -100,7 +100,7 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
  * fractional times.
  */
 /**
- * A window's `slide` must mean what it says in the limit: the tumbling default (slide = length),
+ * A window's `slide` and `granularity` must mean what they say in the limit: the tumbling default (slide = length),
  * or for `sliding-window` its bucket (the window moves one bucket at a time). Anything else would
  * be ignored silently: a sliding log and GCRA slide continuously, a fixed window jumps by its
  * length, and a bucketed window moves by its bucket, whatever the slide said.
@@ -108,20 +108,23 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
 function checkSlide(config: WindowConfig, algorithm: Algorithm, bucketMs: number, path: string): void {
   // A hand-built config without a slide is a tumbling one, as window() makes by default.
   const slide: unknown = config.slideMs ?? config.lengthMs;
-  if (slide === config.lengthMs) return;
-  if (algorithm === 'sliding-window') {
-    if (slide === bucketMs) return;
+  if (slide !== config.lengthMs && !(algorithm === 'sliding-window' && slide === bucketMs)) {
     throw new InvalidOptionError(
       `${path}.slide`,
-      `the bucket (${bucketMs} ms) or the whole window (${config.lengthMs} ms): a sliding-window limit moves one bucket at a time`,
+      algorithm === 'sliding-window'
+        ? `the bucket (${bucketMs} ms) or the whole window (${config.lengthMs} ms): a sliding-window limit moves one bucket at a time`
+        : `the whole window (${config.lengthMs} ms): ${algorithm === 'fixed-window' ? 'a fixed window moves by its length' : `${algorithm} slides continuously`}; a moving window is 'sliding-window' with granularity()`,
       slide,
     );
   }
-  throw new InvalidOptionError(
-    `${path}.slide`,
-    `the whole window (${config.lengthMs} ms): ${algorithm === 'fixed-window' ? 'a fixed window moves by its length' : `${algorithm} slides continuously`}; a moving window is 'sliding-window' with granularity()`,
-    slide,
-  );
+  // Buckets are the sliding window's alone: a granularity finer than the window would be ignored.
+  if (algorithm !== 'sliding-window' && config.granularityMs !== config.lengthMs) {
+    throw new InvalidOptionError(
+      `${path}.granularity`,
+      `the whole window (${config.lengthMs} ms): only 'sliding-window' has buckets`,
+      config.granularityMs,
+    );
+  }
 }
 
 function checkedConfig(config: WindowConfig, path: string): WindowConfig {
