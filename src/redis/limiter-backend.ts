@@ -1,3 +1,4 @@
+import { StoreError } from '../core/errors.js';
 import { codeOf } from '../limiter/algorithms.js';
 import type {
   LimitCall,
@@ -73,53 +74,61 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     ordered: false,
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     maxBatch: MAX_BATCH,
-    async send(items) {
-      // The batch's distinct limit specs go first, once; each decision names them by index, so
-      // a decision is 3 + limits values instead of 3 + 4 x limits (less to encode and parse).
-      const specIndex = new Map<LimitSpec, number>();
-      const specTable: (string | number)[] = [];
-      const keys: string[] = [];
-      const tail: (string | number)[] = [];
-      for (const item of items) {
-        for (const key of item.keys) keys.push(key);
-        tail.push(item.now, item.cost, item.limits.length);
-        for (const { spec } of item.limits) {
-          let index = specIndex.get(spec);
-          if (index === undefined) {
-            index = specIndex.size + 1;
-            specIndex.set(spec, index);
-            for (const arg of argsOf(spec)) specTable.push(arg);
-          }
-          tail.push(index);
-        }
-      }
-      const args = JSON.stringify([TTL_SLACK_MS, CLIENT_TTL_SLACK_MS, specIndex.size, ...specTable, ...tail]);
-      // One flat array of integers: each entry's 2 + 4 x limits values, in order.
-      const flat = (await evalScript(client, scripts.limiterTake, keys, [args])) as number[];
-      const replies: LimiterTakeReply[] = [];
-      let at = 0;
-      for (const item of items) {
-        const verdicts: LimitVerdict[] = [];
-        for (let j = 0; j < item.limits.length; j++) {
-          const o = at + 2 + 4 * j;
-          const retry = flat[o + 3] as number;
-          const spec = (item.limits[j] as LimitCall).spec;
-          verdicts.push(
-            verdict(
-              spec,
-              flat[o] === 1,
-              flat[o + 1] as number,
-              flat[o + 2] as number,
-              retry < 0 ? Number.POSITIVE_INFINITY : retry,
-            ),
-          );
-        }
-        replies.push({ now: flat[at] as number, allowed: flat[at + 1] === 1, verdicts });
-        at += 2 + 4 * item.limits.length;
-      }
-      return replies;
+    send(items) {
+      // One StoreError for the batch, whatever failed (encoding, the script, the reply): each
+      // caller's promise is settled straight from it, with no wrapper per take.
+      return sendBatch(items).catch((err: unknown) => {
+        throw err instanceof StoreError ? err : new StoreError('limiterTake', err);
+      });
     },
   });
+
+  async function sendBatch(items: readonly TakeItem[]): Promise<LimiterTakeReply[]> {
+    // The batch's distinct limit specs go first, once; each decision names them by index, so
+    // a decision is 3 + limits values instead of 3 + 4 x limits (less to encode and parse).
+    const specIndex = new Map<LimitSpec, number>();
+    const specTable: (string | number)[] = [];
+    const keys: string[] = [];
+    const tail: (string | number)[] = [];
+    for (const item of items) {
+      for (const key of item.keys) keys.push(key);
+      tail.push(item.now, item.cost, item.limits.length);
+      for (const { spec } of item.limits) {
+        let index = specIndex.get(spec);
+        if (index === undefined) {
+          index = specIndex.size + 1;
+          specIndex.set(spec, index);
+          for (const arg of argsOf(spec)) specTable.push(arg);
+        }
+        tail.push(index);
+      }
+    }
+    const args = JSON.stringify([TTL_SLACK_MS, CLIENT_TTL_SLACK_MS, specIndex.size, ...specTable, ...tail]);
+    // One flat array of integers: each entry's 2 + 4 x limits values, in order.
+    const flat = (await evalScript(client, scripts.limiterTake, keys, [args])) as number[];
+    const replies: LimiterTakeReply[] = [];
+    let at = 0;
+    for (const item of items) {
+      const verdicts: LimitVerdict[] = [];
+      for (let j = 0; j < item.limits.length; j++) {
+        const o = at + 2 + 4 * j;
+        const retry = flat[o + 3] as number;
+        const spec = (item.limits[j] as LimitCall).spec;
+        verdicts.push(
+          verdict(
+            spec,
+            flat[o] === 1,
+            flat[o + 1] as number,
+            flat[o + 2] as number,
+            retry < 0 ? Number.POSITIVE_INFINITY : retry,
+          ),
+        );
+      }
+      replies.push({ now: flat[at] as number, allowed: flat[at + 1] === 1, verdicts });
+      at += 2 + 4 * item.limits.length;
+    }
+    return replies;
+  }
 
   return {
     take({ limits, cost, now }) {

@@ -285,7 +285,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
   return {
     kind: 'redis',
-    limiterTake: (cmd) => guarded('limiterTake', () => limiter.take(cmd)),
+    // Not wrapped in `guarded` (an async wrapper per take): the batch's failure is already a
+    // StoreError, and a synchronous throw becomes one here.
+    limiterTake: (cmd) => {
+      try {
+        return limiter.take(cmd);
+      } catch (err) {
+        return Promise.reject(new StoreError('limiterTake', err));
+      }
+    },
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace)),
     limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys)),
     ...redisOrderingOps(client, prefix),
