@@ -66,19 +66,16 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
   };
 
   const run = (items: I[]) => {
-    const waits: Promise<void>[] = gate === undefined ? [] : [gate];
+    let waits: Set<Promise<void>> | undefined;
     if (options.ordered) {
       for (const item of items) {
         const tail = tails.get(item.keys[0] as string);
-        if (tail !== undefined && !waits.includes(tail)) waits.push(tail);
+        if (tail !== undefined) (waits ??= new Set()).add(tail);
       }
     }
+    if (gate !== undefined) (waits ??= new Set()).add(gate);
     const sent =
-      waits.length === 0
-        ? options.send(items)
-        : (waits.length === 1 ? (waits[0] as Promise<void>) : Promise.all(waits)).then(() =>
-            options.send(items),
-          );
+      waits === undefined ? options.send(items) : Promise.all(waits).then(() => options.send(items));
     const done = sent.then(
       (replies) => {
         for (const [i, item] of items.entries()) item.resolve(replies[i] as R);
