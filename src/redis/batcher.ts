@@ -51,29 +51,34 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
   // still in flight that hold one of its keys, so one owner's calls run in call order: sent
   // concurrently, a later batch could run first (an earlier one still waiting on its registry
   // SADD, a chunk of the same flush, a NOSCRIPT fallback) and break the window's capacity bound,
-  // letting a repeat be applied again. Batches of other owners still go out pipelined. A keyed
-  // barrier is a tail too: the owner's later batches wait for it.
+  // letting a repeat be applied again. Batches of other owners still go out pipelined.
   const tails = new Map<string, Promise<void>>();
-  // Every batch and barrier not settled yet (one entry per batch, not per call): what a barrier
-  // on every key waits for.
-  const pending = new Set<Promise<void>>();
-  // A barrier on every key still running: every batch sent after it waits for it.
-  let gate: Promise<void> | undefined;
-
-  const track = (done: Promise<void>) => {
-    pending.add(done);
-    void done.then(() => pending.delete(done));
-  };
+  // Barriers (reads, deletes) are ordered against batches only, never against each other: two
+  // reads, or deletes of different keys, do not conflict, and chaining them ran them one at a time.
+  // Per owner: the keyed barriers since its last batch, which its next batch waits for.
+  const readers = new Map<string, Set<Promise<void>>>();
+  // Every batch not settled yet: what a barrier on every key waits for.
+  const batches = new Set<Promise<void>>();
+  // Barriers on every key still running: every batch sent after one waits for it.
+  const gates = new Set<Promise<void>>();
 
   const run = (items: I[]) => {
     let waits: Set<Promise<void>> | undefined;
+    for (const gate of gates) (waits ??= new Set()).add(gate);
     if (options.ordered) {
       for (const item of items) {
-        const tail = tails.get(item.keys[0] as string);
+        const key = item.keys[0] as string;
+        const tail = tails.get(key);
         if (tail !== undefined) (waits ??= new Set()).add(tail);
+        if (readers.size > 0) {
+          const reads = readers.get(key);
+          if (reads !== undefined) {
+            for (const read of reads) (waits ??= new Set()).add(read);
+            readers.delete(key); // held back by this batch now: later barriers wait for it
+          }
+        }
       }
     }
-    if (gate !== undefined) (waits ??= new Set()).add(gate);
     const sent =
       waits === undefined ? options.send(items) : Promise.all(waits).then(() => options.send(items));
     const done = sent.then(
@@ -84,7 +89,8 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
         for (const item of items) item.reject(err);
       },
     );
-    track(done);
+    batches.add(done);
+    void done.then(() => batches.delete(done));
     if (!options.ordered) return;
     for (const item of items) tails.set(item.keys[0] as string, done);
     void done.then(() => {
@@ -136,33 +142,33 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
 
   batcher.barrier = <T>(key: string | undefined, fn: () => Promise<T>, holdLater = true): Promise<T> => {
     // What was queued before goes out now, as batches this barrier can wait for; what is queued
-    // after forms later batches, which wait for the barrier (a tail or the gate).
+    // after forms later batches, which wait for the barrier (a reader of their key, or a gate).
     flush();
     const keyed = options.ordered && key !== undefined;
-    const before: Promise<void>[] = keyed ? [] : [...pending];
+    let before: Promise<void>[] = [];
     if (keyed) {
       const tail = tails.get(key);
       if (tail !== undefined) before.push(tail);
+    } else {
+      before = [...batches];
     }
-    if (gate !== undefined) before.push(gate);
     // A synchronous throw of fn becomes a rejection, as any failure of a store call.
     const done =
       before.length === 0 ? new Promise<T>((resolve) => resolve(fn())) : Promise.all(before).then(fn);
-    const settled = done.then(nothing, nothing);
     if (!holdLater) return done;
-    track(settled);
+    const settled = done.then(nothing, nothing);
     if (keyed) {
-      tails.set(key, settled);
+      let reads = readers.get(key);
+      if (reads === undefined) readers.set(key, (reads = new Set()));
+      const own = reads;
+      own.add(settled);
       void settled.then(() => {
-        if (tails.get(key) === settled) tails.delete(key);
+        own.delete(settled);
+        if (own.size === 0 && readers.get(key) === own) readers.delete(key);
       });
     } else {
-      const previous = gate;
-      const own = previous === undefined ? settled : Promise.all([previous, settled]).then(nothing);
-      gate = own;
-      void own.then(() => {
-        if (gate === own) gate = undefined;
-      });
+      gates.add(settled);
+      void settled.then(() => gates.delete(settled));
     }
     return done;
   };
