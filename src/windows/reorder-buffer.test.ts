@@ -164,6 +164,28 @@ describe('ReorderBuffer', () => {
     }
   });
 
+  it('adaptive: a recovered item held above the head teaches nothing when its run goes out', () => {
+    const b = new ReorderBuffer<string>({
+      capacity: 64,
+      gapTimeout: 'adaptive',
+      adaptive: { quantile: 1, factor: 1, min: 1, max: 100_000, initial: 1000 },
+    });
+    let t = 0;
+    let s = 0;
+    for (let i = 0; i < 32; i++) {
+      b.push(s + 2, 'x', t); // from the stream
+      b.pushRecovered(s + 1, 'x', t + 700); // re-sent on request: held above the head
+      b.pushRecovered(s, 'x', t + 701); // fills the head: the run goes out
+      s += 3;
+      t += 800;
+    }
+    expect(b.stats().adaptive?.samples).toBe(0);
+    // A fill by the stream afterwards is learned as before.
+    b.push(s + 1, 'x', t);
+    b.push(s, 'x', t + 5);
+    expect(b.stats().adaptive?.samples).toBe(1);
+  });
+
   it('snapshot is JSON, restore validates it', () => {
     const b = new ReorderBuffer<{ v: number }>({ next: 10, capacity: 8, gapTimeout: 5 });
     b.push(12, { v: 12 }, 1);

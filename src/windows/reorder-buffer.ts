@@ -82,6 +82,9 @@ export class ReorderBuffer<T> {
   readonly #adaptiveOptions: AdaptiveTimeoutOptions;
   // False during pushRecovered: the fill it makes teaches the adaptive timeout nothing.
   #learn = true;
+  // Slots holding a recovered item (made on the first one an adaptive buffer holds; cleared as
+  // runs are released): #sampleRun neither learns from them nor ages holes from them.
+  #recovered: Uint8Array | undefined;
   readonly #clock: Clock;
   #next: number;
   // Slot i holds the number s with (s & mask) == i, for s in (next, next + capacity); the slot count
@@ -185,7 +188,12 @@ export class ReorderBuffer<T> {
     // measured), and push calls no user code, so the flag cannot leak into another call.
     this.#learn = false;
     try {
-      return this.push(seq, item, now);
+      const result = this.push(seq, item, now);
+      // Held above the head: marked, so the run it is released in does not learn from it either.
+      if (result.outcome === 'buffered' && this.#adaptive !== undefined) {
+        (this.#recovered ??= new Uint8Array(this.#items.length))[seq & this.#mask] = 1;
+      }
+      return result;
     } finally {
       this.#learn = true;
     }
@@ -333,6 +341,7 @@ export class ReorderBuffer<T> {
     }
     this.#next = s.next;
     this.#items.fill(EMPTY);
+    this.#recovered = undefined;
     this.#buffered = 0;
     for (const [seq, item, at] of s.buffered) {
       const slot = seq & this.#mask;
@@ -462,9 +471,15 @@ export class ReorderBuffer<T> {
     const at = this.#at;
     const mask = this.#mask;
     const adaptive = this.#adaptive as AdaptiveTimeout;
-    let firstAbove = at[(end - 1) & mask] as number;
-    for (let s = end - 2; s >= first; s--) {
-      const filled = at[s & mask] as number;
+    const recovered = this.#recovered;
+    let firstAbove = Number.POSITIVE_INFINITY;
+    for (let s = end - 1; s >= first; s--) {
+      const slot = s & mask;
+      if (recovered !== undefined && recovered[slot] === 1) {
+        recovered[slot] = 0;
+        continue;
+      }
+      const filled = at[slot] as number;
       if (filled > firstAbove) adaptive.record(filled - firstAbove);
       else firstAbove = filled;
     }
