@@ -240,7 +240,7 @@ describe('Snowflake', () => {
       lease: '1s',
       wait: (ms) => clock.advance(ms),
     });
-    store.timestampAdvance = async () => {
+    store.leaseRenew = async () => {
       throw new Error('store down');
     };
     clock.advance(600);
@@ -292,12 +292,12 @@ describe('Snowflake', () => {
     let hold: (() => void) | undefined;
     let holdNext = false;
     const store = wrapStore(inner, {
-      async timestampAdvance(name: string, ms: number) {
-        if (holdNext && ms >= 0) {
+      async leaseRenew(name: string, run: string, ms: number, takeover: number | undefined) {
+        if (holdNext) {
           holdNext = false;
           await new Promise<void>((r) => (hold = r));
         }
-        return inner.timestampAdvance!(name, ms);
+        return inner.leaseRenew!(name, run, ms, takeover);
       },
     });
     const clock = new FakeClock(T0);
@@ -332,12 +332,44 @@ describe('Snowflake', () => {
     hold?.();
     await new Promise((r) => setImmediate(r));
     // d's ids start past c's lease, and c cannot go past it: its renewal found d's lease.
-    expect(() => c.next()).toThrow(/another run holds the lease of 'shared'/);
+    expect(() => c.next()).toThrow(/another run holds 'shared'/);
     expect(first).toBeGreaterThan(T0 + 600);
     for (const id of ofB) expect(typeof id).toBe('bigint');
     b.close();
     c.close();
     d.close();
+  });
+
+  it('the store records which run holds a name: a second live generator under it is refused at start', async () => {
+    const store = memoryStore();
+    const clock = new FakeClock(T0);
+    const options = {
+      worker: 3,
+      store,
+      name: 'twin',
+      lease: 1000,
+      clock,
+      wait: (ms: number) => clock.advance(ms),
+    };
+    const first = await Snowflake.start(options);
+    first.next();
+    clock.advance(600);
+    first.next(); // past half the lease: renewed to 1600
+    await new Promise((r) => setImmediate(r));
+    // The second run reads the lease and waits it out, while the first (alive) keeps issuing ids
+    // and renews it: the second finds it renewed and is refused, having issued nothing.
+    const twin = {
+      ...options,
+      wait: (ms: number) => {
+        clock.advance(ms);
+        first.next();
+      },
+    };
+    const err = await Snowflake.start(twin).catch((e: unknown) => e);
+    expect(isOnceflowError(err, 'ERR_STORE')).toBe(true);
+    expect(String(err)).toMatch(/another run holds 'twin'/);
+    expect(() => first.next()).not.toThrow();
+    first.close();
   });
 
   it('start() keeps a given lastTimestamp later than the store one: no issued millisecond is used again', async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
@@ -79,6 +80,8 @@ interface Lease {
   timer?: ReturnType<typeof setInterval>;
   /** `close()` was called: no renewal from then on, and ids fail once the lease runs out. */
   closed: boolean;
+  /** Another run holds the name: no renewal from then on (the error says so). */
+  lost: boolean;
 }
 
 const sequenceTables = new Map<number, bigint[]>();
@@ -210,7 +213,7 @@ export class Snowflake {
     options: SnowflakeOptions & { store: Store; name: string; lease?: Duration },
   ): Promise<Snowflake> {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
-    const ops = requireOps(options.store, 'store', 'timestampAdvance');
+    const ops = requireOps(options.store, 'store', 'timestampAdvance', 'leaseRenew');
     const name = nonEmptyString('name', options.name);
     const every = parseDuration(options.lease ?? DEFAULT_LEASE, 'lease');
     if (every < 2) throw new InvalidOptionError('lease', 'at least 2 ms', options.lease);
@@ -240,29 +243,37 @@ export class Snowflake {
       }
     }
     const flake = new Snowflake(persisted >= 0 ? { ...rest, lastTimestamp: persisted } : rest);
+    // The store records which run holds the name: a second live generator under it is refused at
+    // start (the lease it found was renewed meanwhile), and a run whose name was taken over (it
+    // stalled past its lease) stops renewing and fails once its own lease runs out.
+    const run = randomUUID();
     const lease: Lease = {
       ms: Number.NEGATIVE_INFINITY,
       every,
       renewing: false,
       closed: false,
+      lost: false,
       renew: async () => {
         lease.renewing = true;
         try {
-          const asked = Math.max(flake.#now(), flake.#last) + every;
-          const held = await ops.timestampAdvance(name, asked);
-          // Closed meanwhile: the next run may already hold the store's timestamp; this one must
-          // not take it for its own.
+          const now = flake.#now();
+          const asked = Math.max(now, flake.#last) + every;
+          // The first renewal takes the name over from a run whose lease ran out on this clock
+          // (the wait above brought the lease it found within the tolerance of now).
+          const takeover = lease.ms === Number.NEGATIVE_INFINITY ? now + tolerance : undefined;
+          const reply = await ops.leaseRenew(name, run, asked, takeover);
+          // Closed meanwhile: the next run may already hold the name; this one must not renew.
           if (lease.closed) return;
-          if (held > asked && lease.ms !== Number.NEGATIVE_INFINITY) {
-            // Above what this run asked: another run wrote it (two generators under one name, or
-            // a closed one still renewing). Taken as this run's, its ids would be the other's:
-            // this run keeps its own lease and fails once that runs out.
+          if (!reply.held) {
+            // Another run holds the name: this one keeps its own lease (the other run's ids all
+            // lie past it) and fails for good once that runs out.
+            lease.lost = true;
             lease.error = new Error(
-              `another run holds the lease of '${name}' (to ${held} ms): two generators share the name`,
+              `another run holds '${name}' (its lease runs to ${reply.ms} ms): one live generator per name and worker`,
             );
             return;
           }
-          lease.ms = held;
+          lease.ms = reply.ms;
           delete lease.error;
         } catch (err) {
           lease.error = err;
@@ -273,7 +284,10 @@ export class Snowflake {
     };
     flake.#lease = lease;
     await lease.renew();
-    if (lease.error !== undefined) throw lease.error;
+    if (lease.error !== undefined) {
+      // A store failure is a StoreError already; a name held by another live run becomes one.
+      throw lease.error instanceof StoreError ? lease.error : new StoreError('snowflake lease', lease.error);
+    }
     // An idle generator keeps its lease too: renewed at half-time whether or not ids are asked
     // for (unref'd: it never keeps the process alive; `close()` stops it).
     lease.timer = setInterval(
@@ -367,7 +381,7 @@ export class Snowflake {
     const lease = this.#lease as Lease;
     if (ms > lease.ms) {
       // Renewed now, so a later call can succeed once the store answers; this id cannot wait.
-      if (!lease.renewing && !lease.closed) void lease.renew();
+      if (!lease.renewing && !lease.closed && !lease.lost) void lease.renew();
       throw new StoreError(
         'snowflake lease',
         lease.closed
@@ -381,7 +395,9 @@ export class Snowflake {
 
 /** Renews the lease at half-time (once at a time): from `next()`, and from its timer while idle. */
 function renewIfDue(lease: Lease, ms: number): void {
-  if (!lease.renewing && !lease.closed && ms > lease.ms - lease.every / 2) void lease.renew();
+  // At or past half-time: the idle timer ticks every half lease, and a strict `>` let its first
+  // tick pass, so an idle generator renewed only as its lease ran out.
+  if (!lease.renewing && !lease.closed && !lease.lost && ms >= lease.ms - lease.every / 2) void lease.renew();
 }
 
 function bits(option: string, value: unknown): number {

@@ -28,6 +28,19 @@ export interface OrderingStoreOps {
   versionGet?(gate: string, key: string): Promise<{ version: string; value: string } | undefined>;
   /** Raises the persisted last timestamp of a generator to `ms` (never lowers it); returns it (-1: none). */
   timestampAdvance?(name: string, ms: number): Promise<number>;
+  /**
+   * Takes or renews a generator's lease: its persisted last timestamp, with the run that holds
+   * it. Held when `run` holds it already, or (with `takeover`) when the stored lease is at most
+   * `takeover` ms (it ran out on the new run's clock); then raised to `ms` (never lowered) and
+   * held by `run`. Refused otherwise: `ms` is then the other run's lease.
+   */
+  leaseRenew?(name: string, run: string, ms: number, takeover: number | undefined): Promise<LeaseReply>;
+}
+
+/** The answer of {@link OrderingStoreOps.leaseRenew}. */
+export interface LeaseReply {
+  readonly held: boolean;
+  readonly ms: number;
 }
 
 /** The operations of {@link OrderingStoreOps} that a feature needs, or a clear error. */
@@ -66,7 +79,8 @@ export function compareIntStrings(a: string, b: string): number {
 export function memoryOrderingOps(): Required<OrderingStoreOps> {
   const checkpoints = new Map<string, { revision: number; data: string }>();
   const gates = new Map<string, Map<string, { version: string; value: string }>>();
-  const timestamps = new Map<string, number>();
+  // A generator's lease: its last timestamp, and the run holding it ('' for timestampAdvance's).
+  const timestamps = new Map<string, { ms: number; run: string }>();
   return {
     async checkpointSave(name, revision, data) {
       const stored = checkpoints.get(name);
@@ -100,10 +114,19 @@ export function memoryOrderingOps(): Required<OrderingStoreOps> {
       return stored === undefined ? undefined : { ...stored };
     },
     async timestampAdvance(name, ms) {
-      const stored = timestamps.get(name) ?? -1;
+      const stored = timestamps.get(name)?.ms ?? -1;
       if (ms <= stored) return stored;
-      timestamps.set(name, ms);
+      timestamps.set(name, { ms, run: '' });
       return ms;
+    },
+    async leaseRenew(name, run, ms, takeover) {
+      // As snowflake-lease.lua.
+      const stored = timestamps.get(name) ?? { ms: -1, run: '' };
+      const held = stored.run === run || (takeover !== undefined && stored.ms <= takeover);
+      if (!held) return { held: false, ms: stored.ms };
+      const kept = Math.max(stored.ms, ms);
+      timestamps.set(name, { ms: kept, run });
+      return { held: true, ms: kept };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { StoreError } from '../core/errors.js';
-import type { OrderingStoreOps, VersionUpsertReply } from '../ordering/store-ops.js';
+import type { LeaseReply, OrderingStoreOps, VersionUpsertReply } from '../ordering/store-ops.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
 import { scripts } from './scripts.generated.js';
@@ -10,7 +10,7 @@ import { scripts } from './scripts.generated.js';
  *
  *   <prefix>{ord:<name>}:cp          hash    checkpoint: revision (r), snapshot JSON (d)
  *   <prefix>{vg:<gate>:<key>}:v      hash    version gate record: version (v), value (d)
- *   <prefix>{sf:<name>}:t            string  a snowflake generator's last timestamp (ms)
+ *   <prefix>{sf:<name>}:t            string  a snowflake generator's lease: 'ms|run' (last timestamp, holder)
  *
  * Names, gates and keys are escaped like every id of the store, so none can end a hash tag early.
  */
@@ -55,6 +55,16 @@ export function redisOrderingOps(client: RedisLike, prefix: string): Required<Or
       guarded('versionGet', async () => {
         const [v, d] = (await client.call('HMGET', versionKey(gate, key), 'v', 'd')) as (string | null)[];
         return v == null || d == null ? undefined : { version: v, value: d };
+      }),
+    leaseRenew: (name, run, ms, takeover) =>
+      guarded('leaseRenew', async (): Promise<LeaseReply> => {
+        const [held, stored] = (await evalScript(
+          client,
+          scripts.snowflakeLease,
+          [timestampKey(name)],
+          [String(ms), run, takeover === undefined ? '' : String(takeover)],
+        )) as [number, string];
+        return { held: held === 1, ms: Number(stored) };
       }),
     timestampAdvance: (name, ms) =>
       guarded('timestampAdvance', async () =>

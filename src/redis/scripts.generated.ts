@@ -42,8 +42,15 @@ export const scripts = {
     name: "snowflake-clock",
     numberOfKeys: 1,
     batched: false,
-    sha1: '9dec929fa4c254cd15238c7d156ddf99d9c08231',
-    text: "--[[\n  snowflake-clock: raise a generator's persisted last timestamp, never lower it, and return it.\n  A generator that restarts reads it and refuses to issue ids until its clock has passed it.\n  KEYS[1]  {sf:name} last timestamp   string   ms since the Unix epoch\n  ARGV[1]  timestamp                  ms, a non-negative integer below 2^53 ('-1' only reads)\n  Returns  the stored timestamp after the call, as a string ('-1' when none)\n]]\n\n-- Raw strings are returned, never tostring(number): Lua 5.1 prints large integers with exponents.\nlocal raw = redis.call('GET', KEYS[1]) or '-1'\nif tonumber(ARGV[1]) > tonumber(raw) then\n  redis.call('SET', KEYS[1], ARGV[1])\n  return ARGV[1]\nend\nreturn raw\n",
+    sha1: 'f60c5ba124e87d38f3b3a637b221c007accd0e56',
+    text: "--[[\n  snowflake-clock: raise a generator's persisted last timestamp, never lower it, and return it.\n  A generator that restarts reads it and refuses to issue ids until its clock has passed it.\n  KEYS[1]  {sf:name} last timestamp   string   'ms' or 'ms|run' (snowflake-lease.lua writes the run)\n  ARGV[1]  timestamp                  ms, a non-negative integer below 2^53 ('-1' only reads)\n  Returns  the stored timestamp after the call, as a string ('-1' when none)\n]]\n\n-- Raw strings are returned, never tostring(number): Lua 5.1 prints large integers with exponents.\nlocal raw = redis.call('GET', KEYS[1]) or '-1'\nlocal stored = string.match(raw, '^[^|]*')\nif tonumber(ARGV[1]) > tonumber(stored) then\n  redis.call('SET', KEYS[1], ARGV[1])\n  return ARGV[1]\nend\nreturn stored\n",
+  },
+  snowflakeLease: {
+    name: "snowflake-lease",
+    numberOfKeys: 1,
+    batched: false,
+    sha1: '240070181b153927ec565ba2614785e1020574d2',
+    text: "--[[\n  snowflake-lease: take or renew a generator's lease: its persisted last timestamp, with the run\n  that holds it. One run holds a name: a renewal by another is refused, and a new run takes the\n  name over only once the lease it found has run out on its clock.\n  KEYS[1]  {sf:name} lease            string   'ms|run' ('ms' as snowflake-clock.lua wrote it)\n  ARGV[1]  ms                         the lease asked for, a non-negative integer below 2^53\n  ARGV[2]  run                        this run's id (no '|')\n  ARGV[3]  takeover                   '' to renew; else the latest stored ms a new run may take over\n  Returns  {1, ms} held (ms: the lease now stored), or {0, ms} refused (ms: the other run's lease)\n]]\n\nlocal raw = redis.call('GET', KEYS[1])\nlocal stored, owner = '-1', ''\nif raw then\n  local bar = string.find(raw, '|', 1, true)\n  if bar then\n    stored, owner = string.sub(raw, 1, bar - 1), string.sub(raw, bar + 1)\n  else\n    stored = raw\n  end\nend\nlocal held = owner == ARGV[2]\nif not held and ARGV[3] ~= '' then\n  held = tonumber(stored) <= tonumber(ARGV[3])\nend\nif not held then\n  return {0, stored}\nend\n-- Raw strings, never tostring(number) (exponents above 1e14 in Lua 5.1).\nlocal ms = ARGV[1]\nif tonumber(stored) > tonumber(ms) then ms = stored end\nredis.call('SET', KEYS[1], ms .. '|' .. ARGV[2])\nreturn {1, ms}\n",
   },
   versionGate: {
     name: "version-gate",

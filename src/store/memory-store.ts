@@ -4,7 +4,7 @@ import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
 import type { Decision } from '../limiter/decision.js';
 import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
-import type { VersionUpsertReply } from '../ordering/store-ops.js';
+import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
 import { checkDeltaPairs } from './delta-pairs.js';
@@ -230,6 +230,10 @@ class MemoryStore implements Store {
 
   timestampAdvance(name: string, ms: number): Promise<number> {
     return this.#ordering.timestampAdvance(name, ms);
+  }
+
+  leaseRenew(name: string, run: string, ms: number, takeover: number | undefined): Promise<LeaseReply> {
+    return this.#ordering.leaseRenew(name, run, ms, takeover);
   }
 
   #ledgerOf(name: string): LedgerState {

@@ -18,7 +18,8 @@ type Op =
   | { kind: 'get'; gate: string; key: string }
   | { kind: 'save'; name: string; revision: number; data: string }
   | { kind: 'load'; name: string }
-  | { kind: 'advance'; name: string; ms: number };
+  | { kind: 'advance'; name: string; ms: number }
+  | { kind: 'lease'; name: string; run: string; ms: number; takeover: number | undefined };
 
 const gate = fc.constantFrom('users', 'u{1}', 'a:b');
 const key = fc.constantFrom('k1', 'k2', 'k|3', 'ü');
@@ -44,6 +45,13 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     name,
     ms: fc.oneof(fc.constant(-1), fc.nat(10), fc.constant(1_767_225_600_000)),
   }),
+  fc.record({
+    kind: fc.constant('lease' as const),
+    name,
+    run: fc.constantFrom('r1', 'r2'),
+    ms: fc.oneof(fc.nat(10), fc.constant(1_767_225_600_000), fc.constant(2 ** 53 - 1)),
+    takeover: fc.option(fc.oneof(fc.nat(10), fc.constant(1_767_225_600_000)), { nil: undefined }),
+  }),
 );
 
 async function runOp(store: Store, op: Op): Promise<unknown> {
@@ -58,6 +66,8 @@ async function runOp(store: Store, op: Op): Promise<unknown> {
       return store.checkpointLoad?.(op.name);
     case 'advance':
       return store.timestampAdvance?.(op.name, op.ms);
+    case 'lease':
+      return store.leaseRenew?.(op.name, op.run, op.ms, op.takeover);
   }
 }
 
@@ -80,7 +90,7 @@ for (const { label, make } of clients) {
       await client.quit();
     });
 
-    it('version gate, checkpoints and snowflake clocks answer exactly as the memory model', async () => {
+    it('version gate, checkpoints, snowflake clocks and leases answer exactly as the memory model', async () => {
       let run = 0;
       await fc.assert(
         fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
@@ -155,6 +165,24 @@ for (const { label, make } of clients) {
       const later = new FakeClock(t0 + 5_000);
       const second = await Snowflake.start({ worker: 9, store, name: 'orders', clock: later });
       expect(second.next() > id).toBe(true);
+      first.close();
+      second.close();
+    });
+
+    it('a second live generator under one name is refused: the store records the run holding it', async () => {
+      const store = fresh('snowflake-twin');
+      const first = await Snowflake.start({ worker: 4, store, name: 'ids', lease: '200ms' });
+      first.next();
+      // The twin reads the lease and waits it out while the first, in use, renews it at half-time.
+      const busy = setInterval(() => first.next(), 10);
+      const err = await Snowflake.start({ worker: 4, store, name: 'ids', lease: '200ms' }).catch(
+        (e: unknown) => e,
+      );
+      clearInterval(busy);
+      expect(err).toMatchObject({ code: 'ERR_STORE' });
+      expect(String(err)).toMatch(/another run holds 'ids'/);
+      expect(typeof first.next()).toBe('bigint');
+      first.close();
     });
   });
 }
