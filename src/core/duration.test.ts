@@ -68,6 +68,12 @@ describe('parseDuration', () => {
     '.5s',
     '1e3ms',
     '1 s 2',
+    '5 s', // whitespace anywhere: the Duration type has none
+    '  5s',
+    '5s\n',
+    '\u00a05s',
+    '\ufeff5s',
+    '5\tms',
     '3S',
     '1sec',
     '99999999999999999d',

@@ -4,7 +4,9 @@ import { InvalidDurationError } from './errors.js';
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
+// As the Duration type says: digits, then the unit, nothing around or between (no space, tab,
+// NBSP or BOM: a config value with stray whitespace is a typo worth naming).
+const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
 /**
  * Reads a duration into whole milliseconds. Accepts a non-negative integer number of
@@ -31,7 +33,7 @@ export function parseDuration(input: Duration | string | number, option = 'durat
   if (typeof input !== 'string') {
     throw new InvalidDurationError(option, input, 'a string or a number is needed');
   }
-  const match = PATTERN.exec(input.trim());
+  const match = PATTERN.exec(input);
   if (!match) {
     throw new InvalidDurationError(option, input, 'one number followed by one of ms, s, m, h, d');
   }

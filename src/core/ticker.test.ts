@@ -46,6 +46,20 @@ describe('ticker', () => {
     ]);
   });
 
+  it('a wall clock stepped back re-aligns the ticks instead of going silent for the step', () => {
+    // The clock is read through `now` (Date.now, stepped), the timers run on their own time.
+    let step = 0;
+    const ticks: number[] = [];
+    const t = ticker({ every: '50ms', now: () => Date.now() - step, onTick: (tick) => ticks.push(tick.at) });
+    vi.advanceTimersByTime(120); // ticks at ...150, ...200
+    const before = ticks.length;
+    step = 10_000; // NTP steps the clock back by 10 s
+    vi.advanceTimersByTime(500);
+    t.stop();
+    expect(ticks.length - before).toBeGreaterThanOrEqual(9);
+    expect(ticks.at(-1)).toBe(990_700); // 1_000_743 - 10 s, on a multiple of 50 of the new clock
+  });
+
   it('align: an offset, or false for multiples from the start', () => {
     const at: number[] = [];
     const a = ticker({ every: '1s', align: '250ms', onTick: (tick) => at.push(tick.at) });

@@ -103,7 +103,13 @@ export function ticker(options: TickerOptions): Ticker {
       timer = setTimeout(fire, timerDelay(every));
       return;
     }
-    if (t < next) return arm(); // timers may fire a little early (or a long wait was cut): wait on
+    if (t < next) {
+      // Timers may fire a little early (or a long wait was cut): wait on. More than a tick early,
+      // the wall clock stepped back: the ticks re-align to it (waiting for the old `next` would
+      // leave every node silent for as long as the step).
+      if (next - t > every) next = nextTickAt(t, every, offset);
+      return arm();
+    }
     const at = next;
     next = nextTickAt(t, every, offset);
     const missed = (next - at) / every - 1;

@@ -115,5 +115,16 @@ describe('rateLimitHeaders: input and clashes', () => {
     for (const bad of [undefined, null, {}, [{ allowed: true }]]) {
       expect(() => rateLimitHeaders(bad as never)).toThrow(/decisions\[0\]/);
     }
+    for (const part of [null, {}, { id: 'a', limit: 1, windowMs: 1000, remaining: 0 }]) {
+      const err = (() => {
+        try {
+          rateLimitHeaders([{ allowed: true, at: 0, limits: [part] }] as never);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+      expect(String(err)).toMatch(/decisions\[0\]\.limits\[0\]/);
+    }
   });
 });

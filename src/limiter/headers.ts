@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
-import type { Decision } from './decision.js';
+import type { Decision, LimitDecision } from './decision.js';
 
 /**
  * HTTP headers for one or more decisions, in the IETF RateLimit fields form
@@ -28,6 +28,23 @@ export function rateLimitHeaders(decisions: Decision | readonly Decision[]): Rec
   for (const [i, d] of list.entries()) {
     if (!isPlainObject(d) || !Array.isArray(d.limits) || typeof d.at !== 'number') {
       throw new InvalidArgumentError(`decisions[${i}]`, 'a decision from take()', d);
+    }
+    for (const [j, part] of (d.limits as unknown[]).entries()) {
+      const p = part as Partial<LimitDecision> | null;
+      if (
+        !isPlainObject(p) ||
+        typeof p.id !== 'string' ||
+        typeof p.limit !== 'number' ||
+        typeof p.windowMs !== 'number' ||
+        typeof p.remaining !== 'number' ||
+        typeof p.resetAt !== 'number'
+      ) {
+        throw new InvalidArgumentError(
+          `decisions[${i}].limits[${j}]`,
+          "a limit's part of a decision from take()",
+          part,
+        );
+      }
     }
   }
   // Per limit id: the binding state when several decisions list it (the least remaining, then the

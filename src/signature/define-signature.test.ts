@@ -389,6 +389,8 @@ describe('defineSignature: invalid schemas', () => {
     ['schema[0][1]', [['a', 'float']]],
     ['schema[0][1]', [['a', 'number']]],
     ['hash', [['a', 'int']], { hash: 'yes' }],
+    ['options', [['a', 'int']], null],
+    ['options', [['a', 'int']], 'hash'],
   ];
   it.each(bad)('throws ERR_INVALID_OPTION naming `%s`', (option, schema, options) => {
     const err = thrown(() => defineSignature(schema as SignatureSchema, options as never));

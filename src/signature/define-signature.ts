@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { isPlainObject } from '../core/validate.js';
 
 /** The field types a signature can hold. Money is `int` in minor units, never a float. */
 export type FieldType = 'string' | 'int' | 'decimal' | 'bool';
@@ -80,6 +81,8 @@ export function defineSignature(schema: SignatureSchema, options: SignatureOptio
     }
     return { name, type: type as FieldType, prefix: `|${name}=` };
   });
+  if (!isPlainObject(options))
+    throw new InvalidOptionError('options', 'an object like { hash: true }', options);
   const hash = options.hash ?? false;
   if (typeof hash !== 'boolean') throw new InvalidOptionError('hash', 'a boolean', hash);
 

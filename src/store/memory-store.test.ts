@@ -14,6 +14,20 @@ describe('memoryStore', () => {
     expect((await ledger.journal()).map((e) => e.at)).toEqual([1_000, 1_250]);
   });
 
+  it('a store clock reading that is not a time fails the apply as a store error, changing nothing', async () => {
+    let reading = Number.NaN;
+    const ledger = createLedger({ store: memoryStore({ clock: { now: () => reading } }), capacity: 4 });
+    const apply = () => ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 1 } });
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, 2 ** 60]) {
+      reading = bad;
+      await expect(apply()).rejects.toMatchObject({ code: 'ERR_STORE' });
+    }
+    expect(await ledger.window('p')).toEqual({ signatures: [] });
+    reading = 5.75; // a fraction is floored, as the limiter floors it
+    expect((await apply()).outcome).toBe('applied');
+    expect((await ledger.journal()).map((e) => e.at)).toEqual([5]);
+  });
+
   it('numbers journal entries per owner, as the Redis store does (apply returns the same seq)', async () => {
     const ledger = createLedger({ capacity: 4 });
     const seqs = [];

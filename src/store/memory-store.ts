@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, systemClock, wholeMs } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
 import type { Decision } from '../limiter/decision.js';
@@ -250,7 +250,7 @@ class MemoryStore implements Store {
     // them, a direct caller may not), the clock (a caller's) and the copy of `meta`. An apply
     // happens whole or not at all (DESIGN §3.3).
     checkDeltaPairs(cmd.deltas);
-    const at = this.#maxEntries > 0 ? this.#clock.now() : 0;
+    const at = this.#maxEntries > 0 ? journalTime(this.#clock) : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
     let owner = state.owners.get(cmd.owner);
@@ -291,6 +291,18 @@ class MemoryStore implements Store {
       trimJournal(state, this.#maxEntries);
     }
     return { outcome: 'applied', balances: toRecord(owner.balances), seq };
+  }
+}
+
+/**
+ * The store clock's reading for a journal entry, checked as the limiter checks it: a NaN or a
+ * fraction is the store's failure (a StoreError before anything changes), not the caller's.
+ */
+function journalTime(clock: Clock): number {
+  try {
+    return wholeMs(clock.now(), 'store clock.now()');
+  } catch (err) {
+    throw new StoreError('ledgerApply', err);
   }
 }
 
