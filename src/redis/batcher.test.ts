@@ -85,8 +85,9 @@ async function trial(seed: number, ordered: boolean, bySlot: boolean): Promise<s
       );
       all.push(done.then(nothing, nothing));
     }
-    if (random() < 0.3) await sleep(random() * 2);
-    else if (random() < 0.3) await Promise.resolve();
+    const pause = random(); // a macrotask, a microtask, or none before the next call
+    if (pause < 0.3) await sleep(random() * 2);
+    else if (pause < 0.5) await Promise.resolve();
   }
   const outcome = await Promise.race([Promise.all(all).then(() => 'ok'), sleep(3000).then(() => 'hang')]);
   if (outcome === 'hang') violations.push('a call or barrier never settled');
