@@ -110,6 +110,25 @@ describe('rateLimitHeaders: input and clashes', () => {
     expect(both['RateLimit-Policy']).toBe('"%C3%A9";q=1;w=1, "%C3%BC";q=1;w=1');
   });
 
+  it('one id in two decisions: the policy shown is the one whose state is reported', () => {
+    const part = (limit: number, windowMs: number, remaining: number) => ({
+      id: 'api',
+      allowed: remaining > 0,
+      limit,
+      windowMs,
+      remaining,
+      resetAt: windowMs,
+      retryAfterMs: 0,
+    });
+    const decision = (p: ReturnType<typeof part>) => ({ allowed: true, at: 0, retryAfterMs: 0, limits: [p] });
+    const headers = rateLimitHeaders([
+      decision(part(10, 60_000, 1)),
+      decision(part(100, 1_000, 50)),
+    ] as never);
+    expect(headers['RateLimit-Policy']).toBe('"api";q=10;w=60');
+    expect(headers.RateLimit).toBe('"api";r=1;t=60');
+  });
+
   it('no decision: no empty fields; not a decision: a typed error', () => {
     expect(rateLimitHeaders([])).toEqual({});
     for (const bad of [undefined, null, {}, [{ allowed: true }]]) {

@@ -55,13 +55,18 @@ export function rateLimitHeaders(decisions: Decision | readonly Decision[]): Rec
   for (const d of list as readonly Decision[]) {
     for (const part of d.limits) {
       const name = sfString(part.id);
-      policies.set(name, `${name};q=${part.limit};w=${Math.ceil(part.windowMs / 1000)}`);
+      const policy = `${name};q=${part.limit};w=${Math.ceil(part.windowMs / 1000)}`;
       // Never above the quota it is read against: a GCRA burst larger than the limit can leave
       // more than `limit` admissible at once, which `q` cannot say; reporting `q` is the safe side.
       const r = Math.min(part.limit, Math.max(0, part.remaining));
       const t = Math.max(0, Math.ceil((part.resetAt - d.at) / 1000));
       const seen = states.get(name);
-      if (seen === undefined || r < seen.r || (r === seen.r && t > seen.t)) states.set(name, { r, t });
+      if (seen === undefined || r < seen.r || (r === seen.r && t > seen.t)) {
+        // The policy of the part whose state is reported: one id used by two limits (another
+        // limit or window) must not show one's quota next to the other's remaining.
+        states.set(name, { r, t });
+        policies.set(name, policy);
+      }
     }
     if (!d.allowed && Number.isFinite(d.retryAfterMs))
       retry = Math.max(retry, Math.ceil(d.retryAfterMs / 1000));
