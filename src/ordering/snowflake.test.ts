@@ -372,6 +372,57 @@ describe('Snowflake', () => {
     first.close();
   });
 
+  it('a takeover is a compare-and-set on the lease read: a twin whose wait overshoots a renewal is refused', async () => {
+    const store = memoryStore();
+    const clockA = new FakeClock(T0);
+    const clockB = new FakeClock(T0);
+    const a = await Snowflake.start({
+      worker: 3,
+      store,
+      name: 'n',
+      lease: 1000,
+      clock: clockA,
+      wait: (ms) => clockA.advance(ms),
+    });
+    a.next();
+    clockA.advance(400);
+    clockB.advance(400);
+    // B reads the lease (T0+1000) and waits; meanwhile A renews it (to T0+1500) and stalls, and
+    // B wakes late, when that renewal has also run out on its clock. B still must not take over:
+    // it would start after T0+1000, inside A's renewed lease.
+    let renewed = false;
+    const b = Snowflake.start({
+      worker: 3,
+      store,
+      name: 'n',
+      lease: 1000,
+      clock: clockB,
+      wait: (ms) => {
+        if (!renewed) {
+          renewed = true;
+          clockA.advance(100);
+          a.next(); // A at T0+500: renews
+        }
+        clockB.advance(ms + 500); // an overshooting wait
+      },
+    });
+    const err = await b.catch((e: unknown) => e);
+    expect(isOnceflowError(err, 'ERR_STORE')).toBe(true);
+    expect(String(err)).toMatch(/another run holds 'n'/);
+    a.close();
+  });
+
+  it('a lease no longer than twice the rollback tolerance is refused: a live run could not be told from a restart', async () => {
+    const store = memoryStore();
+    for (const lease of [10, 4]) {
+      const err = await Snowflake.start({ worker: 1, store, name: 'short', lease }).catch((e: unknown) => e);
+      expect(isOnceflowError(err, 'ERR_INVALID_OPTION')).toBe(true);
+      expect(String(err)).toMatch(/`lease` to be longer than twice rollbackToleranceMs \(10 ms\)/);
+    }
+    const ok = await Snowflake.start({ worker: 1, store, name: 'short', lease: 4, rollbackToleranceMs: 1 });
+    ok.close();
+  });
+
   it('start() keeps a given lastTimestamp later than the store one: no issued millisecond is used again', async () => {
     const store = memoryStore();
     await store.timestampAdvance!('g', T0 - 60_000);

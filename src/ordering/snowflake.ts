@@ -216,12 +216,21 @@ export class Snowflake {
     const ops = requireOps(options.store, 'store', 'timestampAdvance', 'leaseRenew');
     const name = nonEmptyString('name', options.name);
     const every = parseDuration(options.lease ?? DEFAULT_LEASE, 'lease');
-    if (every < 2) throw new InvalidOptionError('lease', 'at least 2 ms', options.lease);
     // Checked before it is used to wait out a quick restart (a NaN would wait forever).
     const tolerance = nonNegativeInt(
       'rollbackToleranceMs',
       options.rollbackToleranceMs ?? DEFAULT_TOLERANCE_MS,
     );
+    // A live run keeps its lease about half a lease ahead of its clock; a new run does not wait
+    // for a lease within the tolerance of its own clock. At or below twice the tolerance, a live
+    // run's lease would look like a finished one: no twin could be told from a restart.
+    if (every < 2 || every <= 2 * tolerance) {
+      throw new InvalidOptionError(
+        'lease',
+        `longer than twice rollbackToleranceMs (${2 * tolerance} ms), and at least 2 ms`,
+        options.lease,
+      );
+    }
     // The store's timestamp, or the caller's own `lastTimestamp` when that is later: neither run's
     // milliseconds may be used again.
     const stored = await ops.timestampAdvance(name, -1);
@@ -258,9 +267,11 @@ export class Snowflake {
         try {
           const now = flake.#now();
           const asked = Math.max(now, flake.#last) + every;
-          // The first renewal takes the name over from a run whose lease ran out on this clock
-          // (the wait above brought the lease it found within the tolerance of now).
-          const takeover = lease.ms === Number.NEGATIVE_INFINITY ? now + tolerance : undefined;
+          // The first renewal takes the name over only if the lease is still the one read and
+          // waited out above (a compare-and-set on the stored value, whatever the clocks say): a
+          // live run renews it meanwhile, and this run, which starts after what it read, would
+          // then overlap the other's later milliseconds.
+          const takeover = lease.ms === Number.NEGATIVE_INFINITY ? stored : undefined;
           const reply = await ops.leaseRenew(name, run, asked, takeover);
           // Closed meanwhile: the next run may already hold the name; this one must not renew.
           if (lease.closed) return;

@@ -30,9 +30,9 @@ export interface OrderingStoreOps {
   timestampAdvance?(name: string, ms: number): Promise<number>;
   /**
    * Takes or renews a generator's lease: its persisted last timestamp, with the run that holds
-   * it. Held when `run` holds it already, or (with `takeover`) when the stored lease is at most
-   * `takeover` ms (it ran out on the new run's clock); then raised to `ms` (never lowered) and
-   * held by `run`. Refused otherwise: `ms` is then the other run's lease.
+   * it. Held when `run` holds it already, or (with `takeover`, the value a new run read and
+   * waited out) when the stored lease is still at most that (nobody renewed it since); then raised
+   * to `ms` (never lowered) and held by `run`. Refused otherwise: `ms` is the other run's lease.
    */
   leaseRenew?(name: string, run: string, ms: number, takeover: number | undefined): Promise<LeaseReply>;
 }

@@ -1,11 +1,11 @@
 --[[
   snowflake-lease: take or renew a generator's lease: its persisted last timestamp, with the run
   that holds it. One run holds a name: a renewal by another is refused, and a new run takes the
-  name over only once the lease it found has run out on its clock.
+  name over only if the lease is still the one it read and waited out (nobody renewed it since).
   KEYS[1]  {sf:name} lease            string   'ms|run' ('ms' as snowflake-clock.lua wrote it)
   ARGV[1]  ms                         the lease asked for, a non-negative integer below 2^53
   ARGV[2]  run                        this run's id (no '|')
-  ARGV[3]  takeover                   '' to renew; else the latest stored ms a new run may take over
+  ARGV[3]  takeover                   '' to renew; else the lease a new run read (-1: none)
   Returns  {1, ms} held (ms: the lease now stored), or {0, ms} refused (ms: the other run's lease)
 ]]
 
