@@ -55,7 +55,7 @@ type Counts = { applied: number; duplicate: number; stale: number };
 
 /** Runs the workers; `chaos` runs beside them until they are done. */
 async function runWorkers(
-  target: { url?: string; cluster?: number[] },
+  target: { url?: string; cluster?: number[]; paceMs?: number },
   prefix: string,
   players: Delivery[][],
   chaos: (done: () => boolean) => Promise<void> = async () => {},
@@ -145,7 +145,7 @@ describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, ()
     const players = buildLog(2);
     let kills = 0;
     let flushes = 0;
-    const counts = await runWorkers({ cluster: ports }, prefix, players, async (done) => {
+    const counts = await runWorkers({ cluster: ports, paceMs: 1 }, prefix, players, async (done) => {
       for (let tick = 0; !done(); tick++) {
         await sleep(100);
         for (const admin of admins) {
@@ -173,7 +173,7 @@ describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, ()
     const players = buildLog(3);
     let restarts = 0;
     let kills = 0;
-    const counts = await runWorkers({ url }, prefix, players, async (done) => {
+    const counts = await runWorkers({ url, paceMs: 1 }, prefix, players, async (done) => {
       const admin = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
       admin.on('error', () => {}); // refused while the server restarts: expected
       try {
@@ -186,7 +186,7 @@ describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, ()
             restarts++;
           } else if (!done()) {
             await admin.script('FLUSH');
-            if (tick % 2 === 0) kills += await killWorkerConnections(admin);
+            kills += await killWorkerConnections(admin);
           }
         }
       } finally {
