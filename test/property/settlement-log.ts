@@ -125,6 +125,27 @@ export function interleave<T>(logs: T[][], picks: number[]): T[] {
  * The capacity a FIFO window needs for this log (DESIGN §3.2): per owner, 1 + the largest
  * number of distinct other signatures first seen between a signature's first and last delivery.
  */
+/**
+ * The capacity a FIFO window with a horizon needs so that no first delivery answers `stale`: when
+ * a signature of order o first arrives, every signature admitted before it with an order >= o
+ * must still be in the window (the horizon is the highest order evicted). That is, per player,
+ * the number admitted since the earliest such one, plus the new one.
+ */
+export function orderCapacity(log: { player: string; signature: string; order: number }[]): number {
+  const admitted = new Map<string, { signatures: Set<string>; orders: number[] }>();
+  let need = 1;
+  for (const d of log) {
+    let seen = admitted.get(d.player);
+    if (!seen) admitted.set(d.player, (seen = { signatures: new Set(), orders: [] }));
+    if (seen.signatures.has(d.signature)) continue;
+    const earliest = seen.orders.findIndex((o) => o >= d.order);
+    if (earliest >= 0) need = Math.max(need, seen.orders.length - earliest + 1);
+    seen.signatures.add(d.signature);
+    seen.orders.push(d.order);
+  }
+  return need;
+}
+
 export function requiredCapacity(log: { player: string; signature: string }[]): number {
   const byPlayer = new Map<string, string[]>();
   for (const d of log) {
