@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { anchoredClock, type Clock } from '../core/clock.js';
-import { ClosedError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
+import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
@@ -183,11 +183,7 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
     const deadline = buffer.deadline;
     if (deadline === undefined || closed || clockFailed) return;
     try {
-      const now = clock.now();
-      if (typeof now !== 'number' || !Number.isFinite(now)) {
-        throw new InvalidArgumentError('clock.now()', 'a finite number of milliseconds', now);
-      }
-      timer = setTimeout(onTimer, timerDelay(deadline - now)); // a clamped wait fires early and re-arms
+      timer = setTimeout(onTimer, timerDelay(deadline - wholeMs(clock.now(), 'clock.now()'))); // a clamped wait fires early and re-arms
       timer.unref?.();
     } catch (error) {
       clockFailed = true;

@@ -392,7 +392,7 @@ export class Snowflake {
     const lease = this.#lease as Lease;
     if (ms > lease.ms) {
       // Renewed now, so a later call can succeed once the store answers; this id cannot wait.
-      if (!lease.renewing && !lease.closed && !lease.lost) void lease.renew();
+      if (mayRenew(lease)) void lease.renew();
       throw new StoreError(
         'snowflake lease',
         lease.closed
@@ -404,11 +404,16 @@ export class Snowflake {
   }
 }
 
+/** No renewal in flight, and the lease neither closed nor lost to another run. */
+function mayRenew(lease: Lease): boolean {
+  return !lease.renewing && !lease.closed && !lease.lost;
+}
+
 /** Renews the lease at half-time (once at a time): from `next()`, and from its timer while idle. */
 function renewIfDue(lease: Lease, ms: number): void {
   // At or past half-time: the idle timer ticks every half lease, and a strict `>` let its first
   // tick pass, so an idle generator renewed only as its lease ran out.
-  if (!lease.renewing && !lease.closed && !lease.lost && ms >= lease.ms - lease.every / 2) void lease.renew();
+  if (mayRenew(lease) && ms >= lease.ms - lease.every / 2) void lease.renew();
 }
 
 function bits(option: string, value: unknown): number {

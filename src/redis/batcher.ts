@@ -1,4 +1,4 @@
-import { keySlot } from './slot.js';
+import { groupBySlot } from './slot.js';
 
 /** One queued call: its keys (whatever else it carries, its `send` reads), and how to settle it. */
 export interface BatchItem<R> {
@@ -106,7 +106,7 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
     const items = queue;
     if (items.length === 0) return; // flushed early by a barrier
     queue = [];
-    const groups = options.bySlot ? groupBySlot(items) : [items];
+    const groups = options.bySlot ? groupBySlot(items, (item) => item.keys[0] as string) : [items];
     for (const group of groups) {
       if (!options.ordered) {
         for (let i = 0; i < group.length; i += options.maxBatch) run(group.slice(i, i + options.maxBatch));
@@ -173,15 +173,4 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
     return done;
   };
   return batcher;
-}
-
-function groupBySlot<I extends { keys: readonly string[] }>(items: I[]): I[][] {
-  const groups = new Map<number, I[]>();
-  for (const item of items) {
-    const slot = keySlot(item.keys[0] as string);
-    let group = groups.get(slot);
-    if (!group) groups.set(slot, (group = []));
-    group.push(item);
-  }
-  return [...groups.values()];
 }

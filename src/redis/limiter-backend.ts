@@ -11,6 +11,7 @@ import { verdict } from '../limiter/verdict.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
+import { groupBySlot } from './slot.js';
 
 // At most this many decisions per script call: a decision is one to three redis.call()s (~10-30 µs
 // of server time here), so 128 hold the server for a few milliseconds at most.
@@ -174,8 +175,10 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
             string[],
           ];
           cursor = next;
-          // One UNLINK per key: keys of different slots cannot share a command on a cluster node.
-          for (const key of found) removed += Number(await node.call('UNLINK', key));
+          // One UNLINK per hash slot found (keys of different slots cannot share a command on a
+          // cluster node; a tenant's keys are one slot per subject): not a round trip per key.
+          for (const keys of groupBySlot(found, (key) => key))
+            removed += Number(await node.call('UNLINK', ...keys));
         } while (cursor !== '0');
       }
     }

@@ -27,3 +27,15 @@ export function keySlot(key: string): number {
   }
   return crc16(Buffer.from(key, 'utf8')) % 16384;
 }
+
+/** `items` grouped by the cluster slot of their key, in first-seen order within each group. */
+export function groupBySlot<T>(items: readonly T[], keyOf: (item: T) => string): T[][] {
+  const groups = new Map<number, T[]>();
+  for (const item of items) {
+    const slot = keySlot(keyOf(item));
+    const group = groups.get(slot);
+    if (group === undefined) groups.set(slot, [item]);
+    else group.push(item);
+  }
+  return [...groups.values()];
+}

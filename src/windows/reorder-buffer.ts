@@ -16,16 +16,7 @@ import type {
   TickResult,
 } from './reorder-types.js';
 
-export type {
-  GapRange,
-  PushOutcome,
-  PushResult,
-  Release,
-  ReorderBufferOptions,
-  ReorderStats,
-  SavedReorderBuffer,
-  TickResult,
-} from './reorder-types.js';
+export type * from './reorder-types.js';
 
 /** See the constructor: the slots are allocated up front. */
 const MAX_CAPACITY = 2 ** 24;
