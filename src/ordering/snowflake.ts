@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
-import { ClockRollbackError, InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { ClockRollbackError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
+import { SnowflakeLease } from './snowflake-lease.js';
 import { requireOps } from './store-ops.js';
 
 /** Options of {@link Snowflake}. */
@@ -69,21 +69,6 @@ const ID_BITS = 63;
 // renewal waits at most 2 s. Longer leases stall quick restarts longer; shorter ones write more.
 const DEFAULT_LEASE = '2s';
 
-interface Lease {
-  /** Persisted: no id of this run has a timestamp above it. */
-  ms: number;
-  every: number;
-  renewing: boolean;
-  error?: unknown;
-  renew(): Promise<void>;
-  /** Renews the lease while the generator is idle; stopped by `close()`. */
-  timer?: ReturnType<typeof setInterval>;
-  /** `close()` was called: no renewal from then on, and ids fail once the lease runs out. */
-  closed: boolean;
-  /** Another run holds the name: no renewal from then on (the error says so). */
-  lost: boolean;
-}
-
 const sequenceTables = new Map<number, bigint[]>();
 const sharedWord = new Int32Array(new SharedArrayBuffer(4));
 const defaultWait = (ms: number): void => {
@@ -130,7 +115,7 @@ export class Snowflake {
   #last = Number.NEGATIVE_INFINITY;
   #sequence = 0;
   #base = 0n;
-  #lease: Lease | undefined;
+  #lease: SnowflakeLease | undefined;
 
   constructor(options: SnowflakeOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
@@ -255,72 +240,15 @@ export class Snowflake {
     // The store records which run holds the name: a second live generator under it is refused at
     // start (the lease it found was renewed meanwhile), and a run whose name was taken over (it
     // stalled past its lease) stops renewing and fails once its own lease runs out.
-    const run = randomUUID();
-    const lease: Lease = {
-      ms: Number.NEGATIVE_INFINITY,
-      every,
-      renewing: false,
-      closed: false,
-      lost: false,
-      renew: async () => {
-        lease.renewing = true;
-        try {
-          const now = flake.#now();
-          const asked = Math.max(now, flake.#last) + every;
-          // The first renewal takes the name over only if the lease is still the one read and
-          // waited out above (a compare-and-set on the stored value, whatever the clocks say): a
-          // live run renews it meanwhile, and this run, which starts after what it read, would
-          // then overlap the other's later milliseconds.
-          const takeover = lease.ms === Number.NEGATIVE_INFINITY ? stored : undefined;
-          const reply = await ops.leaseRenew(name, run, asked, takeover);
-          // Closed meanwhile: the next run may already hold the name; this one must not renew.
-          if (lease.closed) return;
-          if (!reply.held) {
-            // Another run holds the name: this one keeps its own lease (the other run's ids all
-            // lie past it) and fails for good once that runs out.
-            lease.lost = true;
-            lease.error = new Error(
-              `another run holds '${name}' (its lease runs to ${reply.ms} ms): one live generator per name and worker`,
-            );
-            return;
-          }
-          lease.ms = reply.ms;
-          delete lease.error;
-        } catch (err) {
-          lease.error = err;
-        } finally {
-          lease.renewing = false;
-        }
-      },
-    };
+    const lease = new SnowflakeLease(ops, name, every, stored, () => Math.max(flake.#now(), flake.#last));
     flake.#lease = lease;
-    await lease.renew();
-    if (lease.error !== undefined) {
-      // A store failure is a StoreError already; a name held by another live run becomes one.
-      throw lease.error instanceof StoreError ? lease.error : new StoreError('snowflake lease', lease.error);
-    }
-    // An idle generator keeps its lease too: renewed at half-time whether or not ids are asked
-    // for (unref'd: it never keeps the process alive; `close()` stops it).
-    lease.timer = setInterval(
-      () => {
-        try {
-          renewIfDue(lease, flake.#now());
-        } catch (err) {
-          lease.error = err; // a clock that fails: next() reports it
-        }
-      },
-      Math.max(1, timerDelay(Math.floor(every / 2))),
-    );
-    lease.timer.unref?.();
+    await lease.acquire(() => flake.#now());
     return flake;
   }
 
   /** Stops renewing the persisted lease (a generator from {@link Snowflake.start}); ids after it fail once it runs out. */
   close(): void {
-    const lease = this.#lease;
-    if (lease === undefined) return;
-    lease.closed = true;
-    if (lease.timer !== undefined) clearInterval(lease.timer);
+    this.#lease?.close();
   }
 
   /** The next id: greater than every id this generator returned before. */
@@ -343,7 +271,7 @@ export class Snowflake {
         ms,
       );
     }
-    if (this.#lease !== undefined) this.#checkLease(ms);
+    this.#lease?.check(ms);
     this.#last = ms;
     this.#sequence = 0;
     this.#base = (BigInt(ms - this.epoch) << this.#timeShift) | this.#workerPart;
@@ -387,33 +315,6 @@ export class Snowflake {
       this.#wait(target - ms);
     }
   }
-
-  #checkLease(ms: number): void {
-    const lease = this.#lease as Lease;
-    if (ms > lease.ms) {
-      // Renewed now, so a later call can succeed once the store answers; this id cannot wait.
-      if (mayRenew(lease)) void lease.renew();
-      throw new StoreError(
-        'snowflake lease',
-        lease.closed
-          ? new Error(`the generator was closed and its lease ran out at ${lease.ms} ms`)
-          : (lease.error ?? new Error(`the lease ran out at ${lease.ms} ms`)),
-      );
-    }
-    renewIfDue(lease, ms);
-  }
-}
-
-/** No renewal in flight, and the lease neither closed nor lost to another run. */
-function mayRenew(lease: Lease): boolean {
-  return !lease.renewing && !lease.closed && !lease.lost;
-}
-
-/** Renews the lease at half-time (once at a time): from `next()`, and from its timer while idle. */
-function renewIfDue(lease: Lease, ms: number): void {
-  // At or past half-time: the idle timer ticks every half lease, and a strict `>` let its first
-  // tick pass, so an idle generator renewed only as its lease ran out.
-  if (mayRenew(lease) && ms >= lease.ms - lease.every / 2) void lease.renew();
 }
 
 function bits(option: string, value: unknown): number {

@@ -4,6 +4,7 @@ import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
 import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
+import { MissingSet } from './missing-set.js';
 import { SNAPSHOT_FORMAT, validateSaved } from './reorder-snapshot.js';
 import type {
   GapRange,
@@ -20,11 +21,6 @@ export type * from './reorder-types.js';
 
 /** See the constructor: the slots are allocated up front. */
 const MAX_CAPACITY = 2 ** 24;
-interface MissingRange {
-  from: number;
-  to: number;
-  openedAt: number;
-}
 
 // Marks an empty slot: no item a caller passes can be this object.
 const EMPTY: unknown = Object.freeze({ empty: true });
@@ -67,7 +63,9 @@ const REJECTED = constant<never>('rejected');
 export class ReorderBuffer<T> {
   readonly capacity: number;
   readonly overflow: 'advance' | 'reject';
-  readonly maxMissing: number;
+  get maxMissing(): number {
+    return this.#missing.max;
+  }
   readonly #fixedTimeoutMs: number;
   #adaptive: AdaptiveTimeout | undefined;
   readonly #adaptiveOptions: AdaptiveTimeoutOptions;
@@ -91,9 +89,7 @@ export class ReorderBuffer<T> {
   // release it is recomputed from the slots' arrival times, lazily, when a deadline is asked for.
   #since = 0;
   #sinceDirty = false;
-  #missing: MissingRange[] = [];
-  #missingCount = 0;
-  #missingHorizon: number | undefined;
+  readonly #missing: MissingSet;
   #lastNow = Number.NEGATIVE_INFINITY;
 
   constructor(options: ReorderBufferOptions) {
@@ -104,7 +100,7 @@ export class ReorderBuffer<T> {
     if (this.overflow !== 'advance' && this.overflow !== 'reject') {
       throw new InvalidOptionError('overflow', "'advance' or 'reject'", options.overflow);
     }
-    this.maxMissing = nonNegativeInt('maxMissing', options.maxMissing ?? DEFAULT_MAX_MISSING);
+    this.#missing = new MissingSet(nonNegativeInt('maxMissing', options.maxMissing ?? DEFAULT_MAX_MISSING));
     this.#clock = options.clock ?? anchoredClock();
     if (typeof this.#clock?.now !== 'function') {
       throw new InvalidOptionError('clock', 'an object with now()', options.clock);
@@ -157,7 +153,7 @@ export class ReorderBuffer<T> {
     const base = {
       next: this.#next,
       buffered: this.#buffered,
-      missing: this.#missingCount,
+      missing: this.#missing.count,
       timeoutMs: this.timeoutMs,
     };
     return this.#adaptive === undefined ? base : { ...base, adaptive: this.#adaptive.stats() };
@@ -165,7 +161,7 @@ export class ReorderBuffer<T> {
 
   /** The missing ranges (reported in gaps, not come yet), ascending. */
   missing(): GapRange[] {
-    return this.#missing.map(({ from, to }) => ({ from, to }));
+    return this.#missing.ranges();
   }
 
   /**
@@ -293,7 +289,7 @@ export class ReorderBuffer<T> {
       if (since === undefined || t - since < this.timeoutMs) break;
       let first = this.#next + 1;
       while (this.#items[first & this.#mask] === EMPTY) first++;
-      gaps.push(this.#recordMissing(this.#next, first - 1, since));
+      gaps.push(this.#missing.add(this.#next, first - 1, since));
       this.#next = first;
       this.#releaseRun(released);
     }
@@ -311,8 +307,8 @@ export class ReorderBuffer<T> {
       format: SNAPSHOT_FORMAT,
       next: this.#next,
       buffered,
-      missing: this.#missing.map((m) => [m.from, m.to, m.openedAt]),
-      missingHorizon: this.#missingHorizon ?? null,
+      missing: this.#missing.toJSON(),
+      missingHorizon: this.#missing.horizon ?? null,
       lastNow: Number.isFinite(this.#lastNow) ? this.#lastNow : null,
       adaptive: this.#adaptive?.toJSON() ?? null,
     };
@@ -341,10 +337,7 @@ export class ReorderBuffer<T> {
       this.#buffered++;
     }
     this.#sinceDirty = true;
-    this.#missing = s.missing.map(([from, to, openedAt]) => ({ from, to, openedAt }));
-    // Each range's size first: `n + to - from + 1` rounds once the sum passes 2^53.
-    this.#missingCount = s.missing.reduce((n, [from, to]) => n + (to - from + 1), 0);
-    this.#missingHorizon = s.missingHorizon ?? undefined;
+    this.#missing.load(s.missing, s.missingHorizon ?? undefined);
     this.#lastNow = s.lastNow ?? Number.NEGATIVE_INFINITY;
   }
 
@@ -378,35 +371,13 @@ export class ReorderBuffer<T> {
   }
 
   #pushBelow(seq: number, item: T, t: number, learn: boolean): PushResult<T> {
-    const i = this.#findMissing(seq);
-    if (i < 0) {
-      return this.#missingHorizon !== undefined && seq <= this.#missingHorizon ? STALE : DUPLICATE;
+    const openedAt = this.#missing.take(seq);
+    if (openedAt === undefined) {
+      const horizon = this.#missing.horizon;
+      return horizon !== undefined && seq <= horizon ? STALE : DUPLICATE;
     }
-    const range = this.#missing[i] as MissingRange;
-    if (learn) this.#adaptive?.record(t - range.openedAt);
-    if (range.from === range.to) this.#missing.splice(i, 1);
-    else if (seq === range.from) range.from++;
-    else if (seq === range.to) range.to--;
-    else {
-      this.#missing.splice(i + 1, 0, { from: seq + 1, to: range.to, openedAt: range.openedAt });
-      range.to = seq - 1;
-    }
-    this.#missingCount--;
+    if (learn) this.#adaptive?.record(t - openedAt);
     return result([{ seq, item, late: true }], 'late', NO_GAPS);
-  }
-
-  #findMissing(seq: number): number {
-    const m = this.#missing;
-    let lo = 0;
-    let hi = m.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const r = m[mid] as MissingRange;
-      if (seq < r.from) hi = mid - 1;
-      else if (seq > r.to) lo = mid + 1;
-      else return mid;
-    }
-    return -1;
   }
 
   /** Moves `next` up to `target`: buffered items on the way are released, holes become missing. */
@@ -422,7 +393,7 @@ export class ReorderBuffer<T> {
       let end = s + 1;
       if (this.#buffered === 0) end = target;
       else while (end < target && this.#items[end & this.#mask] === EMPTY) end++;
-      gaps.push(this.#recordMissing(s, end - 1, openedAt));
+      gaps.push(this.#missing.add(s, end - 1, openedAt));
       this.#next = end;
     }
     this.#releaseRun(out);
@@ -474,22 +445,6 @@ export class ReorderBuffer<T> {
       if (filled > firstAbove) adaptive.record(filled - firstAbove);
       else firstAbove = filled;
     }
-  }
-
-  #recordMissing(from: number, to: number, openedAt: number): GapRange {
-    this.#missing.push({ from, to, openedAt });
-    this.#missingCount += to - from + 1;
-    // Bounded state forgets its oldest entries, one number at a time (DESIGN §1 principle 3); what
-    // is forgotten raises the horizon below which an unknown number answers `stale`.
-    while (this.#missingCount > this.maxMissing) {
-      const oldest = this.#missing[0] as MissingRange;
-      const drop = Math.min(this.#missingCount - this.maxMissing, oldest.to - oldest.from + 1);
-      oldest.from += drop;
-      this.#missingCount -= drop;
-      this.#missingHorizon = oldest.from - 1;
-      if (oldest.from > oldest.to) this.#missing.shift();
-    }
-    return { from, to };
   }
 }
 
