@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import {
   isPlainObject,
@@ -6,7 +7,7 @@ import {
   orderFromString,
   orderToString,
 } from '../core/validate.js';
-import { checkDeltaPairs } from '../store/delta-pairs.js';
+import { checkApplyCommand } from '../store/apply-command.js';
 import type {
   Balances,
   JournalQuery,
@@ -16,6 +17,7 @@ import type {
   WindowState,
 } from '../store/store.js';
 import { type BatchItem, createBatcher } from './batcher.js';
+import { connectionGeneration } from './connection-generation.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { readJournal } from './journal-reader.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
@@ -29,7 +31,7 @@ import { scripts } from './scripts.generated.js';
 const MAX_BATCH = 128;
 
 /**
- * One entry of ledger-apply's flat JSON argument: signature, capacity, order ('' when none),
+ * One entry of ledger-apply's flat JSON argument: call number, signature, capacity, order ('' when none),
  * horizon (1 or 0), scope ('' when none), meta JSON ('' when none), n, then n field, delta pairs.
  */
 type ApplyEntry = (string | number)[];
@@ -51,6 +53,8 @@ interface OwnerMemo {
   readonly keys: [state: string, journal: string];
   inLedger: boolean;
   readonly scopes: Set<string>;
+  /** The client's connection generation the registrations were made in (see connection-generation.ts). */
+  generation: number;
 }
 
 // Scopes remembered per owner: a player sits in a handful of rooms at a time; past this the
@@ -87,7 +91,7 @@ function createOwnerMemo(prefix: string): { get(ledger: string, owner: string): 
             if (!first.done) break;
           }
         }
-        memo = { keys: ownerKeys(prefix, ledger, owner), inLedger: false, scopes: new Set() };
+        memo = { keys: ownerKeys(prefix, ledger, owner), inLedger: false, scopes: new Set(), generation: 0 };
         memos.set(owner, memo);
         size++;
       }
@@ -122,8 +126,8 @@ const REGISTERED_CACHE = 50_000;
  * (window check with horizon, balance change, scope share, journal append), with time from Redis
  * `TIME`. Many processes on many machines share one exact ledger.
  *
- * A retried apply whose first reply was lost (a killed connection) finds its signature in the
- * window and answers `duplicate`: the effect happened once.
+ * A script sent again after its reply was lost (a killed connection) is answered as it ran, by
+ * its run id and call number, not applied again (README, *After a lost reply*).
  *
  * @example
  * ```ts
@@ -169,6 +173,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       ? ''
       : String(nonNegativeInt('journal.maxEntriesPerOwner', options.journal.maxEntriesPerOwner));
   const owners = createOwnerMemo(prefix);
+  const generation = connectionGeneration(client);
+  // This store's run: every apply carries it and a call number, so a script the client sends again
+  // after a lost reply is answered as it was instead of being applied again (see ledger-apply.lua).
+  // 72 random bits: runs on one owner never share an id by chance.
+  const run = randomBytes(9).toString('base64url');
+  let calls = 0;
   const enqueue = createBatcher<LedgerApplyResult, ApplyItem>({
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     ordered: true,
@@ -179,6 +189,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         // them, Redis lost it (a restart without persistence, a failover to a lagging replica),
         // and its registry entries may be gone too.
         const known = items.map((item) => item.memo.inLedger);
+        const before = generation.value;
         await register(items);
         const keys: string[] = new Array(items.length * 2);
         const entries: ApplyEntry = [];
@@ -192,9 +203,13 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         const reply = await evalScript(client, scripts.ledgerApply, keys, [
           JSON.stringify(entries),
           maxEntries,
+          run,
         ]);
         const replies = JSON.parse(reply as string) as ApplyReply[];
-        const lost = items.filter((_item, i) => known[i] && replies[i]?.[3] === 1);
+        // The connection dropped between the SADDs and the script's answer: the Redis that ran the
+        // script may have lost them (a restart, a failover), so they are written again.
+        const lost =
+          generation.value !== before ? items : items.filter((_item, i) => known[i] && replies[i]?.[3] === 1);
         if (lost.length > 0) {
           // Registered again (idempotent SADDs) before any caller sees its answer, so the
           // registries stay a superset of the owners with a share: totals and journals find them.
@@ -226,6 +241,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       marks.push(mark);
     };
     for (const { memo, ledger, owner, scope } of items) {
+      if (memo.generation !== generation.value) {
+        // Made before a connection loss: the Redis that has them may be another one now.
+        memo.generation = generation.value;
+        memo.inLedger = false;
+        memo.scopes.clear();
+      }
       if (!memo.inLedger) {
         add(ledgerOwnersKey(prefix, ledger), owner, () => {
           memo.inLedger = true;
@@ -254,13 +275,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     resolve: (result: LedgerApplyResult) => void,
     reject: (err: unknown) => void,
   ): void {
+    const meta = checkApplyCommand(cmd);
     const entry: ApplyEntry = [
+      String(++calls),
       cmd.signature,
       cmd.capacity,
       cmd.order === undefined ? '' : orderToString(cmd.order),
       cmd.horizon ? 1 : 0,
       cmd.scope ?? '',
-      cmd.meta === undefined ? '' : JSON.stringify(cmd.meta),
+      meta ?? '',
       cmd.deltas.length,
     ];
     for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
@@ -303,7 +326,6 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       // Inside the executor: anything thrown rejects the promise instead of escaping.
       new Promise<LedgerApplyResult>((resolve, reject) => {
         try {
-          checkDeltaPairs(cmd.deltas);
           enqueueApply(cmd, resolve, reject);
         } catch (err) {
           // A malformed command is the caller's error, as in the memory store; anything else the store's.

@@ -81,8 +81,10 @@ describe('Redis ledger: call order and reads', () => {
     );
     expect(await ledger.balances('p')).toEqual({ coins: 300n });
     expect((await ledger.journal({ owner: 'p' })).map((e) => e.signature)).toEqual(['s0', 's1', 's2', 's3']);
-    // The caller sees the second run's answer: the entry was applied (by the first run).
-    expect(results.map((r) => r.outcome)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    // The caller sees the second run's answer, which is the first run's: each call is recognised by
+    // its run id and call number and answered as it ran, with its journal seq.
+    expect(results.map((r) => r.outcome)).toEqual(['applied', 'applied', 'applied']);
+    expect(results.map((r) => r.seq)).toEqual([2, 3, 4]);
   });
 
   it('scope totals and balances of fields named like Object.prototype members match the memory store', async () => {

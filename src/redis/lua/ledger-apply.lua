@@ -6,17 +6,28 @@
 
   Entry i (1-based) uses KEYS[2i-1 .. 2i]:
   KEYS[2i-1]  state     hash    s: the owner's balances and window, in one string (format below)
+                                r: the last call of each recent run (process) that wrote it (below)
                                 t:<#scope>:<scope><field>: this owner's total booked under scope
   KEYS[2i]    journal   stream  one entry per applied signature
-  ARGV[1]     entries   one flat JSON array; per entry, in order: signature, capacity, order ('' when
+  ARGV[1]     entries   one flat JSON array; per entry, in order: call (this run's counter, increasing
+                        per call, a decimal string), signature, capacity, order ('' when
                         none), horizon (1 answer stale at or below it, 0 do not track it), scope ('' when
                         none), meta JSON ('' when none), n (number of deltas), then n field, delta
                         pairs; every amount and order a string
   ARGV[2]     journal limit     '' keep every entry, '0' keep none, n keep the newest n
+  ARGV[3]     run       this store's run id (base64url: no space, no 0xFF)
   Returns     a JSON array, one reply per entry: [outcome, seq, { field: balance, ... }], with a
               fourth element 1 when the owner had no state before it (a first apply, or state
               Redis lost: the client then registers the owner again)
               outcome: 'applied' | 'duplicate' | 'stale'; seq is '' unless applied
+
+  The field r is `\255<run> <call> <outcome letter><seq>\255...`, newest run first, at most RUNS
+  runs. A script whose reply was lost (a killed connection) is sent again by the client once it
+  reconnects, however long that takes: meanwhile other processes may have pushed its signature out
+  of the window, and the window alone would apply it twice. The call number settles it: a call at or
+  below its run's last one already ran, and is answered as it was (outcome and seq), changing
+  nothing. One run's calls of one owner run in call order (the client waits for a batch in flight
+  that holds the owner), so the last call per run is enough.
 
   The field s is `<balances>\255<seq>,<count>,<horizon>,<order 1>,...,<order count>,` followed by
   `\255<signature 1>\255...\255<signature count>\255`, oldest first: balances is a JSON object
@@ -91,8 +102,30 @@ end
 -- Library functions as locals: a global and a field lookup fewer per call, in the hot path.
 local find, sub, match = string.find, string.sub, string.match
 
+-- Runs remembered per owner: a lost reply is still recognised after 7 other processes wrote the
+-- owner while its run reconnected (one or two write an owner when consumers partition by owner);
+-- ~35 bytes each, so at most ~280 bytes per owner. Runs that stopped are pushed out by new ones.
+local RUNS = 8
+local OUTCOME = { a = 'applied', d = 'duplicate', s = 'stale' }
+
+-- The runs list with `entry` first and `run`'s older entry dropped, at most RUNS entries.
+local function remember(runs, run, entry)
+  local out, kept = { '', entry }, 1
+  for e in string.gmatch(runs, '[^\255]+') do
+    if kept >= RUNS then break end
+    if string.sub(e, 1, #run + 1) ~= run .. ' ' then
+      out[#out + 1] = e
+      kept = kept + 1
+    end
+  end
+  out[#out + 1] = ''
+  return table.concat(out, '\255')
+end
+
 local args = cjson.decode(ARGV[1])
 local limit = ARGV[2]
+local run = ARGV[3]
+local mark = '\255' .. run .. ' '
 local replies = {}
 local now -- Redis TIME, read once per batch and only when a journal entry is written
 local stamped = 0 -- journal entries written by this batch so far
@@ -100,19 +133,19 @@ local a = 1
 
 for k = 1, #KEYS, 2 do
   local state_key, journal_key = KEYS[k], KEYS[k + 1]
-  local signature, capacity, order = args[a], args[a + 1], args[a + 2]
-  local track, scope, meta, n = args[a + 3] == 1, args[a + 4], args[a + 5], args[a + 6]
-  local first = a + 7 -- deltas: args[first .. first + 2n - 1]
+  local call, signature, capacity, order = args[a], args[a + 1], args[a + 2], args[a + 3]
+  local track, scope, meta, n = args[a + 4] == 1, args[a + 5], args[a + 6], args[a + 7]
+  local first = a + 8 -- deltas: args[first .. first + 2n - 1]
   a = first + 2 * n
 
   local scope_prefix = 't:' .. #scope .. ':' .. scope
-  local got
-  if scope == '' then
-    got = { redis.call('HGET', state_key, 's') }
+  local got -- s, r, then the scope totals of the deltas
+  if scope == '' or n == 0 then
+    got = redis.call('HMGET', state_key, 's', 'r')
   elseif n == 1 then
-    got = redis.call('HMGET', state_key, 's', scope_prefix .. args[first])
+    got = redis.call('HMGET', state_key, 's', 'r', scope_prefix .. args[first])
   else
-    local wanted = { 'HMGET', state_key, 's' }
+    local wanted = { 'HMGET', state_key, 's', 'r' }
     for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
     got = redis.call(unpack(wanted))
   end
@@ -127,15 +160,33 @@ for k = 1, #KEYS, 2 do
     seq, count = tonumber(seq), tonumber(count)
   end
 
-  local outcome = 'applied'
-  if find(window, '\255' .. signature .. '\255', 1, true) then outcome = 'duplicate' end
-  local judged = track and order or ''
-  if outcome == 'applied' and judged ~= '' and horizon ~= '' and cmp(judged, horizon) <= 0 then
-    outcome = 'stale'
+  local runs = got[2] or '\255'
+  local outcome, reply_seq, judged, replayed = 'applied', '', track and order or '', false
+  local at = find(runs, mark, 1, true)
+  if at then
+    local last, letter, last_seq = match(runs, '^(%d+) (%a)(%d*)\255', at + #mark)
+    -- Compared as numbers: a safe integer's decimal string reads back exactly.
+    local done, asked = tonumber(last), tonumber(call)
+    if last and done >= asked then
+      -- Sent again after a lost reply: answered as it was (an older call cannot come back, its
+      -- run sent the next one only after it settled; answered duplicate all the same).
+      replayed = true
+      if done == asked then
+        outcome, reply_seq = OUTCOME[letter], last_seq
+      else
+        outcome, reply_seq = 'duplicate', ''
+      end
+    end
   end
 
-  local reply_seq = ''
-  if outcome == 'applied' then
+  if not replayed then
+    if find(window, '\255' .. signature .. '\255', 1, true) then outcome = 'duplicate' end
+    if outcome == 'applied' and judged ~= '' and horizon ~= '' and cmp(judged, horizon) <= 0 then
+      outcome = 'stale'
+    end
+  end
+
+  if outcome == 'applied' and not replayed then
     -- Insert as newest; evict the oldest, one at a time, while over capacity (never a wholesale clear).
     window = window .. signature .. '\255'
     orders = orders .. judged .. ','
@@ -160,15 +211,16 @@ for k = 1, #KEYS, 2 do
       balances = cjson.encode(amounts)
     end
     local state = balances .. '\255' .. reply_seq .. ',' .. count .. ',' .. horizon .. ',' .. orders .. window
-    if scope == '' then
-      redis.call('HSET', state_key, 's', state)
+    runs = remember(runs, run, run .. ' ' .. call .. ' a' .. reply_seq)
+    if scope == '' or n == 0 then
+      redis.call('HSET', state_key, 's', state, 'r', runs)
     elseif n == 1 then
-      redis.call('HSET', state_key, 's', state, scope_prefix .. args[first], add(got[2] or '0', args[first + 1]))
+      redis.call('HSET', state_key, 's', state, 'r', runs, scope_prefix .. args[first], add(got[3] or '0', args[first + 1]))
     else
-      local set = { 'HSET', state_key, 's', state }
+      local set = { 'HSET', state_key, 's', state, 'r', runs }
       for i = first, a - 1, 2 do
         set[#set + 1] = scope_prefix .. args[i]
-        set[#set + 1] = add(got[2 + (i - first) / 2] or '0', args[i + 1])
+        set[#set + 1] = add(got[3 + (i - first) / 2] or '0', args[i + 1])
       end
       redis.call(unpack(set))
     end
@@ -195,6 +247,10 @@ for k = 1, #KEYS, 2 do
       end
       redis.call(unpack(xadd))
     end
+  end
+  if not replayed and outcome ~= 'applied' then
+    -- Remembered too: sent again after the signature left the window, a repeat would be applied.
+    redis.call('HSET', state_key, 'r', remember(runs, run, run .. ' ' .. call .. ' ' .. string.sub(outcome, 1, 1)))
   end
   -- The stored balances are cjson's own output (valid JSON), so the reply is spliced, not re-encoded.
   local was_new = ''

@@ -1,0 +1,49 @@
+import { InvalidArgumentError } from '../core/errors.js';
+import { jsonCopy } from '../core/json-copy.js';
+import { isPlainObject, nonEmptyStringArg, optionalOrder } from '../core/validate.js';
+import type { LedgerApplyCommand } from './store.js';
+
+/**
+ * Checks a store command's deltas as a direct caller may have built them (the ledger builds them
+ * right): `[field, bigint]` pairs, each field once. A field twice would be added twice to the
+ * balance and, on Redis, once to the scope total (the script reads every total before it writes
+ * any): refused, before anything changes, in every store alike.
+ */
+export function checkDeltaPairs(deltas: LedgerApplyCommand['deltas']): void {
+  const seen = new Set<string>();
+  for (const pair of deltas) {
+    if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'bigint') {
+      throw new InvalidArgumentError('deltas', '[field, bigint] pairs', pair);
+    }
+    if (seen.has(pair[0])) throw new InvalidArgumentError('deltas', 'each field once', pair[0]);
+    seen.add(pair[0]);
+  }
+}
+
+/**
+ * Checks a whole apply command as a direct caller of `Store.ledgerApply` may have built it (the
+ * ledger builds it right). A store that batches calls must refuse a malformed one before it joins
+ * a batch: one bad entry would fail the script for every caller in it, after the entries before it
+ * had been written (a script is not rolled back). Returns the command's `meta` as JSON text.
+ */
+export function checkApplyCommand(cmd: LedgerApplyCommand): string | undefined {
+  if (!isPlainObject(cmd)) throw new InvalidArgumentError('command', 'an object', cmd);
+  nonEmptyStringArg('ledger', cmd.ledger);
+  if (typeof cmd.capacity !== 'number' || !Number.isSafeInteger(cmd.capacity) || cmd.capacity <= 0) {
+    throw new InvalidArgumentError('capacity', 'a positive safe integer', cmd.capacity);
+  }
+  if (typeof cmd.horizon !== 'boolean') throw new InvalidArgumentError('horizon', 'a boolean', cmd.horizon);
+  nonEmptyStringArg('owner', cmd.owner);
+  nonEmptyStringArg('signature', cmd.signature);
+  if (!Array.isArray(cmd.deltas))
+    throw new InvalidArgumentError('deltas', '[field, bigint] pairs', cmd.deltas);
+  checkDeltaPairs(cmd.deltas);
+  for (const [field] of cmd.deltas) {
+    if (field === '__proto__')
+      throw new InvalidArgumentError('deltas', 'field names other than `__proto__`', field);
+    nonEmptyStringArg('deltas', field);
+  }
+  if (cmd.scope !== undefined) nonEmptyStringArg('scope', cmd.scope);
+  optionalOrder('order', cmd.order);
+  return cmd.meta === undefined ? undefined : JSON.stringify(jsonCopy(cmd.meta, 'meta'));
+}
