@@ -41,11 +41,14 @@ export function codeOf(spec: LimitSpec): string {
 
 /**
  * The last part of a limit's key: algorithm (with the sliding log's representation), window and
- * parameter. A limiter whose limit changes shape (another algorithm, window, bucket or burst, or a
+ * parameter (for GCRA also the rate). A limiter whose limit changes shape (another algorithm, window, bucket or burst, or a
  * sliding log crossing {@link STRING_LOG_MAX}) starts on fresh keys instead of reading a state of
  * another shape; the old keys run out on their TTL.
  */
 export function specSuffix(spec: LimitSpec): string {
   const base = `${codeOf(spec)}${spec.windowMs}`;
+  // GCRA's state is a time in units of window / limit: read under another rate it would be wrong
+  // (a burst given explicitly does not change with the rate), so its key names the rate too.
+  if (spec.algorithm === 'gcra') return `${base}.${spec.param}.${spec.limit}`;
   return spec.param > 0 ? `${base}.${spec.param}` : base;
 }

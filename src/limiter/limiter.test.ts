@@ -654,6 +654,61 @@ describe('createLimiter', () => {
     ).toThrow(/`window.slide`/);
   });
 
+  it('refuses options it would ignore or could not keep: inline fields beside limits, two buckets, too many buckets, a log past 2^52', async () => {
+    const { window } = await import('../core/window-config.js');
+    const limits = [{ algorithm: 'gcra', limit: 5, window: '1s' }] as const;
+    for (const [field, value] of [
+      ['algorithm', 'nope'],
+      ['limit', 'x'],
+      ['window', -5],
+      ['burst', 3],
+    ] as const) {
+      expect(() => createLimiter({ limits: [...limits], [field]: value } as never)).toThrow(
+        new RegExp(`\`${field}\` to be absent when \`limits\` is given`),
+      );
+    }
+    expect(() =>
+      createLimiter({
+        algorithm: 'sliding-window',
+        limit: 10,
+        window: window('1s').granularity('100ms'),
+        granularity: '500ms',
+      }),
+    ).toThrow(/`granularity` to be absent, or the window's own granularity \(100 ms\)/);
+    // The same bucket twice is no conflict.
+    expect(
+      createLimiter({
+        algorithm: 'sliding-window',
+        limit: 10,
+        window: window('1s').granularity('100ms'),
+        granularity: '100ms',
+      }).limits[0],
+    ).toMatchObject({ param: 100 });
+    expect(() =>
+      createLimiter({ algorithm: 'sliding-window', limit: 10, window: '1h', granularity: '100ms' }),
+    ).toThrow(/at most 4096 buckets per window/);
+    expect(
+      createLimiter({ algorithm: 'sliding-window', limit: 10, window: '1h', granularity: '1s' }).limits[0],
+    ).toMatchObject({ param: 1000 });
+    expect(() => createLimiter({ algorithm: 'sliding-log', limit: 2 ** 52 + 1, window: 1 })).toThrow(
+      /`limit` to be at most 2\^52 for a sliding log/,
+    );
+  });
+
+  it('gcra keeps a new rate apart from state counted at another rate (an explicit burst does not change with it)', async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = memoryStore({ clock });
+    const at = (limit: number) =>
+      createLimiter({ store, clock, algorithm: 'gcra', limit, burst: 2, window: '1s', blockCache: false });
+    const slow = at(1);
+    expect((await slow.take('k', { cost: 2 })).allowed).toBe(true); // the burst spent at 1/s
+    // At 1000/s the same burst refills in 2 ms: read with the old rate's state it would wait ~2 s.
+    const fast = at(1000);
+    expect((await fast.take('k', { cost: 2 })).allowed).toBe(true);
+    clock.advance(2);
+    expect((await fast.take('k', { cost: 2 })).allowed).toBe(true);
+  });
+
   it('accepts a window config: its granularity is the bucket', async () => {
     const { window } = await import('../core/window-config.js');
     const { limiter } = fixture({

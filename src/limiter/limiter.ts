@@ -1,4 +1,4 @@
-import { type Clock, systemClock, wholeMs } from '../core/clock.js';
+import { type Clock, systemClock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
@@ -12,6 +12,7 @@ import { limiterNamespace } from './keys.js';
 import { MemoryLimiterBackend } from './memory-backend.js';
 import { type LimitOptions, toSpec } from './options.js';
 import { type Fallback, RateLimiter } from './rate-limiter.js';
+import { limiterTime } from './time.js';
 import type { LimitSpec } from './types.js';
 
 /** What a limiter does when its store fails or does not answer in time. Never a silent fail-open. */
@@ -92,6 +93,9 @@ export interface LimiterInternals {
   onDegraded?: (error: unknown) => void;
 }
 
+// The options of one limit, given inline (createLimiter({ algorithm, limit, window })).
+const INLINE_LIMIT_FIELDS = ['algorithm', 'limit', 'window', 'granularity', 'burst', 'by', 'id'] as const;
+
 /**
  * Creates a rate limiter (DESIGN §3.5). Refusals are values (`allowed: false`) and charge
  * nothing; `retryAfterMs` is the exact wait.
@@ -117,6 +121,18 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       'a store with limiter support (memoryStore(), createRedisStore())',
       store,
     );
+  }
+  if (options.limits !== undefined) {
+    // Inline limit options beside `limits` would be ignored: refused by name.
+    for (const field of INLINE_LIMIT_FIELDS) {
+      if ((options as Record<string, unknown>)[field] !== undefined) {
+        throw new InvalidOptionError(
+          field,
+          'absent when `limits` is given (set it in each limit)',
+          (options as Record<string, unknown>)[field],
+        );
+      }
+    }
   }
   const rawLimits =
     options.limits !== undefined
@@ -219,13 +235,13 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
 }
 
 /**
- * A caller's clock whose readings are checked and whole: a number of milliseconds within the safe
- * integers (else a typed error), floored (limits work in whole milliseconds, as Redis's TTLs do:
+ * A caller's clock whose readings are checked and whole: a number of milliseconds in [0, 2^52)
+ * (else a typed error; see time.ts), floored (limits work in whole milliseconds, as Redis's TTLs do:
  * a fractional time would give `SET PX` a fractional TTL, and memory and Redis would round apart).
  */
 function checkedClock(clock: Clock): Clock {
   return {
-    now: () => wholeMs(clock.now(), 'clock.now()'),
+    now: () => limiterTime(clock.now(), 'clock.now()'),
   };
 }
 

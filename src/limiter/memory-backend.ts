@@ -1,11 +1,14 @@
-import { type Clock, wholeMs } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import { MATH } from './algorithms.js';
 import { type Decision, decide } from './decision.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitVerdict } from './types.js';
 
 interface Entry {
   state: unknown;
   expiresAt: number;
+  /** When the sweep may drop it: `expiresAt` plus the stores' slack (see time.ts), as Redis's TTL. */
+  sweepAt: number;
   /** The backend holding it: a memo from another backend is ignored. */
   readonly owner: object;
   /** Removed from the map (swept or reset): a memo pointing here is stale. */
@@ -14,7 +17,8 @@ interface Entry {
 
 // Expired states are dropped by a full pass once the takes since the last pass reach the map's
 // size (at least SWEEP_MIN): amortised one entry visited per take, memory proportional to the
-// keys active within one window, no timer per key (rate-limiter-flexible's memory limiter pays
+// keys active within one window plus the slack (1 s; 10 min for times passed in: see time.ts, the
+// same as Redis's TTLs, so both stores forget a state at the same time), no timer per key (rate-limiter-flexible's memory limiter pays
 // one setTimeout per key) and no allocation per visit (Map#forEach; an iterator stepped a few
 // entries per take allocated two objects per entry). The pass is O(keys): ~10 ms per million.
 const SWEEP_MIN = 1024;
@@ -46,7 +50,12 @@ export class MemoryLimiterBackend {
   /** One multi-limit decision, answered as a store reply. */
   take({ limits, cost, now: given }: LimiterTakeCommand): LimiterTakeReply {
     const now = given ?? storeNow(this.#clock);
-    const verdicts = this.#settle(limits, cost, now);
+    const verdicts = this.#settle(
+      limits,
+      cost,
+      now,
+      given === undefined ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS,
+    );
     return { now, allowed: allAllowed(verdicts), verdicts };
   }
 
@@ -56,7 +65,12 @@ export class MemoryLimiterBackend {
    */
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
     const now = given ?? storeNow(this.#clock);
-    const verdicts = this.#settle(limits, cost, now);
+    const verdicts = this.#settle(
+      limits,
+      cost,
+      now,
+      given === undefined ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS,
+    );
     return decide(now, allAllowed(verdicts), verdicts, undefined);
   }
 
@@ -101,7 +115,7 @@ export class MemoryLimiterBackend {
   }
 
   // Every limit's verdict at `now`; the cost is charged to all of them when all admit it.
-  #settle(limits: readonly LimitCall[], cost: number, now: number): LimitVerdict[] {
+  #settle(limits: readonly LimitCall[], cost: number, now: number, slack: number): LimitVerdict[] {
     if (++this.#sinceSweep >= SWEEP_MIN && this.#sinceSweep >= this.#entries.size) this.#sweep(now);
     const verdicts: LimitVerdict[] = new Array(limits.length);
     let allowed = true;
@@ -133,12 +147,13 @@ export class MemoryLimiterBackend {
         const state = math.commit(spec, live, now, cost);
         const expiresAt = math.expiresAt(spec, state);
         if (entry === undefined) {
-          const created: Entry = { state, expiresAt, owner: this, dead: false };
+          const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
           this.#entries.set(call.key, created);
           call.handle = created;
         } else {
           entry.state = state;
           entry.expiresAt = expiresAt;
+          entry.sweepAt = expiresAt + slack;
         }
       }
     }
@@ -155,7 +170,7 @@ function retire(entry: Entry): void {
 
 // Map#forEach callback of the sweep (`this` is the time): module-level, so a sweep allocates nothing.
 function sweepEntry(this: number, entry: Entry, key: string, map: Map<string, Entry>): void {
-  if (entry.expiresAt <= this) {
+  if (entry.sweepAt <= this) {
     map.delete(key);
     retire(entry);
   }
@@ -171,7 +186,7 @@ function allAllowed(verdicts: readonly LimitVerdict[]): boolean {
  * store failure: the limiter's degraded policy decides what happens next.
  */
 function storeNow(clock: Clock): number {
-  return wholeMs(clock.now(), 'store clock.now()');
+  return limiterTime(clock.now(), 'store clock.now()');
 }
 
 /** True when `key` (`{<namespace>:...}...` or `{<namespace>}...`) belongs to `namespace`. */

@@ -19,6 +19,12 @@ export interface SlidingLogState {
  * cost of the entries younger than the window plus its own is at most `limit`, so no window of
  * that length (anywhere on the time line) ever holds more than `limit` admitted cost. Memory is
  * O(entries in a window), up to `limit` entries: use it for small limits where exactness matters.
+ *
+ * A clock that steps back behind the newest entry decides and records at that entry's time, as
+ * the fixed and bucketed windows stay in their newest window: the log's timeline never moves
+ * back, so entries it already dropped stay dropped and the bound holds on it (a request recorded
+ * at an earlier time than one already admitted would share a window with entries the later one
+ * had pruned). A wait (`retryAfterMs`) still counts from the clock's own reading.
  */
 export const slidingLog: AlgorithmMath<SlidingLogState> = {
   decide(spec, state, now, cost): LimitVerdict {
@@ -30,7 +36,8 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
         : verdict(spec, false, L, now, Number.POSITIVE_INFINITY);
     }
     const { times, costs } = state;
-    const cutoff = now - W; // an entry at t counts while t > now - window
+    const at = timeOf(state, now);
+    const cutoff = at - W; // an entry at t counts while t > at - window
     let live = state.total;
     let i = state.head;
     while (i < times.length && (times[i] as number) <= cutoff) {
@@ -39,7 +46,7 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
     }
     const newest = i < times.length ? (times[times.length - 1] as number) : undefined;
     if (live + cost <= L) {
-      const last = cost > 0 ? Math.max(newest ?? now, now) : newest;
+      const last = cost > 0 ? at : newest;
       return verdict(spec, true, L - live - cost, last === undefined ? now : last + W, 0);
     }
     let retryAfterMs = Number.POSITIVE_INFINITY;
@@ -57,7 +64,8 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
   },
   commit(spec, state, now, cost) {
     const s = state ?? { times: [], costs: undefined, head: 0, total: 0 };
-    const cutoff = now - spec.windowMs;
+    const at = timeOf(s, now);
+    const cutoff = at - spec.windowMs;
     while (s.head < s.times.length && (s.times[s.head] as number) <= cutoff) {
       s.total -= s.costs === undefined ? 1 : (s.costs[s.head] as number);
       s.head++;
@@ -71,19 +79,18 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
     if (cost === 0) return s;
     // The first entry of another cost: from now on every entry has its cost recorded.
     if (cost !== 1 && s.costs === undefined) s.costs = s.times.map(() => 1);
-    let at = s.times.length;
-    // A clock that steps back inserts in time order (the Redis twin does too, in either form).
-    while (at > s.head && (s.times[at - 1] as number) > now) at--;
-    if (at === s.times.length) {
-      s.times.push(now);
-      s.costs?.push(cost);
-    } else {
-      s.times.splice(at, 0, now);
-      s.costs?.splice(at, 0, cost);
-    }
+    // Never behind the newest entry (see timeOf): the log stays in time order by appending.
+    s.times.push(at);
+    s.costs?.push(cost);
     s.total += cost;
     return s;
   },
   expiresAt: (spec, state) =>
     state.head < state.times.length ? (state.times[state.times.length - 1] as number) + spec.windowMs : 0,
 };
+
+/** The log's time at `now`: the newest entry's when the clock stands behind it (see slidingLog). */
+function timeOf(state: SlidingLogState, now: number): number {
+  const newest = state.times.length > state.head ? (state.times[state.times.length - 1] as number) : now;
+  return newest > now ? newest : now;
+}

@@ -108,6 +108,18 @@ describe('createTenantRegistry', () => {
 });
 
 describe('tenant registry listeners', () => {
+  it("a policy's own store or name is refused by name, not dropped", () => {
+    const tenants = createTenantRegistry({ store: memoryStore() });
+    const policy = { algorithm: 'gcra', limit: 1, window: '1s' } as const;
+    expect(() => tenants.init('acme', { ...policy, store: memoryStore() } as never)).toThrow(
+      /`policy.store` to be absent/,
+    );
+    expect(() => tenants.init('acme', { ...policy, name: 'other' } as never)).toThrow(
+      /`policy.name` to be absent/,
+    );
+    expect(tenants.tenants()).toEqual([]);
+  });
+
   it('a listener that throws breaks nothing: the decision and the close stand, its error is rethrown on a microtask', async () => {
     const rethrown: (() => void)[] = [];
     vi.stubGlobal('queueMicrotask', (fn: () => void) => rethrown.push(fn));

@@ -90,6 +90,18 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
       const id = open(tenant);
       if (!isPlainObject(policy))
         throw new InvalidArgumentError('policy', 'limiter options without store', policy);
+      // The registry's store and the tenant's own key space are used: a policy's would be ignored.
+      for (const field of ['store', 'name'] as const) {
+        if ((policy as Record<string, unknown>)[field] !== undefined) {
+          throw new InvalidArgumentError(
+            `policy.${field}`,
+            field === 'store'
+              ? "absent: the registry's store is used"
+              : 'absent: the tenant id names its limiter',
+            (policy as Record<string, unknown>)[field],
+          );
+        }
+      }
       const limiter = createLimiter(
         { ...(policy as TenantPolicy), store },
         {

@@ -1,5 +1,6 @@
-import { StoreError } from '../core/errors.js';
+import { InvalidArgumentError, StoreError } from '../core/errors.js';
 import { codeOf } from '../limiter/algorithms.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
 import type {
   LimitCall,
   LimiterTakeCommand,
@@ -17,16 +18,11 @@ import { groupBySlot } from './slot.js';
 // of server time here), so 128 hold the server for a few milliseconds at most.
 const MAX_BATCH = 128;
 
-// Added to every key's TTL. The TTL is garbage collection only (a state read after its time
-// decides as empty), but a key dropped while its time still counts would forget admissions.
-// On Redis's own time (TIME) the TTL and the decisions share one clock: 1 s covers rounding.
-const TTL_SLACK_MS = 1000;
-// In client-clock mode time comes from the callers, and Redis expires keys on its own clock: a
-// caller's clock running behind Redis's by more than the slack would see its state vanish early.
-// NTP-synchronised hosts differ by < 100 ms; the slack is sized for the other use of this mode,
-// tests that drive Redis and memory with one fake clock: such a clock may stand still for as long
-// as a test runs (minutes), so 10 minutes. It costs only memory: keys outlive their window by it.
-const CLIENT_TTL_SLACK_MS = 600_000;
+// Added to every key's TTL (see src/limiter/time.ts, shared with the memory store, which keeps a
+// state in its map as long): the TTL is garbage collection only, but a key dropped while a clock
+// that stepped back still counts its time would forget admissions.
+const TTL_SLACK_MS = STATE_SLACK_MS;
+const CLIENT_TTL_SLACK_MS = CLIENT_STATE_SLACK_MS;
 
 /** One queued decision: its calls, keys (with the prefix), time ('' for Redis TIME) and cost. */
 interface TakeItem extends BatchItem<LimiterTakeReply> {
@@ -133,6 +129,12 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
 
   return {
     take({ limits, cost, now }) {
+      // Checked before the call joins a batch: a time the script cannot number (see time.ts) or a
+      // cost that is not a count would fail the script for every decision batched with it.
+      if (now !== undefined) limiterTime(now, 'now');
+      if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+        throw new InvalidArgumentError('cost', 'a non-negative safe integer', cost);
+      }
       const keys: string[] = [];
       for (const call of limits) keys.push(keyOf(call));
       return new Promise<LimiterTakeReply>((resolve, reject) =>

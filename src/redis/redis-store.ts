@@ -314,7 +314,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       try {
         return limiter.take(cmd);
       } catch (err) {
-        return Promise.reject(new StoreError('limiterTake', err));
+        // A malformed command is the caller's error, as in the memory store; anything else the store's.
+        return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('limiterTake', err));
       }
     },
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace)),

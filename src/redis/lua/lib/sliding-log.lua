@@ -10,7 +10,9 @@
 -- The sliding log: '<total>,<newest>|' and then one '<time>:<cost>,' per admitted request still
 -- (or lately) in the window, times ascending; total is the sum of the costs, newest the last time.
 -- Expired entries are skipped from the front (each is parsed once more at most, then dropped by
--- the next write); a clock that stepped back inserts in time order, like the memory model.
+-- the next write). A clock that stepped back behind the newest entry decides and records at the
+-- newest entry's time (`at`), like the memory model: the log's timeline never moves back, so an
+-- entry is always appended, and a wait still counts from the clock's own reading (`now`).
 -- When a sliding log is empty again with no more requests: its newest live entry (`newest`, nil
 -- when none) leaves the window, or this request's entry when it is admitted with a cost > 0.
 -- Shared by both forms of the log (string and sorted set).
@@ -27,11 +29,12 @@ local function sliding_log(key, L, W, cost, now)
     local reset = log_reset(nil, now, W, cost)
     return true, L - cost, reset, 0, key, int(cost) .. ',' .. int(now) .. '|' .. int(now) .. ':' .. int(cost) .. ',', ttl(reset, now)
   end
-  local cutoff = now - W -- an entry at t counts while t > now - window
   local comma = find(v, ',', 1, true)
   local bar = find(v, '|', comma + 1, true)
   local live = tonumber(sub(v, 1, comma - 1))
   local newest = tonumber(sub(v, comma + 1, bar - 1))
+  local at = max(newest, now)
+  local cutoff = at - W -- an entry at t counts while t > at - window
   local pos, n = bar + 1, #v
   while pos <= n do
     local colon = find(v, ':', pos, true)
@@ -42,24 +45,9 @@ local function sliding_log(key, L, W, cost, now)
   end
   if pos > n then newest = nil end
   if live + cost <= L then
-    local reset = log_reset(newest, now, W, cost)
-    local rest = sub(v, pos)
-    local entry = int(now) .. ':' .. int(cost) .. ','
-    local top = now
-    if newest and newest > now then
-      -- The clock stepped back: insert after the entries at or before now (one is later: newest).
-      top = newest
-      local p = 1
-      while true do
-        local colon = find(rest, ':', p, true)
-        if tonumber(sub(rest, p, colon - 1)) > now then break end
-        p = find(rest, ',', colon + 1, true) + 1
-      end
-      rest = sub(rest, 1, p - 1) .. entry .. sub(rest, p)
-    else
-      rest = rest .. entry
-    end
-    return true, L - live - cost, reset, 0, key, int(live + cost) .. ',' .. int(top) .. '|' .. rest, ttl(reset, now)
+    local reset = log_reset(newest, at, W, cost)
+    local rest = sub(v, pos) .. int(at) .. ':' .. int(cost) .. ','
+    return true, L - live - cost, reset, 0, key, int(live + cost) .. ',' .. int(at) .. '|' .. rest, ttl(reset, now)
   end
   local retry = -1
   if cost <= L then
@@ -86,40 +74,39 @@ end
 local META = 4503599627370496
 local BELOW_META = '(' .. string.format('%.0f', META) -- '..' would print 4.5035996273705e+15
 local function sliding_log_zset(zkey, L, W, cost, now)
-  local cutoff = now - W
   local total, seq, last, oldest = 0, 0, nil, nil
   local m = redis.call('ZMSCORE', zkey, '#t', '#s', '#l', '#o')
   if m[1] then
     total, seq = tonumber(m[1]) - META, tonumber(m[2]) - META
     last, oldest = tonumber(m[3]) - META, tonumber(m[4]) - META
   end
+  local at = now -- the log's time: never behind its newest entry (see the string form)
+  if last and last > now then at = last end
+  local cutoff = at - W
   local live = total
   local expired = nil
   if total > 0 and oldest <= cutoff then
     expired = redis.call('ZRANGEBYSCORE', zkey, '-inf', cutoff)
     for _, e in ipairs(expired) do live = live - tonumber(string.match(e, ':(%d+)$')) end
   end
-  -- The newest entry is the newest ever written, unless the clock stepped back (then it was
-  -- inserted before the newest, which stays newest): `last` is always the highest entry score.
+  -- The newest entry is the newest ever written (`last`): entries are recorded at `at`.
   local newest = nil
   if live > 0 then newest = last end
   if live + cost <= L then
-    local reset = log_reset(newest, now, W, cost)
+    local reset = log_reset(newest, at, W, cost)
     return true, L - live - cost, reset, 0, nil, nil, nil, function()
-      local first = now
+      local first = at
       if expired then
         redis.call('ZREMRANGEBYSCORE', zkey, '-inf', cutoff)
         local head = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
         local h = tonumber(head[2])
-        if h < META then first = math.min(h, now) end
+        if h < META then first = h end
       elseif live > 0 then
-        first = math.min(oldest, now)
+        first = oldest
       end
       seq = seq + 1
-      local top = now
-      if newest and newest > now then top = newest end
-      redis.call('ZADD', zkey, now, int(seq) .. ':' .. int(cost), META + live + cost, '#t', META + seq, '#s',
-        META + top, '#l', META + first, '#o')
+      redis.call('ZADD', zkey, at, int(seq) .. ':' .. int(cost), META + live + cost, '#t', META + seq, '#s',
+        META + at, '#l', META + first, '#o')
       expire(zkey, reset, now)
     end
   end
