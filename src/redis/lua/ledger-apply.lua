@@ -108,12 +108,21 @@ local find, sub, match = string.find, string.sub, string.match
 local RUNS = 8
 local OUTCOME = { a = 'applied', d = 'duplicate', s = 'stale' }
 
--- The runs list with `entry` first and `run`'s older entry dropped, at most RUNS entries.
-local function remember(runs, run, entry)
+local args = cjson.decode(ARGV[1])
+local limit = ARGV[2]
+local run = ARGV[3]
+local mark = '\255' .. run .. ' '
+
+-- The runs list with this run's `entry` first and its older entry dropped, at most RUNS entries.
+local function remember(runs, entry)
+  if sub(runs, 1, #mark) == mark then
+    -- This run wrote the owner last (the common case: one writer per owner): replaced in place.
+    return '\255' .. entry .. sub(runs, (find(runs, '\255', #mark + 1, true)))
+  end
   local out, kept = { '', entry }, 1
   for e in string.gmatch(runs, '[^\255]+') do
     if kept >= RUNS then break end
-    if string.sub(e, 1, #run + 1) ~= run .. ' ' then
+    if sub(e, 1, #run + 1) ~= run .. ' ' then
       out[#out + 1] = e
       kept = kept + 1
     end
@@ -121,11 +130,6 @@ local function remember(runs, run, entry)
   out[#out + 1] = ''
   return table.concat(out, '\255')
 end
-
-local args = cjson.decode(ARGV[1])
-local limit = ARGV[2]
-local run = ARGV[3]
-local mark = '\255' .. run .. ' '
 local replies = {}
 local now -- Redis TIME, read once per batch and only when a journal entry is written
 local stamped = 0 -- journal entries written by this batch so far
@@ -211,7 +215,7 @@ for k = 1, #KEYS, 2 do
       balances = cjson.encode(amounts)
     end
     local state = balances .. '\255' .. reply_seq .. ',' .. count .. ',' .. horizon .. ',' .. orders .. window
-    runs = remember(runs, run, run .. ' ' .. call .. ' a' .. reply_seq)
+    runs = remember(runs, run .. ' ' .. call .. ' a' .. reply_seq)
     if scope == '' or n == 0 then
       redis.call('HSET', state_key, 's', state, 'r', runs)
     elseif n == 1 then
@@ -250,7 +254,7 @@ for k = 1, #KEYS, 2 do
   end
   if not replayed and outcome ~= 'applied' then
     -- Remembered too: sent again after the signature left the window, a repeat would be applied.
-    redis.call('HSET', state_key, 'r', remember(runs, run, run .. ' ' .. call .. ' ' .. string.sub(outcome, 1, 1)))
+    redis.call('HSET', state_key, 'r', remember(runs, run .. ' ' .. call .. ' ' .. string.sub(outcome, 1, 1)))
   end
   -- The stored balances are cjson's own output (valid JSON), so the reply is spliced, not re-encoded.
   local was_new = ''
