@@ -13,6 +13,7 @@ import {
   orderToString,
   positiveInt,
 } from '../core/validate.js';
+import { MAX_DELTAS } from '../store/apply-command.js';
 import { memoryStore } from '../store/memory-store.js';
 import type {
   Balances,
@@ -224,11 +225,6 @@ class ExactLedger implements Ledger {
     };
   }
 }
-
-// 1 000 fields per entry: an entry books a handful (coins, bonus, fees), and the Redis script
-// passes an entry's fields to XADD and HSET as arguments: Lua's unpack() stops near 8 000 values
-// (2 per field), and a script that fails half-way is not rolled back.
-const MAX_DELTAS = 1000;
 
 function checkQuery(query: JournalQuery): JournalQuery {
   if (!isPlainObject(query)) throw new InvalidArgumentError('query', 'an object', query);

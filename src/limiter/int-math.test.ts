@@ -47,3 +47,21 @@ describe('memory limiter backend', () => {
     expect(backend.size).toBe(0);
   });
 });
+
+describe('memory limiter backend slack', () => {
+  it('keeps a state passed-in time wrote for the slack it was made with: 10 min for a shared store, 1 s for the local fallback', () => {
+    const spec = { id: 'x', algorithm: 'fixed-window', limit: 5, windowMs: 1000, param: 0 } as const;
+    const sizeAfter = (backend: MemoryLimiterBackend, clock: FakeClock) => {
+      for (let i = 0; i < 2000; i++)
+        backend.take({ limits: [{ spec, key: `{l:ip:${i}}:x` }], cost: 1, now: clock.now() });
+      clock.advance(5_000); // every window long over
+      for (let i = 0; i < 2001; i++)
+        backend.take({ limits: [{ spec, key: '{l:hot}:x' }], cost: 0, now: clock.now() });
+      return backend.size;
+    };
+    const shared = new FakeClock(1_000_000);
+    expect(sizeAfter(new MemoryLimiterBackend(shared), shared)).toBe(2000);
+    const local = new FakeClock(1_000_000);
+    expect(sizeAfter(new MemoryLimiterBackend(local, STATE_SLACK_MS), local)).toBe(0);
+  });
+});

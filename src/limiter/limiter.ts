@@ -12,7 +12,7 @@ import { limiterNamespace } from './keys.js';
 import { MemoryLimiterBackend } from './memory-backend.js';
 import { type LimitOptions, toSpec } from './options.js';
 import { type Fallback, RateLimiter } from './rate-limiter.js';
-import { limiterTime } from './time.js';
+import { limiterTime, STATE_SLACK_MS } from './time.js';
 import type { LimitSpec } from './types.js';
 
 /** What a limiter does when its store fails or does not answer in time. Never a silent fail-open. */
@@ -191,7 +191,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       throw new InvalidOptionError('degraded.share', 'a number in (0, 1], e.g. 1 / nodes', share);
     }
     fallback = {
-      backend: new MemoryLimiterBackend(local),
+      backend: new MemoryLimiterBackend(local, STATE_SLACK_MS),
       specs: specs.map((s, i) => {
         // A node's share is what it may admit alone; rounding it up to 1 would let the nodes
         // together exceed the limit, so a share below one request is refused here.

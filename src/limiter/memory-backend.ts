@@ -36,10 +36,18 @@ const SWEEP_MIN = 1024;
 export class MemoryLimiterBackend {
   readonly #clock: Clock;
   readonly #entries = new Map<string, Entry>();
+  readonly #givenSlack: number;
   #sinceSweep = 0;
 
-  constructor(clock: Clock) {
+  /**
+   * `givenSlack`: how long past its expiry a state is kept when the time was passed in (see
+   * time.ts). A store shared with callers that pass their own clock keeps it as Redis does; the
+   * limiter's local fallback, whose time is always its own, keeps states no longer than on the
+   * store's own clock (during an outage it may hold one state per client IP).
+   */
+  constructor(clock: Clock, givenSlack = CLIENT_STATE_SLACK_MS) {
     this.#clock = clock;
+    this.#givenSlack = givenSlack;
   }
 
   /** Keys held (expired ones are dropped as the sweep passes them). */
@@ -49,13 +57,9 @@ export class MemoryLimiterBackend {
 
   /** One multi-limit decision, answered as a store reply. */
   take({ limits, cost, now: given }: LimiterTakeCommand): LimiterTakeReply {
-    const now = given ?? storeNow(this.#clock);
-    const verdicts = this.#settle(
-      limits,
-      cost,
-      now,
-      given === undefined ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS,
-    );
+    // A store command may come from any caller: its time is checked as the limiter checks its clock.
+    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     return { now, allowed: allAllowed(verdicts), verdicts };
   }
 
@@ -65,12 +69,7 @@ export class MemoryLimiterBackend {
    */
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
     const now = given ?? storeNow(this.#clock);
-    const verdicts = this.#settle(
-      limits,
-      cost,
-      now,
-      given === undefined ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS,
-    );
+    const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     return decide(now, allAllowed(verdicts), verdicts, undefined);
   }
 

@@ -131,14 +131,14 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     take({ limits, cost, now }) {
       // Checked before the call joins a batch: a time the script cannot number (see time.ts) or a
       // cost that is not a count would fail the script for every decision batched with it.
-      if (now !== undefined) limiterTime(now, 'now');
+      const at = now === undefined ? '' : limiterTime(now, 'now');
       if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
         throw new InvalidArgumentError('cost', 'a non-negative safe integer', cost);
       }
       const keys: string[] = [];
       for (const call of limits) keys.push(keyOf(call));
       return new Promise<LimiterTakeReply>((resolve, reject) =>
-        enqueue({ limits, keys, now: now ?? '', cost, resolve, reject }),
+        enqueue({ limits, keys, now: at, cost, resolve, reject }),
       );
     },
 

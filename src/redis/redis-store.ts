@@ -120,6 +120,10 @@ export interface RedisStoreOptions {
 // pair and process, not once per apply. 50 000 owners x ~300 bytes (two keys, a small Set) =
 // ~15 MB per process at most; a forgotten owner costs one more idempotent SADD, never a wrong answer.
 const REGISTERED_CACHE = 50_000;
+// A registration that failed after its script had run is retried at 1, 2, 4 ... 32 s: ioredis
+// reconnects within that, and past it the owner's own next apply registers it before its script.
+const REGISTER_RETRY_MS = 1000;
+const REGISTER_RETRY_MAX_MS = 32_000;
 
 /**
  * The ledger on Redis or Redis Cluster: every apply is one Lua script on the owner's hash slot
@@ -217,7 +221,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
             item.memo.inLedger = false;
             item.memo.scopes.clear();
           }
-          await register(lost);
+          try {
+            await register(lost);
+          } catch {
+            // The script has run: its answers stand (a rejection would make callers retry what
+            // was applied, with new call numbers the replay check cannot recognise). The owners
+            // stay unregistered here, so their next batch registers them before its script, and
+            // the SADDs are retried meanwhile.
+            registerLater(lost, REGISTER_RETRY_MS);
+          }
         }
         return replies.map(toApplyResult);
       } catch (err) {
@@ -259,6 +271,17 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     if (members.size === 0) return;
     await Promise.all([...members].map(([key, owners]) => client.call('SADD', key, ...owners)));
     for (const mark of marks) mark();
+  }
+
+  // Retries the registrations of owners whose script has run, backing off, until they succeed or
+  // the owners' own next batch made them (register() skips what is registered).
+  function registerLater(items: readonly ApplyItem[], delayMs: number): void {
+    const timer = setTimeout(() => {
+      register(items).catch(() => {
+        if (delayMs < REGISTER_RETRY_MAX_MS) registerLater(items, delayMs * 2);
+      });
+    }, delayMs);
+    timer.unref?.();
   }
 
   async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {

@@ -3,6 +3,12 @@ import { jsonCopy } from '../core/json-copy.js';
 import { isPlainObject, nonEmptyStringArg, optionalOrder } from '../core/validate.js';
 import type { LedgerApplyCommand } from './store.js';
 
+// 1 000 fields per entry: an entry books a handful (coins, bonus, fees), and the Redis script
+// passes an entry's fields to XADD and HSET as arguments: Lua's unpack() stops near 8 000 values
+// (2 per field), and a script that fails half-way is not rolled back. The ledger and every store
+// refuse more.
+export const MAX_DELTAS = 1000;
+
 /**
  * Checks a store command's deltas as a direct caller may have built them (the ledger builds them
  * right): `[field, bigint]` pairs, each field once. A field twice would be added twice to the
@@ -37,6 +43,9 @@ export function checkApplyCommand(cmd: LedgerApplyCommand): string | undefined {
   nonEmptyStringArg('signature', cmd.signature);
   if (!Array.isArray(cmd.deltas))
     throw new InvalidArgumentError('deltas', '[field, bigint] pairs', cmd.deltas);
+  if (cmd.deltas.length > MAX_DELTAS) {
+    throw new InvalidArgumentError('deltas', `at most ${MAX_DELTAS} fields`, cmd.deltas.length);
+  }
   checkDeltaPairs(cmd.deltas);
   for (const [field] of cmd.deltas) {
     if (field === '__proto__')

@@ -151,8 +151,13 @@ class MemoryStore implements Store {
     try {
       return Promise.resolve(this.#limiter.take(cmd));
     } catch (err) {
-      // E.g. the store's clock answered NaN: nothing was decided or charged.
-      return Promise.reject(new StoreError('limiterTake', err));
+      // A malformed command (a time out of range) is the caller's error; anything else, e.g. the
+      // store's clock answering NaN, the store's. Nothing was decided or charged either way.
+      return Promise.reject(
+        err instanceof InvalidArgumentError && cmd.now !== undefined
+          ? err
+          : new StoreError('limiterTake', err),
+      );
     }
   }
 

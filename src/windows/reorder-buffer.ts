@@ -63,9 +63,7 @@ const REJECTED = constant<never>('rejected');
 export class ReorderBuffer<T> {
   readonly capacity: number;
   readonly overflow: 'advance' | 'reject';
-  get maxMissing(): number {
-    return this.#missing.max;
-  }
+  readonly maxMissing: number;
   readonly #fixedTimeoutMs: number;
   #adaptive: AdaptiveTimeout | undefined;
   readonly #adaptiveOptions: AdaptiveTimeoutOptions;
@@ -100,7 +98,8 @@ export class ReorderBuffer<T> {
     if (this.overflow !== 'advance' && this.overflow !== 'reject') {
       throw new InvalidOptionError('overflow', "'advance' or 'reject'", options.overflow);
     }
-    this.#missing = new MissingSet(nonNegativeInt('maxMissing', options.maxMissing ?? DEFAULT_MAX_MISSING));
+    this.maxMissing = nonNegativeInt('maxMissing', options.maxMissing ?? DEFAULT_MAX_MISSING);
+    this.#missing = new MissingSet(this.maxMissing);
     this.#clock = options.clock ?? anchoredClock();
     if (typeof this.#clock?.now !== 'function') {
       throw new InvalidOptionError('clock', 'an object with now()', options.clock);

@@ -3,6 +3,7 @@
 // script ran, and re-sent by ioredis once it reconnects, however late; registry writes lost with a
 // restart; a malformed direct store call in a batch shared with valid ones. The memory store is the
 // model each outcome is compared with.
+import { EventEmitter } from 'node:events';
 import { rmSync } from 'node:fs';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -201,12 +202,82 @@ describe('ledger on Redis across lost replies and lost connections', () => {
     }
   });
 
+  it('a re-registration that fails after the script ran does not turn its applied answer into an error', async () => {
+    const p = prefix('reregister');
+    // A client whose connection drops while a script runs (the reply still arrives, as after
+    // ioredis's re-send), and whose next SADD fails (reconnection attempts exhausted).
+    class Flaky extends EventEmitter {
+      dropDuringScript = false;
+      failSadd = false;
+      sadds = 0;
+      async call(command: string, ...args: (string | number)[]) {
+        if (command === 'SADD') {
+          this.sadds++;
+          if (this.failSadd) {
+            this.failSadd = false;
+            throw new Error('Connection is closed.');
+          }
+        }
+        if ((command === 'EVALSHA' || command === 'EVAL') && this.dropDuringScript) {
+          this.dropDuringScript = false;
+          const reply = await direct.call(command, ...args);
+          this.emit('close');
+          this.failSadd = true;
+          return reply;
+        }
+        return direct.call(command, ...args);
+      }
+    }
+    const flaky = new Flaky();
+    const ledger = createLedger({ store: createRedisStore({ client: flaky, prefix: p }), capacity: 1 });
+    await ledger.apply({ owner: 'p', signature: 'warm', deltas: { coins: 0 }, scope: 'A' });
+    flaky.dropDuringScript = true;
+    const answer = await ledger.apply({
+      owner: 'p',
+      signature: 'settle-1',
+      deltas: { coins: 100 },
+      scope: 'A',
+    });
+    expect(answer.outcome).toBe('applied');
+    expect(answer.balances).toEqual({ coins: 100n });
+    // The owner's next apply registers it again before its script (the retry in the background may too).
+    const sadds = flaky.sadds;
+    await ledger.apply({ owner: 'p', signature: 'settle-2', deltas: { coins: 1 }, scope: 'A' });
+    expect(flaky.sadds).toBeGreaterThan(sadds);
+    expect(await direct.smembers(`${p}{default|A}:owners`)).toEqual(['p']);
+    expect(await ledger.totals('A')).toEqual({ coins: 101n });
+  });
+
+  it('a direct limiter take with a fractional or out-of-range time fails alone, or is taken whole, as in memory', async () => {
+    const spec = { id: 'x', algorithm: 'fixed-window', limit: 5, windowMs: 1000, param: 0 } as const;
+    const p = prefix('limiter-now');
+    for (const store of [memoryStore(), createRedisStore({ client: direct, prefix: p })] as Store[]) {
+      const take = (key: string, now: number) =>
+        (store.limiterTake as NonNullable<Store['limiterTake']>)({
+          limits: [{ spec, key: `{l:${key}}:x` }],
+          cost: 1,
+          now,
+        });
+      const answers = await Promise.allSettled([
+        take('a', 1_000_000),
+        take('b', 1_000_000.5),
+        take('c', 2 ** 52),
+        take('d', 1_000_000),
+      ]);
+      expect(answers.map((a) => a.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      expect(((answers[2] as PromiseRejectedResult).reason as { code: string }).code).toBe(
+        'ERR_INVALID_ARGUMENT',
+      );
+      expect((answers[1] as PromiseFulfilledResult<{ now: number }>).value.now).toBe(1_000_000);
+    }
+  });
+
   it('a malformed direct store call fails alone: the valid calls batched with it are applied, and it changes nothing', async () => {
     // The memory store decides each call alone (nothing is batched), and what it cannot take it refuses
     // too; the Redis store checks every field before a call joins a batch.
     const stores: [Store, number][] = [
       [memoryStore(), 2],
-      [createRedisStore({ client: direct, prefix: prefix('bad') }), 5],
+      [createRedisStore({ client: direct, prefix: prefix('bad') }), 6],
     ];
     for (const [store, checked] of stores) {
       const valid = (owner: string) => ({
@@ -223,6 +294,7 @@ describe('ledger on Redis across lost replies and lost connections', () => {
         { ...valid('carol'), scope: '' },
         { ...valid('carol'), meta: { n: 1n } },
         { ...valid('carol'), owner: '\ud800' },
+        { ...valid('carol'), deltas: Array.from({ length: 1001 }, (_, i) => [`f${i}`, 1n]) },
       ];
       for (const command of bad.slice(0, checked)) {
         const answers = await Promise.allSettled([

@@ -117,7 +117,8 @@ local mark = '\255' .. run .. ' '
 local function remember(runs, entry)
   if sub(runs, 1, #mark) == mark then
     -- This run wrote the owner last (the common case: one writer per owner): replaced in place.
-    return '\255' .. entry .. sub(runs, (find(runs, '\255', #mark + 1, true)))
+    local rest = find(runs, '\255', #mark + 1, true)
+    if rest then return '\255' .. entry .. sub(runs, rest) end
   end
   local out, kept = { '', entry }, 1
   for e in string.gmatch(runs, '[^\255]+') do
@@ -171,7 +172,8 @@ for k = 1, #KEYS, 2 do
     local last, letter, last_seq = match(runs, '^(%d+) (%a)(%d*)\255', at + #mark)
     -- Compared as numbers: a safe integer's decimal string reads back exactly.
     local done, asked = tonumber(last), tonumber(call)
-    if last and done >= asked then
+    -- An entry this script did not write (no end mark, another letter) is no entry.
+    if last and OUTCOME[letter] and done >= asked then
       -- Sent again after a lost reply: answered as it was (an older call cannot come back, its
       -- run sent the next one only after it settled; answered duplicate all the same).
       replayed = true
