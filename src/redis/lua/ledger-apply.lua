@@ -5,8 +5,7 @@
   Cluster a batch only holds entries of one hash slot.
 
   Entry i (1-based) uses KEYS[2i-1 .. 2i]:
-  KEYS[2i-1]  state     hash    s: the owner's balances and window, in one string (format below)
-                                r: the last call of each recent run (process) that wrote it (below)
+  KEYS[2i-1]  state     hash    s: the owner's balances, window and recent runs, in one string (format below)
                                 t:<#scope>:<scope><field>: this owner's total booked under scope
   KEYS[2i]    journal   stream  one entry per applied signature
   ARGV[1]     entries   one flat JSON array; per entry, in order: call (this run's counter, increasing
@@ -15,27 +14,29 @@
                         none), meta JSON ('' when none), n (number of deltas), then n field, delta
                         pairs; every amount and order a string
   ARGV[2]     journal limit     '' keep every entry, '0' keep none, n keep the newest n
-  ARGV[3]     run       this store's run id (base64url: no space, no 0xFF)
+  ARGV[3]     run       this store's run id (base64url: no space, no 0xFE or 0xFF)
   Returns     a JSON array, one reply per entry: [outcome, seq, { field: balance, ... }], with a
               fourth element 1 when the owner had no state before it (a first apply, or state
               Redis lost: the client then registers the owner again)
               outcome: 'applied' | 'duplicate' | 'stale'; seq is '' unless applied
 
-  The field r is `\255<run> <call> <outcome letter><seq>\255...`, newest run first, at most RUNS
-  runs. A script whose reply was lost (a killed connection) is sent again by the client once it
-  reconnects, however long that takes: meanwhile other processes may have pushed its signature out
-  of the window, and the window alone would apply it twice. The call number settles it: a call at or
-  below its run's last one already ran, and is answered as it was (outcome and seq), changing
-  nothing. One run's calls of one owner run in call order (the client waits for a batch in flight
+  The runs part of s is `\254<run> <call> <outcome letter><seq>\254...`: the last call of each of
+  the RUNS runs (stores) that wrote the owner most recently, newest first. A script whose reply
+  was lost (a killed connection) is sent again by the client once it reconnects, however long
+  that takes: meanwhile other processes may have pushed its signature out of the window, and the
+  window alone would apply it twice. The call number settles it: a call at or below its run's last
+  one already ran, and is answered as it was (outcome and seq), changing nothing. One run's calls of one owner run in call order (the client waits for a batch in flight
   that holds the owner), so the last call per run is enough.
 
   The field s is `<balances>\255<seq>,<count>,<horizon>,<order 1>,...,<order count>,` followed by
-  `\255<signature 1>\255...\255<signature count>\255`, oldest first: balances is a JSON object
-  (field -> canonical decimal string), seq the journal counter, horizon the highest evicted order
-  ('' when none), an order '' when the entry had none. The byte 0xFF never occurs in UTF-8, and
+  `\255<signature 1>\255...\255<signature count>\255`, oldest first, then the runs part: balances
+  is a JSON object (field -> canonical decimal string), seq the journal counter, horizon the
+  highest evicted order ('' when none), an order '' when the entry had none. The byte 0xFF never occurs in UTF-8, and
   field names and signatures are well-formed strings (the ledger refuses lone surrogates), so the
   first two 0xFF split the parts and `\255<signature>\255` occurs in the window exactly when the
-  signature is in it: the duplicate check is one plain string search, with nothing decoded.
+  signature is in it: the duplicate check is one plain string search, with nothing decoded. The
+  runs part starts at the first 0xFE (another byte UTF-8 never holds), so it is never searched as
+  window. It lives in s, not a field of its own, so an apply reads and writes nothing more for it.
 
   Costs, measured (BENCHMARKS.md, redis-ledger): per entry, a script pays mostly for its
   redis.call()s and for turning values into Lua strings and back. So the batch travels as one JSON
@@ -104,24 +105,24 @@ local find, sub, match = string.find, string.sub, string.match
 
 -- Runs remembered per owner: a lost reply is still recognised after 7 other processes wrote the
 -- owner while its run reconnected (one or two write an owner when consumers partition by owner);
--- ~35 bytes each, so at most ~280 bytes per owner. Runs that stopped are pushed out by new ones.
+-- ~25 bytes each, so at most ~200 bytes per owner. Runs that stopped are pushed out by new ones.
 local RUNS = 8
 local OUTCOME = { a = 'applied', d = 'duplicate', s = 'stale' }
 
 local args = cjson.decode(ARGV[1])
 local limit = ARGV[2]
 local run = ARGV[3]
-local mark = '\255' .. run .. ' '
+local mark = '\254' .. run .. ' '
 
 -- The runs list with this run's `entry` first and its older entry dropped, at most RUNS entries.
 local function remember(runs, entry)
   if sub(runs, 1, #mark) == mark then
     -- This run wrote the owner last (the common case: one writer per owner): replaced in place.
-    local rest = find(runs, '\255', #mark + 1, true)
-    if rest then return '\255' .. entry .. sub(runs, rest) end
+    local rest = find(runs, '\254', #mark + 1, true)
+    if rest then return '\254' .. entry .. sub(runs, rest) end
   end
   local out, kept = { '', entry }, 1
-  for e in string.gmatch(runs, '[^\255]+') do
+  for e in string.gmatch(runs, '[^\254]+') do
     if kept >= RUNS then break end
     if sub(e, 1, #run + 1) ~= run .. ' ' then
       out[#out + 1] = e
@@ -129,7 +130,7 @@ local function remember(runs, entry)
     end
   end
   out[#out + 1] = ''
-  return table.concat(out, '\255')
+  return table.concat(out, '\254')
 end
 local replies = {}
 local now -- Redis TIME, read once per batch and only when a journal entry is written
@@ -144,36 +145,45 @@ for k = 1, #KEYS, 2 do
   a = first + 2 * n
 
   local scope_prefix = 't:' .. #scope .. ':' .. scope
-  local got -- s, r, then the scope totals of the deltas
+  local got -- s, then the scope totals of the deltas
   if scope == '' or n == 0 then
-    got = redis.call('HMGET', state_key, 's', 'r')
+    got = { redis.call('HGET', state_key, 's') }
   elseif n == 1 then
-    got = redis.call('HMGET', state_key, 's', 'r', scope_prefix .. args[first])
+    got = redis.call('HMGET', state_key, 's', scope_prefix .. args[first])
   else
-    local wanted = { 'HMGET', state_key, 's', 'r' }
+    local wanted = { 'HMGET', state_key, 's' }
     for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
     got = redis.call(unpack(wanted))
   end
 
-  local balances, seq, count, horizon, orders, window = '{}', 0, 0, '', '', '\255'
-  if got[1] then
-    local state = got[1]
+  local balances, seq, count, horizon, orders, window, runs = '{}', 0, 0, '', '', '\255', '\254'
+  local state = got[1]
+  local r -- where the state's runs part starts (past its end when it has none)
+  if state then
     local p = find(state, '\255', 1, true)
     local q = find(state, '\255', p + 1, true)
-    balances, window = sub(state, 1, p - 1), sub(state, q)
+    r = find(state, '\254', q + 1, true)
+    if r then
+      window, runs = sub(state, q, r - 1), sub(state, r)
+    else
+      window, r = sub(state, q), #state + 1
+    end
+    balances = sub(state, 1, p - 1)
     seq, count, horizon, orders = match(sub(state, p + 1, q - 1), '^(%d+),(%d+),(-?%d*),(.*)$')
     seq, count = tonumber(seq), tonumber(count)
   end
 
-  local runs = got[2] or '\255'
   local outcome, reply_seq, judged, replayed = 'applied', '', track and order or '', false
   local at = find(runs, mark, 1, true)
-  if at then
-    local last, letter, last_seq = match(runs, '^(%d+) (%a)(%d*)\255', at + #mark)
-    -- Compared as numbers: a safe integer's decimal string reads back exactly.
+  local last_end = at and find(runs, ' ', at + #mark, true)
+  local last = last_end and sub(runs, at + #mark, last_end - 1)
+  -- Decimal strings without leading zeros compare as numbers by length, then by text: the common
+  -- case (a new call, above the last) is told without parsing the entry.
+  if last and (#last > #call or (#last == #call and last >= call)) then
+    local letter, last_seq = match(runs, '^(%a)(%d*)\254', last_end + 1)
     local done, asked = tonumber(last), tonumber(call)
     -- An entry this script did not write (no end mark, another letter) is no entry.
-    if last and OUTCOME[letter] and done >= asked then
+    if done and OUTCOME[letter] and done >= asked then
       -- Sent again after a lost reply: answered as it was (an older call cannot come back, its
       -- run sent the next one only after it settled; answered duplicate all the same).
       replayed = true
@@ -217,16 +227,16 @@ for k = 1, #KEYS, 2 do
       balances = cjson.encode(amounts)
     end
     local state = balances .. '\255' .. reply_seq .. ',' .. count .. ',' .. horizon .. ',' .. orders .. window
-    runs = remember(runs, run .. ' ' .. call .. ' a' .. reply_seq)
+      .. remember(runs, run .. ' ' .. call .. ' a' .. reply_seq)
     if scope == '' or n == 0 then
-      redis.call('HSET', state_key, 's', state, 'r', runs)
+      redis.call('HSET', state_key, 's', state)
     elseif n == 1 then
-      redis.call('HSET', state_key, 's', state, 'r', runs, scope_prefix .. args[first], add(got[3] or '0', args[first + 1]))
+      redis.call('HSET', state_key, 's', state, scope_prefix .. args[first], add(got[2] or '0', args[first + 1]))
     else
-      local set = { 'HSET', state_key, 's', state, 'r', runs }
+      local set = { 'HSET', state_key, 's', state }
       for i = first, a - 1, 2 do
         set[#set + 1] = scope_prefix .. args[i]
-        set[#set + 1] = add(got[3 + (i - first) / 2] or '0', args[i + 1])
+        set[#set + 1] = add(got[2 + (i - first) / 2] or '0', args[i + 1])
       end
       redis.call(unpack(set))
     end
@@ -256,7 +266,8 @@ for k = 1, #KEYS, 2 do
   end
   if not replayed and outcome ~= 'applied' then
     -- Remembered too: sent again after the signature left the window, a repeat would be applied.
-    redis.call('HSET', state_key, 'r', remember(runs, run .. ' ' .. call .. ' ' .. string.sub(outcome, 1, 1)))
+    -- (A duplicate or stale owner has a state, so `r` is set.)
+    redis.call('HSET', state_key, 's', sub(state, 1, r - 1) .. remember(runs, run .. ' ' .. call .. ' ' .. sub(outcome, 1, 1)))
   end
   -- The stored balances are cjson's own output (valid JSON), so the reply is spliced, not re-encoded.
   local was_new = ''
