@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import { InvalidArgumentError, StoreError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
 import { type Decision, decide } from './decision.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
@@ -59,6 +60,9 @@ export class MemoryLimiterBackend {
   take({ limits, cost, now: given }: LimiterTakeCommand): LimiterTakeReply {
     // A store command may come from any caller: its time is checked as the limiter checks its clock.
     const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+      throw new InvalidArgumentError('cost', 'a non-negative safe integer', cost);
+    }
     const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     return { now, allowed: allAllowed(verdicts), verdicts };
   }
@@ -68,7 +72,8 @@ export class MemoryLimiterBackend {
    * `limiterDecideSync`): no command, reply or second list per take.
    */
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
-    const now = given ?? storeNow(this.#clock);
+    // A direct caller's time is checked too (the limiter's own is checked already).
+    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
     const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     return decide(now, allAllowed(verdicts), verdicts, undefined);
   }
@@ -185,7 +190,11 @@ function allAllowed(verdicts: readonly LimitVerdict[]): boolean {
  * store failure: the limiter's degraded policy decides what happens next.
  */
 function storeNow(clock: Clock): number {
-  return limiterTime(clock.now(), 'store clock.now()');
+  try {
+    return limiterTime(clock.now(), 'store clock.now()');
+  } catch (err) {
+    throw new StoreError('limiterTake', err);
+  }
 }
 
 /** True when `key` (`{<namespace>:...}...` or `{<namespace>}...`) belongs to `namespace`. */

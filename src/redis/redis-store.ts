@@ -120,8 +120,10 @@ export interface RedisStoreOptions {
 // pair and process, not once per apply. 50 000 owners x ~300 bytes (two keys, a small Set) =
 // ~15 MB per process at most; a forgotten owner costs one more idempotent SADD, never a wrong answer.
 const REGISTERED_CACHE = 50_000;
-// A registration that failed after its script had run is retried at 1, 2, 4 ... 32 s: ioredis
-// reconnects within that, and past it the owner's own next apply registers it before its script.
+// A registration that failed after its script had run is retried at 1, 2, 4 ... s, then every
+// 32 s for as long as the process lives (until it succeeds, or the owner's own next batch made
+// it): totals and journals must find what was booked. 32 s: a retry costs one SADD per
+// registry key, and an outage longer than that is waited out without a storm of them.
 const REGISTER_RETRY_MS = 1000;
 const REGISTER_RETRY_MAX_MS = 32_000;
 
@@ -274,12 +276,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   }
 
   // Retries the registrations of owners whose script has run, backing off, until they succeed or
-  // the owners' own next batch made them (register() skips what is registered).
+  // the owners' own next batch made them (register() skips what is registered). Unref'd: a
+  // process that exits meanwhile leaves them to the owners' next apply in any process that has
+  // not registered them (README, per-scope reconciliation).
   function registerLater(items: readonly ApplyItem[], delayMs: number): void {
     const timer = setTimeout(() => {
-      register(items).catch(() => {
-        if (delayMs < REGISTER_RETRY_MAX_MS) registerLater(items, delayMs * 2);
-      });
+      register(items).catch(() => registerLater(items, Math.min(delayMs * 2, REGISTER_RETRY_MAX_MS)));
     }, delayMs);
     timer.unref?.();
   }

@@ -4,7 +4,7 @@
 // restart; a malformed direct store call in a batch shared with valid ones. The memory store is the
 // model each outcome is compared with.
 import { EventEmitter } from 'node:events';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLedger, type LedgerEntry, memoryStore, type Store } from '../../src/index.js';
@@ -270,6 +270,40 @@ describe('ledger on Redis across lost replies and lost connections', () => {
       );
       expect((answers[1] as PromiseFulfilledResult<{ now: number }>).value.now).toBe(1_000_000);
     }
+  });
+
+  it('a rolling deploy: processes of the previous version (0.1.0 script) and of this one share owners without a repeat applied twice', async () => {
+    // The script of the version before the runs list, as it ran (test/integration/fixtures).
+    const previous = readFileSync(new URL('./fixtures/ledger-apply-0.1.0.lua', import.meta.url), 'utf8');
+    const p = prefix('rolling');
+    const keys = [`${p}{default:player}:s`, `${p}{default:player}:j`];
+    const old = async (signature: string, coins: number) => {
+      // signature, capacity, order, horizon, scope, meta, n, field, amount (its entry layout)
+      const entry = [signature, 2, '', 1, 'A', '', 1, 'coins', String(coins)];
+      const reply = (await direct.eval(previous, 2, ...keys, JSON.stringify(entry), '')) as string;
+      return (JSON.parse(reply) as [string][])[0]?.[0];
+    };
+    const ledger = createLedger({ store: createRedisStore({ client: direct, prefix: p }), capacity: 2 });
+    const model = createLedger({ store: memoryStore(), capacity: 2 });
+    const apply = (signature: string, coins: number) =>
+      ledger.apply({ owner: 'player', signature, deltas: { coins }, scope: 'A' }).then((r) => r.outcome);
+    const steps: [string, string, number][] = [
+      ['new', 'a', 100],
+      ['old', 'b', 10],
+      ['new', 'b', 10],
+      ['old', 'a', 100],
+      ['old', 'c', 1],
+      ['new', 'c', 1],
+      ['new', 'd', 5],
+      ['old', 'd', 5],
+    ];
+    for (const [side, signature, coins] of steps) {
+      const expected = (await model.apply({ owner: 'player', signature, deltas: { coins }, scope: 'A' }))
+        .outcome;
+      expect(side === 'new' ? await apply(signature, coins) : await old(signature, coins)).toBe(expected);
+    }
+    expect(await ledger.balances('player')).toEqual(await model.balances('player'));
+    expect((await ledger.window('player')).signatures).toEqual((await model.window('player')).signatures);
   });
 
   it('a malformed direct store call fails alone: the valid calls batched with it are applied, and it changes nothing', async () => {

@@ -2,8 +2,8 @@ import { connect, createServer, type Socket } from 'node:net';
 
 /**
  * A TCP proxy in front of a Redis that loses what production loses: `loseNextReply()` kills the
- * connection as the reply to the next script call (EVAL/EVALSHA) comes back (the script ran, its
- * reply never arrives), `dropNextScript()` kills it as the next script call goes out (it never
+ * connection as the successful reply to the next script call (EVAL/EVALSHA) comes back (the
+ * script ran, its reply never arrives), `dropNextScript()` kills it as the next script call goes out (it never
  * ran), and `hold()` keeps new connections waiting until `release()`, so a test decides when the
  * client's reconnect (and its re-send of what was in flight) goes through.
  */
@@ -47,6 +47,9 @@ export async function startTcpProxy(upstreamPort: number): Promise<TcpProxy> {
       upstream.write(data);
     });
     upstream.on('data', (data) => {
+      // An error reply (NOSCRIPT after another test's SCRIPT FLUSH) means the script did not run:
+      // passed on, and the next script call's reply is the one lost.
+      if (scriptSent && data[0] === 0x2d) scriptSent = false;
       if (scriptSent && loseReply) {
         loseReply = false;
         scriptSent = false;

@@ -5,7 +5,8 @@
   Cluster a batch only holds entries of one hash slot.
 
   Entry i (1-based) uses KEYS[2i-1 .. 2i]:
-  KEYS[2i-1]  state     hash    s: the owner's balances, window and recent runs, in one string (format below)
+  KEYS[2i-1]  state     hash    s: the owner's balances and window, in one string (format below)
+                                r: the last call of each of its recent runs (format below)
                                 t:<#scope>:<scope><field>: this owner's total booked under scope
   KEYS[2i]    journal   stream  one entry per applied signature
   ARGV[1]     entries   one flat JSON array; per entry, in order: call (this run's counter, increasing
@@ -20,23 +21,23 @@
               Redis lost: the client then registers the owner again)
               outcome: 'applied' | 'duplicate' | 'stale'; seq is '' unless applied
 
-  The runs part of s is `\254<run> <call> <outcome letter><seq>\254...`: the last call of each of
-  the RUNS runs (stores) that wrote the owner most recently, newest first. A script whose reply
-  was lost (a killed connection) is sent again by the client once it reconnects, however long
-  that takes: meanwhile other processes may have pushed its signature out of the window, and the
-  window alone would apply it twice. The call number settles it: a call at or below its run's last
-  one already ran, and is answered as it was (outcome and seq), changing nothing. One run's calls of one owner run in call order (the client waits for a batch in flight
-  that holds the owner), so the last call per run is enough.
+  The field r is `\254<run> <call> <outcome letter><seq>\254...`: the last call of each of the
+  RUNS runs (stores) that wrote the owner most recently, newest first. A script whose reply was
+  lost (a killed connection) is sent again by the client once it reconnects, however long that
+  takes: meanwhile other processes may have pushed its signature out of the window, and the window
+  alone would apply it twice. The call number settles it: a call at or below its run's last one
+  already ran, and is answered as it was (outcome and seq), changing nothing. One run's calls of
+  one owner run in call order (the client waits for a batch in flight that holds the owner), so
+  the last call per run is enough. A field of its own, not a part of s: a process still running
+  an earlier version during a rolling deploy rewrites s as it reads it, and leaves r alone.
 
   The field s is `<balances>\255<seq>,<count>,<horizon>,<order 1>,...,<order count>,` followed by
-  `\255<signature 1>\255...\255<signature count>\255`, oldest first, then the runs part: balances
-  is a JSON object (field -> canonical decimal string), seq the journal counter, horizon the
-  highest evicted order ('' when none), an order '' when the entry had none. The byte 0xFF never occurs in UTF-8, and
+  `\255<signature 1>\255...\255<signature count>\255`, oldest first: balances is a JSON object
+  (field -> canonical decimal string), seq the journal counter, horizon the highest evicted order
+  ('' when none), an order '' when the entry had none. The byte 0xFF never occurs in UTF-8, and
   field names and signatures are well-formed strings (the ledger refuses lone surrogates), so the
   first two 0xFF split the parts and `\255<signature>\255` occurs in the window exactly when the
-  signature is in it: the duplicate check is one plain string search, with nothing decoded. The
-  runs part starts at the first 0xFE (another byte UTF-8 never holds), so it is never searched as
-  window. It lives in s, not a field of its own, so an apply reads and writes nothing more for it.
+  signature is in it: the duplicate check is one plain string search, with nothing decoded.
 
   Costs, measured (BENCHMARKS.md, redis-ledger): per entry, a script pays mostly for its
   redis.call()s and for turning values into Lua strings and back. So the batch travels as one JSON
@@ -145,29 +146,24 @@ for k = 1, #KEYS, 2 do
   a = first + 2 * n
 
   local scope_prefix = 't:' .. #scope .. ':' .. scope
-  local got -- s, then the scope totals of the deltas
+  local got -- s, r, then the scope totals of the deltas
   if scope == '' or n == 0 then
-    got = { redis.call('HGET', state_key, 's') }
+    got = redis.call('HMGET', state_key, 's', 'r')
   elseif n == 1 then
-    got = redis.call('HMGET', state_key, 's', scope_prefix .. args[first])
+    got = redis.call('HMGET', state_key, 's', 'r', scope_prefix .. args[first])
   else
-    local wanted = { 'HMGET', state_key, 's' }
+    local wanted = { 'HMGET', state_key, 's', 'r' }
     for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
     got = redis.call(unpack(wanted))
   end
 
-  local balances, seq, count, horizon, orders, window, runs = '{}', 0, 0, '', '', '\255', '\254'
+  local balances, seq, count, horizon, orders, window = '{}', 0, 0, '', '', '\255'
+  local runs = got[2] or '\254'
   local state = got[1]
-  local r -- where the state's runs part starts (past its end when it has none)
   if state then
     local p = find(state, '\255', 1, true)
     local q = find(state, '\255', p + 1, true)
-    r = find(state, '\254', q + 1, true)
-    if r then
-      window, runs = sub(state, q, r - 1), sub(state, r)
-    else
-      window, r = sub(state, q), #state + 1
-    end
+    window = sub(state, q)
     balances = sub(state, 1, p - 1)
     seq, count, horizon, orders = match(sub(state, p + 1, q - 1), '^(%d+),(%d+),(-?%d*),(.*)$')
     seq, count = tonumber(seq), tonumber(count)
@@ -227,16 +223,16 @@ for k = 1, #KEYS, 2 do
       balances = cjson.encode(amounts)
     end
     local state = balances .. '\255' .. reply_seq .. ',' .. count .. ',' .. horizon .. ',' .. orders .. window
-      .. remember(runs, run .. ' ' .. call .. ' a' .. reply_seq)
+    runs = remember(runs, run .. ' ' .. call .. ' a' .. reply_seq)
     if scope == '' or n == 0 then
-      redis.call('HSET', state_key, 's', state)
+      redis.call('HSET', state_key, 's', state, 'r', runs)
     elseif n == 1 then
-      redis.call('HSET', state_key, 's', state, scope_prefix .. args[first], add(got[2] or '0', args[first + 1]))
+      redis.call('HSET', state_key, 's', state, 'r', runs, scope_prefix .. args[first], add(got[3] or '0', args[first + 1]))
     else
-      local set = { 'HSET', state_key, 's', state }
+      local set = { 'HSET', state_key, 's', state, 'r', runs }
       for i = first, a - 1, 2 do
         set[#set + 1] = scope_prefix .. args[i]
-        set[#set + 1] = add(got[2 + (i - first) / 2] or '0', args[i + 1])
+        set[#set + 1] = add(got[3 + (i - first) / 2] or '0', args[i + 1])
       end
       redis.call(unpack(set))
     end
@@ -266,8 +262,7 @@ for k = 1, #KEYS, 2 do
   end
   if not replayed and outcome ~= 'applied' then
     -- Remembered too: sent again after the signature left the window, a repeat would be applied.
-    -- (A duplicate or stale owner has a state, so `r` is set.)
-    redis.call('HSET', state_key, 's', sub(state, 1, r - 1) .. remember(runs, run .. ' ' .. call .. ' ' .. sub(outcome, 1, 1)))
+    redis.call('HSET', state_key, 'r', remember(runs, run .. ' ' .. call .. ' ' .. sub(outcome, 1, 1)))
   end
   -- The stored balances are cjson's own output (valid JSON), so the reply is spliced, not re-encoded.
   local was_new = ''

@@ -12,7 +12,6 @@ local s = redis.call('HGET', KEYS[1], 's')
 if not s then return {} end
 local p = s:find('\255', 1, true)
 local q = s:find('\255', p + 1, true)
-local r = s:find('\254', q + 1, true) -- the runs list after the window (none before it was added)
 local out = { s:sub(1, p - 1), s:sub(p + 1, q - 1):match('^%d+,%d+,(-?%d*),') }
-for signature in s:sub(q + 1, (r or 0) - 1):gmatch('([^\255]+)\255') do out[#out + 1] = signature end
+for signature in s:sub(q + 1):gmatch('([^\255]+)\255') do out[#out + 1] = signature end
 return out
