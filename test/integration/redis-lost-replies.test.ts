@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync, rmSync } from 'node:fs';
 import { type Cluster, Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLedger, type LedgerEntry, memoryStore, type Store } from '../../src/index.js';
 import { createRedisStore, scripts } from '../../src/redis/index.js';
 import { keySlot } from '../../src/redis/slot.js';
@@ -246,6 +246,40 @@ describe('ledger on Redis across lost replies and lost connections', () => {
     expect(flaky.sadds).toBeGreaterThan(sadds);
     expect(await direct.smembers(`${p}{default|A}:owners`)).toEqual(['p']);
     expect(await ledger.totals('A')).toEqual({ coins: 101n });
+  });
+
+  it('registrations that keep failing after the script ran are retried until they succeed (every 32 s at most)', async () => {
+    const p = prefix('retry-forever');
+    let failing = 0;
+    const client = Object.assign(new EventEmitter(), {
+      async call(command: string, ...args: (string | number)[]) {
+        if (command === 'SADD' && failing > 0) {
+          failing--;
+          throw new Error('Connection is closed.');
+        }
+        const reply = await direct.call(command, ...args);
+        if (command === 'EVALSHA' || command === 'EVAL') {
+          client.emit('close'); // the connection dropped while the script ran
+          // Two SADDs per attempt (the ledger's and the scope's registry): the re-registration and its
+          // retries at 1, 2, 4, 8, 16, 32, 32, 32 and 32 s fail.
+          failing = 20;
+        }
+        return reply;
+      },
+    });
+    const ledger = createLedger({ store: createRedisStore({ client, prefix: p }), capacity: 4 });
+    vi.useFakeTimers({ toFake: ['setTimeout'] });
+    try {
+      const answer = await ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 5 }, scope: 'A' });
+      expect(answer.outcome).toBe('applied');
+      for (let s = 0; s < 300 && failing > 0; s++) await vi.advanceTimersByTimeAsync(1000);
+      expect(failing).toBe(0);
+      await vi.advanceTimersByTimeAsync(33_000); // the retry after the last failure succeeds
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await direct.smembers(`${p}{default|A}:owners`)).toEqual(['p']);
+    expect(await direct.smembers(`${p}{default}:owners`)).toEqual(['p']);
   });
 
   it('a direct limiter take with a fractional or out-of-range time fails alone, or is taken whole, as in memory', async () => {
