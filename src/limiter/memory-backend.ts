@@ -19,9 +19,10 @@ interface Entry {
 // Expired states are dropped by a full pass once the takes since the last pass reach the map's
 // size (at least SWEEP_MIN): amortised one entry visited per take, memory proportional to the
 // keys active within one window plus the slack (1 s; 10 min for times passed in: see time.ts, the
-// same as Redis's TTLs, so both stores forget a state at the same time), no timer per key (rate-limiter-flexible's memory limiter pays
-// one setTimeout per key) and no allocation per visit (Map#forEach; an iterator stepped a few
-// entries per take allocated two objects per entry). The pass is O(keys): ~10 ms per million.
+// same as Redis's TTLs, so both stores forget a state at the same time), no timer per key
+// (rate-limiter-flexible's memory limiter pays one setTimeout per key) and no allocation per
+// visit (Map#forEach; an iterator stepped a few entries per take allocated two objects per
+// entry). The pass is O(keys): ~10 ms per million.
 const SWEEP_MIN = 1024;
 
 /**
