@@ -41,9 +41,9 @@ export function codeOf(spec: LimitSpec): string {
 
 /**
  * The last part of a limit's key: algorithm (with the sliding log's representation), window and
- * parameter (for GCRA also the rate). A limiter whose limit changes shape (another algorithm, window, bucket or burst, or a
- * sliding log crossing {@link STRING_LOG_MAX}) starts on fresh keys instead of reading a state of
- * another shape; the old keys run out on their TTL.
+ * parameter (for GCRA also the rate). A limiter whose limit changes shape (another algorithm,
+ * window, bucket, burst or GCRA rate, or a sliding log crossing {@link STRING_LOG_MAX}) starts on
+ * fresh keys instead of reading a state of another shape; the old keys run out on their TTL.
  */
 export function specSuffix(spec: LimitSpec): string {
   const base = `${codeOf(spec)}${spec.windowMs}`;

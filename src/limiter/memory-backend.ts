@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
-import { InvalidArgumentError, StoreError } from '../core/errors.js';
+import { StoreError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
+import { limiterCost } from './cost.js';
 import { type Decision, decide } from './decision.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitVerdict } from './types.js';
@@ -61,9 +62,7 @@ export class MemoryLimiterBackend {
   take({ limits, cost, now: given }: LimiterTakeCommand): LimiterTakeReply {
     // A store command may come from any caller: its time is checked as the limiter checks its clock.
     const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
-    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new InvalidArgumentError('cost', 'a non-negative safe integer', cost);
-    }
+    limiterCost(cost);
     const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     return { now, allowed: allAllowed(verdicts), verdicts };
   }

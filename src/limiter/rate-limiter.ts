@@ -3,10 +3,11 @@
 
 import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, StoreError } from '../core/errors.js';
-import { isPlainObject, isWellFormed, nonNegativeInt } from '../core/validate.js';
+import { isPlainObject, isWellFormed } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { specSuffix } from './algorithms.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
+import { limiterCost } from './cost.js';
 import { type Decision, decide, type LimitDecision } from './decision.js';
 import { escapeKeyPart } from './keys.js';
 import type { DegradedPolicy, Limiter } from './limiter.js';
@@ -131,8 +132,7 @@ export class RateLimiter implements Limiter {
       if (takeOptions !== undefined && !isPlainObject(takeOptions)) {
         throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
       }
-      cost =
-        takeOptions === undefined || takeOptions.cost === undefined ? 1 : nonNegativeIntArg(takeOptions.cost);
+      cost = takeOptions === undefined || takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
       subjects = this.#subjectsOf(key);
       calls = this.#callsOf(subjects);
       // A passed-in time is read (and checked) once, here: a clock that answers NaN fails this
@@ -308,13 +308,5 @@ export class RateLimiter implements Limiter {
     } else if (decision.retryAfterMs !== Number.POSITIVE_INFINITY) {
       cache.set(cacheKey, cost, asked, decision);
     }
-  }
-}
-
-function nonNegativeIntArg(cost: unknown): number {
-  try {
-    return nonNegativeInt('cost', cost);
-  } catch {
-    throw new InvalidArgumentError('cost', 'a non-negative safe integer', cost);
   }
 }

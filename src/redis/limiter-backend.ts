@@ -1,5 +1,6 @@
-import { InvalidArgumentError, StoreError } from '../core/errors.js';
+import { StoreError } from '../core/errors.js';
 import { codeOf } from '../limiter/algorithms.js';
+import { limiterCost } from '../limiter/cost.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
 import type {
   LimitCall,
@@ -17,12 +18,6 @@ import { groupBySlot } from './slot.js';
 // At most this many decisions per script call: a decision is one to three redis.call()s (~10-30 µs
 // of server time here), so 128 hold the server for a few milliseconds at most.
 const MAX_BATCH = 128;
-
-// Added to every key's TTL (see src/limiter/time.ts, shared with the memory store, which keeps a
-// state in its map as long): the TTL is garbage collection only, but a key dropped while a clock
-// that stepped back still counts its time would forget admissions.
-const TTL_SLACK_MS = STATE_SLACK_MS;
-const CLIENT_TTL_SLACK_MS = CLIENT_STATE_SLACK_MS;
 
 /** One queued decision: its calls, keys (with the prefix), time ('' for Redis TIME) and cost. */
 interface TakeItem extends BatchItem<LimiterTakeReply> {
@@ -100,7 +95,16 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
         tail.push(index);
       }
     }
-    const args = JSON.stringify([TTL_SLACK_MS, CLIENT_TTL_SLACK_MS, specIndex.size, ...specTable, ...tail]);
+    // Every key's TTL gets the stores' slack (src/limiter/time.ts; the memory store keeps a state as
+    // long): the TTL is garbage collection only, but a key dropped while a clock that stepped back
+    // still counts its time would forget admissions.
+    const args = JSON.stringify([
+      STATE_SLACK_MS,
+      CLIENT_STATE_SLACK_MS,
+      specIndex.size,
+      ...specTable,
+      ...tail,
+    ]);
     // One flat array of integers: each entry's 2 + 4 x limits values, in order.
     const flat = (await evalScript(client, scripts.limiterTake, keys, [args])) as number[];
     const replies: LimiterTakeReply[] = [];
@@ -132,9 +136,7 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       // Checked before the call joins a batch: a time the script cannot number (see time.ts) or a
       // cost that is not a count would fail the script for every decision batched with it.
       const at = now === undefined ? '' : limiterTime(now, 'now');
-      if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-        throw new InvalidArgumentError('cost', 'a non-negative safe integer', cost);
-      }
+      limiterCost(cost);
       const keys: string[] = [];
       for (const call of limits) keys.push(keyOf(call));
       return new Promise<LimiterTakeReply>((resolve, reject) =>

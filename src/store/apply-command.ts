@@ -11,11 +11,14 @@ export const MAX_DELTAS = 1000;
 
 /**
  * Checks a store command's deltas as a direct caller may have built them (the ledger builds them
- * right): `[field, bigint]` pairs, each field once. A field twice would be added twice to the
+ * right): at most MAX_DELTAS `[field, bigint]` pairs, each field once. A field twice would be added twice to the
  * balance and, on Redis, once to the scope total (the script reads every total before it writes
  * any): refused, before anything changes, in every store alike.
  */
 export function checkDeltaPairs(deltas: LedgerApplyCommand['deltas']): void {
+  if (deltas.length > MAX_DELTAS) {
+    throw new InvalidArgumentError('deltas', `at most ${MAX_DELTAS} fields`, deltas.length);
+  }
   const seen = new Set<string>();
   for (const pair of deltas) {
     if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'bigint') {
@@ -43,9 +46,6 @@ export function checkApplyCommand(cmd: LedgerApplyCommand): string | undefined {
   nonEmptyStringArg('signature', cmd.signature);
   if (!Array.isArray(cmd.deltas))
     throw new InvalidArgumentError('deltas', '[field, bigint] pairs', cmd.deltas);
-  if (cmd.deltas.length > MAX_DELTAS) {
-    throw new InvalidArgumentError('deltas', `at most ${MAX_DELTAS} fields`, cmd.deltas.length);
-  }
   checkDeltaPairs(cmd.deltas);
   for (const [field] of cmd.deltas) {
     if (field === '__proto__')

@@ -7,7 +7,7 @@ import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter
 import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
-import { checkDeltaPairs, MAX_DELTAS } from './apply-command.js';
+import { checkDeltaPairs } from './apply-command.js';
 import type {
   Balances,
   JournalEntry,
@@ -256,9 +256,6 @@ class MemoryStore implements Store {
     // them, a direct caller may not), the clock (a caller's) and the copy of `meta`. An apply
     // happens whole or not at all (DESIGN §3.3).
     checkDeltaPairs(cmd.deltas);
-    if (cmd.deltas.length > MAX_DELTAS) {
-      throw new InvalidArgumentError('deltas', `at most ${MAX_DELTAS} fields`, cmd.deltas.length);
-    }
     if (!Number.isSafeInteger(cmd.capacity) || cmd.capacity <= 0) {
       throw new InvalidArgumentError('capacity', 'a positive safe integer', cmd.capacity);
     }
