@@ -80,11 +80,14 @@ local function sub_mag(x, y)
   return reverse_digits(out)
 end
 
+local format = string.format
+
 local function add(a, b)
   -- Fast path: with at most 13 characters each, |a|, |b| < 10^13, so the sum is exact in a double
-  -- and below 10^14, which Lua's number-to-string ('%.14g') writes as a plain integer. The
-  -- operands are canonical decimal strings (no hex, no exponent, no '-0'), so coercion is exact.
-  if #a <= 13 and #b <= 13 then return (a + b) .. '' end
+  -- and below 10^14, which '%d' (a C long) writes as a plain integer. The operands are canonical
+  -- decimal strings (no hex, no exponent, no '-0'), so coercion is exact. ('%d', not `.. ''`:
+  -- Lua's own number-to-string goes through '%.14g' and costs twice as much, measured.)
+  if #a <= 13 and #b <= 13 then return format('%d', a + b) end
   local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
   local x, y = na and a:sub(2) or a, nb and b:sub(2) or b
   if na == nb then
@@ -133,6 +136,28 @@ local function remember(runs, entry)
   out[#out + 1] = ''
   return table.concat(out, '\254')
 end
+
+-- The balances JSON after adding the deltas args[first], args[first + 1] .. args[last - 1],
+-- args[last]. The common case, one field of plain characters in an object that holds only it (or
+-- nothing yet), is spliced as text: it is what cjson writes for that object ({"<field>":"<amount>"},
+-- no escapes in such a name), without decoding and encoding it again (measured: ~0.6 µs less).
+local function add_balances(balances, args, first, last)
+  local field = args[first]
+  if first + 1 == last and not find(field, '[^A-Za-z0-9_%-]') then
+    local head = '{"' .. field .. '":"'
+    if balances == '{}' then return head .. add('0', args[last]) .. '"}' end
+    local value = sub(balances, #head + 1, -3)
+    if sub(balances, 1, #head) == head and sub(balances, -2) == '"}' and not find(value, '"', 1, true) then
+      return head .. add(value, args[last]) .. '"}'
+    end
+  end
+  local amounts = cjson.decode(balances)
+  for i = first, last, 2 do
+    amounts[args[i]] = add(amounts[args[i]] or '0', args[i + 1])
+  end
+  return cjson.encode(amounts)
+end
+
 local replies = {}
 local now -- Redis TIME, read once per batch and only when a journal entry is written
 local stamped = 0 -- journal entries written by this batch so far
@@ -145,16 +170,19 @@ for k = 1, #KEYS, 2 do
   local first = a + 8 -- deltas: args[first .. first + 2n - 1]
   a = first + 2 * n
 
-  local scope_prefix = 't:' .. #scope .. ':' .. scope
   local got -- s, r, then the scope totals of the deltas
+  local scope_prefix -- of the scope totals' fields ('t:<#scope>:<scope>'), when it books some
   if scope == '' or n == 0 then
     got = redis.call('HMGET', state_key, 's', 'r')
-  elseif n == 1 then
-    got = redis.call('HMGET', state_key, 's', 'r', scope_prefix .. args[first])
   else
-    local wanted = { 'HMGET', state_key, 's', 'r' }
-    for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
-    got = redis.call(unpack(wanted))
+    scope_prefix = 't:' .. format('%d', #scope) .. ':' .. scope
+    if n == 1 then
+      got = redis.call('HMGET', state_key, 's', 'r', scope_prefix .. args[first])
+    else
+      local wanted = { 'HMGET', state_key, 's', 'r' }
+      for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
+      got = redis.call(unpack(wanted))
+    end
   end
 
   local balances, seq, count, horizon, orders, window = '{}', 0, 0, '', '', '\255'
@@ -212,17 +240,12 @@ for k = 1, #KEYS, 2 do
       if evicted ~= '' and (horizon == '' or cmp(evicted, horizon) > 0) then horizon = evicted end
     end
     seq = seq + 1
-    reply_seq = tostring(seq)
+    reply_seq = format('%d', seq)
 
     if n > 0 then
-      local amounts = cjson.decode(balances)
-      for i = first, a - 1, 2 do
-        local field = args[i]
-        amounts[field] = add(amounts[field] or '0', args[i + 1])
-      end
-      balances = cjson.encode(amounts)
+      balances = add_balances(balances, args, first, a - 1)
     end
-    local state = balances .. '\255' .. reply_seq .. ',' .. count .. ',' .. horizon .. ',' .. orders .. window
+    local state = balances .. '\255' .. reply_seq .. ',' .. format('%d', count) .. ',' .. horizon .. ',' .. orders .. window
     runs = remember(runs, run .. ' ' .. call .. ' a' .. reply_seq)
     if scope == '' or n == 0 then
       redis.call('HSET', state_key, 's', state, 'r', runs)
