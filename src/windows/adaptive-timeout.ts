@@ -126,6 +126,35 @@ export class AdaptiveTimeout {
     if (++this.#pending >= RECOMPUTE_EVERY) this.#recompute();
   }
 
+  /**
+   * Records the holes of a run a reorder buffer releases, numbers `first` to `end - 1` held in
+   * slots `s & mask` with their arrival times in `at`: a number was a hole from the first arrival
+   * of a number above it to its own arrival (the head's definition; numbers of the run only: those
+   * still buffered past its end are not scanned, so a hole's age can be under-read, never
+   * over-read). Only the head's fill is seen at push time; without these, holes stuck behind a
+   * lost one (a stream that loses events often) would never teach the timeout. Slots marked in
+   * `recovered` (a compensator's re-requested items) teach nothing and are unmarked.
+   */
+  recordRun(
+    at: Float64Array,
+    mask: number,
+    recovered: Uint8Array | undefined,
+    first: number,
+    end: number,
+  ): void {
+    let firstAbove = Number.POSITIVE_INFINITY;
+    for (let s = end - 1; s >= first; s--) {
+      const slot = s & mask;
+      if (recovered !== undefined && recovered[slot] === 1) {
+        recovered[slot] = 0;
+        continue;
+      }
+      const filled = at[slot] as number;
+      if (filled > firstAbove) this.record(filled - firstAbove);
+      else firstAbove = filled;
+    }
+  }
+
   /** The current figures, for metrics. */
   stats(): AdaptiveTimeoutStats {
     return {

@@ -1,10 +1,10 @@
-import { anchoredClock, type Clock } from '../core/clock.js';
-import { parseDuration } from '../core/duration.js';
-import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import type { Clock } from '../core/clock.js';
+import { InvalidArgumentError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
-import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
 import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
 import { MissingSet } from './missing-set.js';
+import { resolveReorderOptions } from './reorder-options.js';
+import { BUFFERED, DUPLICATE, NO_GAPS, REJECTED, result, STALE } from './reorder-result.js';
 import { SNAPSHOT_FORMAT, validateSaved } from './reorder-snapshot.js';
 import type {
   GapRange,
@@ -19,21 +19,8 @@ import type {
 
 export type * from './reorder-types.js';
 
-/** See the constructor: the slots are allocated up front. */
-const MAX_CAPACITY = 2 ** 24;
-
 // Marks an empty slot: no item a caller passes can be this object.
 const EMPTY: unknown = Object.freeze({ empty: true });
-// 65 536 missing numbers: at 10 000 events/s with 1% lost and a compensation lane that gives up
-// after ~10 minutes, 60 000 numbers are outstanding at most; a range costs ~50 bytes, however long.
-const DEFAULT_MAX_MISSING = 65_536;
-const NO_GAPS: readonly GapRange[] = Object.freeze([]);
-const constant = <T>(outcome: PushOutcome): PushResult<T> =>
-  Object.freeze(Object.assign([] as Release<T>[], { outcome, gaps: NO_GAPS }));
-const BUFFERED = constant<never>('buffered');
-const DUPLICATE = constant<never>('duplicate');
-const STALE = constant<never>('stale');
-const REJECTED = constant<never>('rejected');
 
 /**
  * Puts the events of one single-writer sequence back in order (DESIGN §3.4). Pure: no timers, no
@@ -91,35 +78,16 @@ export class ReorderBuffer<T> {
   #lastNow = Number.NEGATIVE_INFINITY;
 
   constructor(options: ReorderBufferOptions) {
-    if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
-    this.capacity = positiveInt('capacity', options.capacity);
-    this.#next = nonNegativeInt('next', options.next ?? 0);
-    this.overflow = options.overflow ?? 'advance';
-    if (this.overflow !== 'advance' && this.overflow !== 'reject') {
-      throw new InvalidOptionError('overflow', "'advance' or 'reject'", options.overflow);
-    }
-    this.maxMissing = nonNegativeInt('maxMissing', options.maxMissing ?? DEFAULT_MAX_MISSING);
-    this.#missing = new MissingSet(this.maxMissing);
-    this.#clock = options.clock ?? anchoredClock();
-    if (typeof this.#clock?.now !== 'function') {
-      throw new InvalidOptionError('clock', 'an object with now()', options.clock);
-    }
-    this.#adaptiveOptions = options.adaptive ?? {};
-    if (options.gapTimeout === 'adaptive') {
-      this.#adaptive = new AdaptiveTimeout(this.#adaptiveOptions);
-      this.#fixedTimeoutMs = 0;
-    } else {
-      if (options.adaptive !== undefined) {
-        throw new InvalidOptionError('adaptive', "absent unless gapTimeout is 'adaptive'", options.adaptive);
-      }
-      this.#fixedTimeoutMs = parseDuration(options.gapTimeout, 'gapTimeout');
-    }
-    // The slots are allocated up front, 16 bytes each (an element and a Float64 time): 2^24 slots
-    // are 268 MB, already far beyond any source's displacement bound (a capacity is derived from
-    // it); past that a typo would be an out-of-memory crash, not an error.
-    if (this.capacity > MAX_CAPACITY) {
-      throw new InvalidOptionError('capacity', `at most 2^24 (${MAX_CAPACITY})`, options.capacity);
-    }
+    const config = resolveReorderOptions(options);
+    this.capacity = config.capacity;
+    this.#next = config.next;
+    this.overflow = config.overflow;
+    this.maxMissing = config.maxMissing;
+    this.#missing = new MissingSet(config.maxMissing);
+    this.#clock = config.clock;
+    this.#adaptiveOptions = config.adaptive;
+    this.#fixedTimeoutMs = config.fixedTimeoutMs ?? 0;
+    if (config.fixedTimeoutMs === undefined) this.#adaptive = new AdaptiveTimeout(config.adaptive);
     const slots = 2 ** Math.ceil(Math.log2(this.capacity));
     this.#mask = slots - 1;
     this.#items = new Array<unknown>(slots).fill(EMPTY);
@@ -244,7 +212,8 @@ export class ReorderBuffer<T> {
         return result(out, 'released', gaps);
       }
       // The hole at `next` is filled: this item and the run behind it go out in one array sized
-      // up front (growing it push by push costs more than the run itself).
+      // up front (growing it push by push costs more than the run itself; releasing it through
+      // #releaseRun, which grows a one-item array once, made a push ~20% slower, measured).
       const items = this.#items;
       const mask = this.#mask;
       let end = seq + 1;
@@ -422,37 +391,10 @@ export class ReorderBuffer<T> {
     this.#next = s;
   }
 
-  // Holes behind the head that filled before it: s was a hole from the first arrival of a number
-  // above it to its own arrival (the head's definition; numbers of the run only: those still
-  // buffered past its end are not scanned, so a hole's age can be under-read, never over-read).
-  // Only the head's fill is seen at push time; without these, holes stuck behind a lost one (a
-  // stream that loses events often) would never teach the timeout. Done per released run, and
-  // only when adaptive, so the push path of a buffered item stays as it was.
+  // Done per released run, and only when adaptive, so the push path of a buffered item stays as it was.
   #sampleRun(first: number, end: number): void {
-    const at = this.#at;
-    const mask = this.#mask;
-    const adaptive = this.#adaptive as AdaptiveTimeout;
-    const recovered = this.#recovered;
-    let firstAbove = Number.POSITIVE_INFINITY;
-    for (let s = end - 1; s >= first; s--) {
-      const slot = s & mask;
-      if (recovered !== undefined && recovered[slot] === 1) {
-        recovered[slot] = 0;
-        continue;
-      }
-      const filled = at[slot] as number;
-      if (filled > firstAbove) adaptive.record(filled - firstAbove);
-      else firstAbove = filled;
-    }
+    (this.#adaptive as AdaptiveTimeout).recordRun(this.#at, this.#mask, this.#recovered, first, end);
   }
-}
-
-function result<T>(out: Release<T>[], outcome: PushOutcome, gaps: readonly GapRange[]): PushResult<T> {
-  // Plain stores, not Object.assign: every result array then shares one hidden class.
-  const r = out as Release<T>[] & { outcome: PushOutcome; gaps: readonly GapRange[] };
-  r.outcome = outcome;
-  r.gaps = gaps;
-  return r;
 }
 
 // V8 gives an object's hidden class (its "map") a weak life: once no object of a shape is alive, a
