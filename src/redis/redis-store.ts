@@ -23,6 +23,7 @@ import { readJournal } from './journal-reader.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
 import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
+import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
 import { scripts } from './scripts.generated.js';
 
 // At most this many applies per script call. A ledger step costs ~15-20 µs of Redis time (on the
@@ -48,58 +49,6 @@ interface ApplyItem extends BatchItem<LedgerApplyResult> {
   readonly scope: string | undefined;
 }
 
-/** What this process remembers of one (ledger, owner): its keys and what it has registered. */
-interface OwnerMemo {
-  readonly keys: [state: string, journal: string];
-  inLedger: boolean;
-  readonly scopes: Set<string>;
-  /** The client's connection generation the registrations were made in (see connection-generation.ts). */
-  generation: number;
-}
-
-// Scopes remembered per owner: a player sits in a handful of rooms at a time; past this the
-// oldest is forgotten, which costs one more idempotent SADD if it comes back, never a wrong answer.
-const SCOPES_PER_OWNER = 64;
-
-function rememberScope(memo: OwnerMemo, scope: string): void {
-  if (memo.scopes.size >= SCOPES_PER_OWNER) memo.scopes.delete(memo.scopes.values().next().value as string);
-  memo.scopes.add(scope);
-}
-
-/**
- * Per (ledger, owner): the escaped keys (built once, not on every apply) and the registrations made,
- * bounded to REGISTERED_CACHE owners, oldest forgotten first.
- */
-function createOwnerMemo(prefix: string): { get(ledger: string, owner: string): OwnerMemo } {
-  const byLedger = new Map<string, Map<string, OwnerMemo>>();
-  let size = 0;
-  return {
-    get(ledger, owner) {
-      let memos = byLedger.get(ledger);
-      if (memos === undefined) byLedger.set(ledger, (memos = new Map()));
-      let memo = memos.get(owner);
-      if (memo === undefined) {
-        if (size >= REGISTERED_CACHE) {
-          // Forget the oldest owner of the oldest ledger that has one (a Map iterates in insertion order).
-          for (const [name, map] of byLedger) {
-            const first = map.keys().next();
-            if (!first.done) {
-              map.delete(first.value);
-              size--;
-            }
-            if (map.size === 0 && name !== ledger) byLedger.delete(name);
-            if (!first.done) break;
-          }
-        }
-        memo = { keys: ownerKeys(prefix, ledger, owner), inLedger: false, scopes: new Set(), generation: 0 };
-        memos.set(owner, memo);
-        size++;
-      }
-      return memo;
-    },
-  };
-}
-
 /** Options of {@link createRedisStore}. */
 export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster` (anything with `call(command, ...args)`). Not closed by the store. */
@@ -115,11 +64,6 @@ export interface RedisStoreOptions {
   journal?: { maxEntriesPerOwner?: number };
 }
 
-// Each process remembers the keys of the owners it applies for and which (ledger, owner) and
-// (ledger, scope, owner) registrations it has already made, so the registry SADD is paid once per
-// pair and process, not once per apply. 50 000 owners x ~300 bytes (two keys, a small Set) =
-// ~15 MB per process at most; a forgotten owner costs one more idempotent SADD, never a wrong answer.
-const REGISTERED_CACHE = 50_000;
 // A registration that failed after its script had run is retried at 1, 2, 4 ... s, then every
 // 32 s for as long as the process lives (until it succeeds, or the owner's own next batch made
 // it): totals and journals must find what was booked. 32 s: a retry costs one SADD per
