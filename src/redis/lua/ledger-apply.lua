@@ -197,6 +197,7 @@ for k = 1, #KEYS, 2 do
 
   local got -- s, r, then the scope totals of the deltas
   local scope_prefix -- of the scope totals' fields ('t:<#scope>:<scope>'), when it books some
+  local total_field -- the scope total's field of a lone delta
   if scope == '' or n == 0 then
     got = redis.call('HMGET', state_key, 's', 'r')
   else
@@ -206,7 +207,8 @@ for k = 1, #KEYS, 2 do
       scope_prefixes[scope] = scope_prefix
     end
     if n == 1 then
-      got = redis.call('HMGET', state_key, 's', 'r', scope_prefix .. args[first])
+      total_field = scope_prefix .. args[first]
+      got = redis.call('HMGET', state_key, 's', 'r', total_field)
     else
       local wanted = { 'HMGET', state_key, 's', 'r' }
       for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
@@ -292,7 +294,7 @@ for k = 1, #KEYS, 2 do
     if scope == '' or n == 0 then
       redis.call('HSET', state_key, 's', state, 'r', runs)
     elseif n == 1 then
-      redis.call('HSET', state_key, 's', state, 'r', runs, scope_prefix .. args[first], add(got[3] or '0', args[first + 1]))
+      redis.call('HSET', state_key, 's', state, 'r', runs, total_field, add(got[3] or '0', args[first + 1]))
     else
       local set = { 'HSET', state_key, 's', state, 'r', runs }
       for i = first, a - 1, 2 do
