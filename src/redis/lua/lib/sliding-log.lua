@@ -27,7 +27,8 @@ local function sliding_log(key, L, W, cost, now)
   if not v then
     if cost > L then return false, L, now, -1, nil end
     local reset = log_reset(nil, now, W, cost)
-    return true, L - cost, reset, 0, key, int(cost) .. ',' .. int(now) .. '|' .. int(now) .. ':' .. int(cost) .. ',', ttl(reset, now)
+    local cost_s, now_s = int(cost), int(now)
+    return true, L - cost, reset, 0, key, cost_s .. ',' .. now_s .. '|' .. now_s .. ':' .. cost_s .. ',', ttl(reset, now)
   end
   local comma = find(v, ',', 1, true)
   local bar = find(v, '|', comma + 1, true)
@@ -46,8 +47,10 @@ local function sliding_log(key, L, W, cost, now)
   if pos > n then newest = nil end
   if live + cost <= L then
     local reset = log_reset(newest, at, W, cost)
-    local rest = sub(v, pos) .. int(at) .. ':' .. int(cost) .. ','
-    return true, L - live - cost, reset, 0, key, int(live + cost) .. ',' .. int(at) .. '|' .. rest, ttl(reset, now)
+    -- One concatenation, each number written once: every string a script makes costs ~0.3-0.5 µs.
+    local at_s = int(at)
+    return true, L - live - cost, reset, 0, key,
+      int(live + cost) .. ',' .. at_s .. '|' .. sub(v, pos) .. at_s .. ':' .. int(cost) .. ',', ttl(reset, now)
   end
   local retry = -1
   if cost <= L then
