@@ -4,6 +4,7 @@
 // with a search over the stream ids (seq grows along the stream), so paging one owner's journal
 // costs a few round trips whatever its length. A query over several owners merges their streams
 // (one cursor per owner, k-way) in server-time order, then owner, then seq.
+import { ownRecord } from '../core/own-record.js';
 import { orderFromString } from '../core/validate.js';
 import type { Balances, JournalEntry, JournalQuery } from '../store/store.js';
 import type { RedisLike } from './eval.js';
@@ -15,7 +16,7 @@ function parseEntry(owner: string, fields: string[]): JournalEntry & { us: bigin
   for (let i = 0; i < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
   const pairs: [string, bigint][] = [];
   for (const [k, v] of map) if (k.startsWith('d:')) pairs.push([k.slice(2), BigInt(v)]);
-  const deltas = Object.fromEntries(pairs) as Balances;
+  const deltas: Balances = ownRecord(pairs);
   const seconds = BigInt(map.get('s') ?? '0');
   const micros = BigInt(map.get('us') ?? '0');
   const entry: { -readonly [K in keyof JournalEntry]: JournalEntry[K] } & { us: bigint } = {

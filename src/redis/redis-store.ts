@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { ownRecord, setOwn } from '../core/own-record.js';
 import {
   isPlainObject,
   isWellFormed,
@@ -352,14 +353,14 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         totals.set(field, (totals.get(field) ?? 0n) + BigInt(flat[i + 1] as string));
       }
     }
-    return Object.fromEntries(totals) as Balances;
+    return ownRecord(totals);
   }
 }
 
 function toApplyResult([outcome, seq, amounts]: ApplyReply): LedgerApplyResult {
-  // Own data properties whatever the field names (see toBalances in the memory store).
-  const balances = Object.fromEntries(
-    Object.entries(amounts).map(([field, amount]) => [field, BigInt(amount as string)]),
-  ) as Balances;
+  // Own data properties whatever the field names (see ownRecord). JSON.parse made `amounts`:
+  // its keys are its own (a `__proto__` in the JSON too).
+  const balances: Balances = {};
+  for (const field of Object.keys(amounts)) setOwn(balances, field, BigInt(amounts[field] as string));
   return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
 }

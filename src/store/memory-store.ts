@@ -1,5 +1,6 @@
 import { type Clock, systemClock, wholeMs } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { ownRecord } from '../core/own-record.js';
 import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
 import type { Decision } from '../limiter/decision.js';
 import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
@@ -325,13 +326,11 @@ function trimJournal(state: LedgerState, maxEntries: number): void {
   }
 }
 
-// Plain objects made with Object.fromEntries: own data properties, whatever the field names (an
-// assignment to a field named like a prototype property throws under frozen intrinsics, or lands
-// on the prototype for `__proto__`).
+// Plain objects of own data properties, whatever the field names (see ownRecord).
 function toBalances(pairs: LedgerApplyCommand['deltas']): Balances {
-  return Object.fromEntries(pairs) as Balances;
+  return ownRecord(pairs);
 }
 
 function toRecord(map: Map<string, bigint> | undefined): Balances {
-  return map === undefined ? {} : (Object.fromEntries(map) as Balances);
+  return map === undefined ? {} : ownRecord(map);
 }
