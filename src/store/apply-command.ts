@@ -19,13 +19,28 @@ export function checkDeltaPairs(deltas: LedgerApplyCommand['deltas']): void {
   if (deltas.length > MAX_DELTAS) {
     throw new InvalidArgumentError('deltas', `at most ${MAX_DELTAS} fields`, deltas.length);
   }
-  const seen = new Set<string>();
   for (const pair of deltas) {
     if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'bigint') {
       throw new InvalidArgumentError('deltas', '[field, bigint] pairs', pair);
     }
-    if (seen.has(pair[0])) throw new InvalidArgumentError('deltas', 'each field once', pair[0]);
-    seen.add(pair[0]);
+  }
+  // A Set only where it pays: most entries book one field, and a Set per apply was a measurable
+  // share of a memory apply; up to 16 fields, comparing each pair allocates nothing.
+  if (deltas.length <= 16) {
+    for (let i = 1; i < deltas.length; i++) {
+      const field = (deltas[i] as readonly [string, bigint])[0];
+      for (let j = 0; j < i; j++) {
+        if ((deltas[j] as readonly [string, bigint])[0] === field) {
+          throw new InvalidArgumentError('deltas', 'each field once', field);
+        }
+      }
+    }
+    return;
+  }
+  const seen = new Set<string>();
+  for (const [field] of deltas) {
+    if (seen.has(field)) throw new InvalidArgumentError('deltas', 'each field once', field);
+    seen.add(field);
   }
 }
 

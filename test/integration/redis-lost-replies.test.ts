@@ -344,8 +344,8 @@ describe('ledger on Redis across lost replies and lost connections', () => {
     // The memory store decides each call alone (nothing is batched), and what it cannot take it refuses
     // too; the Redis store checks every field before a call joins a batch.
     const stores: [Store, number][] = [
-      [memoryStore(), 2],
-      [createRedisStore({ client: direct, prefix: prefix('bad') }), 6],
+      [memoryStore(), 4],
+      [createRedisStore({ client: direct, prefix: prefix('bad') }), 8],
     ];
     for (const [store, checked] of stores) {
       const valid = (owner: string) => ({
@@ -357,6 +357,9 @@ describe('ledger on Redis across lost replies and lost connections', () => {
         deltas: [['coins', 5n]] as const,
       });
       const bad = [
+        // A field twice would be booked twice: refused, among a few fields and among many.
+        { ...valid('carol'), deltas: [['coins', 1n], ['gems', 1n], ['coins', 2n]] },
+        { ...valid('carol'), deltas: [...Array.from({ length: 20 }, (_, i) => [`f${i}`, 1n]), ['f3', 1n]] },
         { ...valid('carol'), capacity: undefined },
         { ...valid('carol'), order: 'abc' },
         { ...valid('carol'), scope: '' },
