@@ -3,8 +3,22 @@ import { ownRecord, setOwn } from './own-record.js';
 
 describe('ownRecord', () => {
   it('makes own data properties from a Map or an array of pairs, in order', () => {
-    expect(ownRecord(new Map([['coins', 5n], ['gems', -2n]]))).toEqual({ coins: 5n, gems: -2n });
-    expect(Object.keys(ownRecord([['b', 1], ['a', 2]]))).toEqual(['b', 'a']);
+    expect(
+      ownRecord(
+        new Map([
+          ['coins', 5n],
+          ['gems', -2n],
+        ]),
+      ),
+    ).toEqual({ coins: 5n, gems: -2n });
+    expect(
+      Object.keys(
+        ownRecord([
+          ['b', 1],
+          ['a', 2],
+        ]),
+      ),
+    ).toEqual(['b', 'a']);
     expect(Object.getPrototypeOf(ownRecord([]))).toBe(Object.prototype);
   });
 
@@ -31,7 +45,6 @@ describe('ownRecord', () => {
     try {
       const out: Record<string, bigint> = {};
       expect(() => {
-        'use strict';
         (out as Record<string, unknown>).valueOf = 1n;
       }).toThrow(TypeError);
       setOwn(out, 'valueOf', 7n);

@@ -358,7 +358,14 @@ describe('ledger on Redis across lost replies and lost connections', () => {
       });
       const bad = [
         // A field twice would be booked twice: refused, among a few fields and among many.
-        { ...valid('carol'), deltas: [['coins', 1n], ['gems', 1n], ['coins', 2n]] },
+        {
+          ...valid('carol'),
+          deltas: [
+            ['coins', 1n],
+            ['gems', 1n],
+            ['coins', 2n],
+          ],
+        },
         { ...valid('carol'), deltas: [...Array.from({ length: 20 }, (_, i) => [`f${i}`, 1n]), ['f3', 1n]] },
         { ...valid('carol'), capacity: undefined },
         { ...valid('carol'), order: 'abc' },
