@@ -44,8 +44,9 @@ describe('ownRecord', () => {
     Object.defineProperty(Object.prototype, 'valueOf', { ...descriptor, writable: false });
     try {
       const out: Record<string, bigint> = {};
+      const name: string = 'valueOf';
       expect(() => {
-        (out as Record<string, unknown>).valueOf = 1n;
+        out[name] = 1n; // modules are strict: the override mistake throws
       }).toThrow(TypeError);
       setOwn(out, 'valueOf', 7n);
       expect(Object.getOwnPropertyDescriptor(out, 'valueOf')?.value).toBe(7n);

@@ -3,8 +3,9 @@ import { StoreError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
 import { limiterCost } from './cost.js';
 import { type Decision, decide } from './decision.js';
+import { checkSpec } from './options.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
-import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitVerdict } from './types.js';
+import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitSpec, LimitVerdict } from './types.js';
 
 interface Entry {
   state: unknown;
@@ -25,6 +26,9 @@ interface Entry {
 // visit (Map#forEach; an iterator stepped a few entries per take allocated two objects per
 // entry). The pass is O(keys): ~10 ms per million.
 const SWEEP_MIN = 1024;
+
+// Specs a direct `take` has checked (the limiter's own come from toSpec): each object once.
+const checkedSpecs = new WeakSet<LimitSpec>();
 
 /**
  * The limiter side of the memory store: limiter state in a Map, one synchronous block per decision
@@ -63,6 +67,13 @@ export class MemoryLimiterBackend {
     // A store command may come from any caller: its time is checked as the limiter checks its clock.
     const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
     limiterCost(cost);
+    for (let i = 0; i < limits.length; i++) {
+      const spec = (limits[i] as LimitCall).spec;
+      if (!checkedSpecs.has(spec)) {
+        checkSpec(spec, `limits[${i}].spec`);
+        checkedSpecs.add(spec);
+      }
+    }
     const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     return { now, allowed: allAllowed(verdicts), verdicts };
   }

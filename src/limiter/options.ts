@@ -1,5 +1,5 @@
 import { type Duration, parseDuration } from '../core/duration.js';
-import { InvalidOptionError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import { isWindowConfig, type WindowConfig } from '../core/window-config.js';
 import type { Algorithm, LimitSpec } from './types.js';
@@ -119,6 +119,42 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
   const id =
     options.id === undefined ? `${limit}/${durationLabel(windowMs)}` : nonEmptyString(at('id'), options.id);
   return { id, algorithm: options.algorithm, limit, windowMs, param, by };
+}
+
+/**
+ * Checks a limit spec as a direct caller of a store's `limiterTake` may have built it (the limiter
+ * builds specs with {@link toSpec}, which already holds them to this): every number whole and in the
+ * range the math and the Redis script are exact in. A store checks each spec object once.
+ */
+export function checkSpec(spec: LimitSpec, path: string): void {
+  const fail = (name: string, expected: string, got: unknown): never => {
+    throw new InvalidArgumentError(`${path}.${name}`, expected, got);
+  };
+  if (!isPlainObject(spec)) fail('spec', 'a limit spec object', spec);
+  if (typeof spec.id !== 'string' || spec.id.length === 0) fail('id', 'a non-empty string', spec.id);
+  if (!ALGORITHMS.includes(spec.algorithm))
+    fail('algorithm', `one of ${ALGORITHMS.join(', ')}`, spec.algorithm);
+  const whole = (name: 'limit' | 'windowMs' | 'param', min: number) => {
+    const v = spec[name];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+      fail(name, min === 0 ? 'a non-negative safe integer' : 'a positive safe integer', v);
+    }
+  };
+  whole('limit', 1);
+  whole('windowMs', 1);
+  whole('param', spec.algorithm === 'sliding-window' || spec.algorithm === 'gcra' ? 1 : 0);
+  if (spec.limit * spec.windowMs > MAX_PRODUCT) fail('limit', 'limit x windowMs below 2^53', spec.limit);
+  if (spec.algorithm === 'sliding-log' && spec.limit > MAX_LOG_LIMIT)
+    fail('limit', 'at most 2^52', spec.limit);
+  if (spec.algorithm === 'gcra' && spec.param * spec.windowMs > MAX_PRODUCT) {
+    fail('param', 'a burst with burst x windowMs below 2^53', spec.param);
+  }
+  if (
+    spec.algorithm === 'sliding-window' &&
+    (spec.windowMs % spec.param !== 0 || spec.windowMs / spec.param > MAX_BUCKETS)
+  ) {
+    fail('param', `a bucket that divides windowMs into at most ${MAX_BUCKETS}`, spec.param);
+  }
 }
 
 /**

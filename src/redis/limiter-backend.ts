@@ -1,6 +1,7 @@
 import { StoreError } from '../core/errors.js';
 import { codeOf } from '../limiter/algorithms.js';
 import { limiterCost } from '../limiter/cost.js';
+import { checkSpec } from '../limiter/options.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
 import type {
   LimitCall,
@@ -39,11 +40,14 @@ interface KeyMemo {
   readonly key: string;
 }
 
-// The script's values of a limit spec (algorithm, limit, window, param), built once per spec.
+// The script's values of a limit spec (algorithm, limit, window, param), built once per spec,
+// when it is first checked (a spec a direct caller built may hold a fraction the script would
+// write as a whole number, or a NaN: refused before its take joins a batch).
 const specArgs = new WeakMap<LimitSpec, readonly (string | number)[]>();
-function argsOf(spec: LimitSpec): readonly (string | number)[] {
+function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | number)[] {
   let args = specArgs.get(spec);
   if (args === undefined) {
+    checkSpec(spec, path);
     args = [codeOf(spec), spec.limit, spec.windowMs, spec.param];
     specArgs.set(spec, args);
   }
@@ -138,7 +142,11 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       const at = now === undefined ? '' : limiterTime(now, 'now');
       limiterCost(cost);
       const keys: string[] = [];
-      for (const call of limits) keys.push(keyOf(call));
+      for (let i = 0; i < limits.length; i++) {
+        const call = limits[i] as LimitCall;
+        argsOf(call.spec, `limits[${i}].spec`);
+        keys.push(keyOf(call));
+      }
       return new Promise<LimiterTakeReply>((resolve, reject) =>
         enqueue({ limits, keys, now: at, cost, resolve, reject }),
       );

@@ -306,6 +306,36 @@ describe('ledger on Redis across lost replies and lost connections', () => {
     }
   });
 
+  it('a direct limiter take with a malformed limit spec fails alone and changes nothing, as in memory', async () => {
+    const good = { id: 'x', algorithm: 'gcra', limit: 5, windowMs: 1000, param: 5 } as const;
+    const bad = [
+      { ...good, limit: 2.5 }, // the script writes whole numbers: a fraction would be cut off
+      { ...good, windowMs: Number.NaN },
+      { ...good, param: 0 }, // a GCRA burst of 0
+      { ...good, algorithm: 'leaky-bucket' },
+      { ...good, algorithm: 'sliding-window', param: 300 }, // a bucket that does not divide the window
+      { ...good, limit: 2 ** 40, windowMs: 2 ** 20 }, // limit x window beyond 2^53
+    ];
+    const p = prefix('limiter-spec');
+    for (const store of [memoryStore(), createRedisStore({ client: direct, prefix: p })] as Store[]) {
+      const take = (key: string, spec: unknown) =>
+        (store.limiterTake as NonNullable<Store['limiterTake']>)({
+          limits: [{ spec: spec as typeof good, key: `{l:${key}}:x` }],
+          cost: 1,
+          now: 1_000_000,
+        });
+      for (const spec of bad) {
+        const answers = await Promise.allSettled([take('a', good), take('bad', spec), take('b', good)]);
+        expect(answers.map((a) => a.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+        const reason = (answers[1] as PromiseRejectedResult).reason as { code: string; message: string };
+        expect(reason.code).toBe('ERR_INVALID_ARGUMENT');
+        expect(reason.message).toContain('limits[0].spec.');
+      }
+      // Nothing was written for the refused takes: their key is still empty.
+      expect((await take('bad', good)).verdicts[0]?.remaining).toBe(4);
+    }
+  });
+
   it('a rolling deploy: processes of the previous version (0.1.0 script) and of this one share owners without a repeat applied twice', async () => {
     // The script of the version before the runs list, as it ran (test/integration/fixtures).
     const previous = readFileSync(new URL('./fixtures/ledger-apply-0.1.0.lua', import.meta.url), 'utf8');

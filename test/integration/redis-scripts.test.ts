@@ -85,6 +85,42 @@ describe('Lua scripts', () => {
     }
   });
 
+  it('ledger-apply called directly with what the store never sends (an empty signature, capacity 0) answers, never hangs the server', async () => {
+    // A direct EVALSHA bypasses the store's checks. An empty signature once looped forever in the
+    // duplicate search, and capacity 0 failed half-way through its batch.
+    const timed = new Redis(REDIS_URL, { commandTimeout: 3000, maxRetriesPerRequest: 0 });
+    const keys = [`${prefix}{direct}:s`, `${prefix}{direct}:j`];
+    let call = 0;
+    const apply = async (signature: string, capacity: number) => {
+      const entry = [String(++call), signature, capacity, '', 1, '', '', 1, 'coins', '5'];
+      const reply = await timed.evalsha(
+        scripts.ledgerApply.sha1,
+        2,
+        ...keys,
+        JSON.stringify(entry),
+        '0',
+        'run',
+      );
+      return (JSON.parse(reply as string) as [string][])[0]?.[0];
+    };
+    try {
+      await timed.script('LOAD', scripts.ledgerApply.text);
+      const outcomes = [
+        await apply('a', 2),
+        await apply('', 2),
+        await apply('', 2),
+        await apply('b', 0),
+        await apply('b', 0),
+      ];
+      expect(outcomes).toEqual(['applied', 'applied', 'duplicate', 'applied', 'duplicate']);
+    } catch (err) {
+      await client.call('SCRIPT', 'KILL').catch(() => undefined); // leave the shared server usable
+      throw err;
+    } finally {
+      timed.disconnect();
+    }
+  });
+
   it('the journal keeps the apply order across owners of one batch, as the memory store does', async () => {
     const owners = ['z', 'a', 'm', 'b', 'y'];
     const journals = [];

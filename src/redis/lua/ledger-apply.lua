@@ -80,14 +80,13 @@ local function sub_mag(x, y)
   return reverse_digits(out)
 end
 
-local format = string.format
+-- #include lib/int-text.lua
 
 local function add(a, b)
   -- Fast path: with at most 13 characters each, |a|, |b| < 10^13, so the sum is exact in a double
-  -- and below 10^14, which '%d' (a C long) writes as a plain integer. The operands are canonical
-  -- decimal strings (no hex, no exponent, no '-0'), so coercion is exact. ('%d', not `.. ''`:
-  -- Lua's own number-to-string goes through '%.14g' and costs twice as much, measured.)
-  if #a <= 13 and #b <= 13 then return format('%d', a + b) end
+  -- and below 10^14, which int() writes exactly. The operands are canonical decimal strings (no
+  -- hex, no exponent, no '-0'), so coercion is exact.
+  if #a <= 13 and #b <= 13 then return int(a + b) end
   local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
   local x, y = na and a:sub(2) or a, nb and b:sub(2) or b
   if na == nb then
@@ -173,6 +172,9 @@ end
 -- bytes around it, so no string is made for the search (one less per entry).
 local function in_window(state, signature, from)
   local len = #signature
+  -- The client never sends an empty signature; a direct call may, and find('') matches everywhere
+  -- (past the end too: the loop below would never end).
+  if len == 0 then return find(state, '\255\255', from, true) ~= nil end
   local at = find(state, signature, from + 1, true)
   while at do
     if byte(state, at - 1) == 255 and byte(state, at + len) == 255 then return true end
@@ -203,7 +205,7 @@ for k = 1, #KEYS, 2 do
   else
     scope_prefix = scope_prefixes[scope]
     if not scope_prefix then
-      scope_prefix = 't:' .. format('%d', #scope) .. ':' .. scope
+      scope_prefix = 't:' .. int(#scope) .. ':' .. scope
       scope_prefixes[scope] = scope_prefix
     end
     if n == 1 then
@@ -268,7 +270,8 @@ for k = 1, #KEYS, 2 do
     if state then
       local orders_end = window_at - 1 -- the orders end where the signatures begin
       count = count + 1
-      while count > capacity do
+      -- At least one kept: a capacity below 1 (only a direct call can send one) keeps the newest.
+      while count > capacity and orders_at <= orders_end do
         local c = find(state, ',', orders_at, true)
         if c > orders_at then
           local evicted = sub(state, orders_at, c - 1)
@@ -283,12 +286,12 @@ for k = 1, #KEYS, 2 do
       count = 1 -- capacity >= 1: nothing to evict
     end
     seq = seq + 1
-    reply_seq = format('%d', seq)
+    reply_seq = int(seq)
 
     if n > 0 then
       balances = add_balances(balances, args, first, a - 1)
     end
-    local state = balances .. '\255' .. reply_seq .. ',' .. format('%d', count) .. ',' .. horizon .. ',' .. orders
+    local state = balances .. '\255' .. reply_seq .. ',' .. int(count) .. ',' .. horizon .. ',' .. orders
       .. judged .. ',' .. window .. signature .. '\255'
     runs = remember(runs, at, call, 'a', reply_seq)
     if scope == '' or n == 0 then

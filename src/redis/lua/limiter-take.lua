@@ -57,15 +57,10 @@ local function ceildiv(a, b)
   return q
 end
 
--- Lua 5.1's tostring (and `..` on a number) is '%.14g': exact for integers below 1e14 only (a
--- client clock or a cost may pass it: limit x window is allowed up to 2^53), so every number
--- written into a value goes through int(). Every such number is a whole one, and '%d' (a C long:
--- exact far beyond 2^53) writes it in ~0.4 µs where tostring takes ~0.6-0.8 and '%.0f' up to ~1
--- (measured in Redis 7's Lua).
-local format = string.format
-local function int(x)
-  return format('%d', x)
-end
+-- Every number written into a value goes through int() (lib/int-text.lua): Lua's own
+-- number-to-string ('%.14g') is exact only below 1e14, and a client clock or a cost may pass it
+-- (limit x window is allowed up to 2^53).
+-- #include lib/int-text.lua
 
 -- '<a>:<b>' into two numbers (a plain find is cheaper than a pattern with captures).
 local function pair(v)
