@@ -1,10 +1,14 @@
 #!/usr/bin/env node
-// What each part of ledger-apply.lua costs Redis: records the script's batches over the
-// redis-ledger bench's workload (28,450 settlement deliveries to 2,000 players, 200 lanes, journal
-// off), then replays them, one batch at a time on fresh keys, through the script and through
-// copies with one part taken out, and prints Redis µs per apply (INFO commandstats) for each.
-// The copies give wrong answers on purpose: they only measure. 3 repetitions per variant.
-// Usage: npm run build && node scripts/redis-ledger-lua-parts.mjs [redis-url]
+// What each part of ledger-apply.lua costs Redis, and what another version of it costs: records the
+// script's batches over the redis-ledger bench's workload (28,450 settlement deliveries to 2,000
+// players, 200 lanes, journal off), then replays them, one batch at a time on fresh keys, through
+// the script, through copies with one part taken out, and through any script files given, and
+// prints Redis µs per apply (INFO commandstats, EVALSHA) for each. Variants run interleaved, 5
+// phases. The copies give wrong answers on purpose: they only measure. A file is a whole script as
+// Redis runs it (includes expanded), e.g. another build's:
+//   node -e "import('./dist/redis/scripts.generated.js').then((m) => process.stdout.write(m.scripts.ledgerApply.text))" > old.lua
+// Usage: npm run build && node scripts/redis-ledger-lua-parts.mjs [redis-url] [file.lua ...]
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
@@ -17,7 +21,8 @@ import {
 } from '../bench/lib/workload.mjs';
 import { scripts } from '../dist/redis/scripts.generated.js';
 
-const url = process.argv[2] ?? 'redis://127.0.0.1:6379';
+const given = process.argv.slice(2);
+const url = given[0]?.startsWith('redis') ? given.shift() : 'redis://127.0.0.1:6379';
 const client = new Redis(url);
 const admin = new Redis(url);
 const { stream, lanes } = redisLedgerWorkload(defineSignature(SETTLEMENT_FIELDS));
@@ -45,30 +50,18 @@ const variants = [
   [
     'without the HSET',
     cut(
-      "redis.call('HSET', state_key, 's', state, scope_prefix .. args[first], add(got[2] or '0', args[first + 1]))",
-      "local _ = add(got[2] or '0', args[first + 1])",
+      "redis.call('HSET', state_key, 's', state, 'r', runs, total_field, add(got[3] or '0', args[first + 1]))",
+      "local _ = add(got[3] or '0', args[first + 1])",
     ),
   ],
   [
     'without the HMGET',
-    cut("got = redis.call('HMGET', state_key, 's', scope_prefix .. args[first])", 'got = { false, false }'),
+    cut("got = redis.call('HMGET', state_key, 's', 'r', total_field)", 'got = { false, false, false }'),
   ],
+  ['without the balances update', cut('      balances = add_balances(balances, args, first, a - 1)\n', '')],
   [
-    'without the scope total (HGET/HSET of s only)',
-    cut(
-      "got = redis.call('HMGET', state_key, 's', scope_prefix .. args[first])",
-      "got = { redis.call('HGET', state_key, 's') }",
-    )?.replace(
-      "redis.call('HSET', state_key, 's', state, scope_prefix .. args[first], add(got[2] or '0', args[first + 1]))",
-      "redis.call('HSET', state_key, 's', state)",
-    ),
-  ],
-  [
-    'without cjson (balances)',
-    cut('      local amounts = cjson.decode(balances)', "      local amounts = { coins = '1' }")?.replace(
-      '      balances = cjson.encode(amounts)',
-      `      balances = '{"coins":"1"}'`,
-    ),
+    'without the runs list (lost-reply guard) update',
+    cut("runs = remember(runs, at, call, 'a', reply_seq)", 'runs = runs'),
   ],
   [
     'only the batch decode',
@@ -77,10 +70,14 @@ const variants = [
       "local args = cjson.decode(ARGV[1])\nif true then return '[]' end",
     ),
   ],
+  ...given.map((file) => [file, readFileSync(file, 'utf8')]),
 ];
 
+const usecOfEvalsha = async () =>
+  Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+const PHASES = 5;
 const rows = [];
-for (let rep = 0; rep < 3; rep++) {
+for (let rep = 0; rep < PHASES; rep++) {
   for (const [name, body] of variants) {
     if (body === undefined) {
       if (rep === 0) console.log(`${name}: the script changed, this cut no longer applies`);
@@ -88,24 +85,23 @@ for (let rep = 0; rep < 3; rep++) {
     }
     const sha = await admin.script('LOAD', body);
     const keyPrefix = `${prefix}v${rows.length}:`;
-    await admin.config('RESETSTAT');
+    const before = await usecOfEvalsha();
     for (const batch of batches) {
       const n = Number(batch[0]);
       const keys = batch.slice(1, 1 + n).map((k) => k.replace(`${prefix}rec:`, keyPrefix));
       await admin.evalsha(sha, n, ...keys, ...batch.slice(1 + n));
     }
-    const stats = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await admin.info('commandstats'));
-    rows.push({
-      variant: name,
-      rep,
-      'Redis µs/apply': Number((Number(stats?.[2]) / stream.length).toFixed(2)),
-    });
+    const usec = (await usecOfEvalsha()) - before;
+    rows.push({ variant: name, rep, 'Redis µs/apply': Number((usec / stream.length).toFixed(2)) });
+    await unlinkPrefix(admin, keyPrefix);
   }
 }
 const by = new Map();
 for (const r of rows) by.set(r.variant, [...(by.get(r.variant) ?? []), r['Redis µs/apply']]);
-console.log(`${batches.length} batches, ${stream.length} applies; Redis µs per apply, median of 3:`);
-console.table([...by].map(([variant, v]) => ({ variant, 'Redis µs/apply': v.sort((a, b) => a - b)[1] })));
+console.log(`${batches.length} batches, ${stream.length} applies; Redis µs per apply, median of ${PHASES}:`);
+console.table(
+  [...by].map(([variant, v]) => ({ variant, 'Redis µs/apply': v.sort((a, b) => a - b)[v.length >> 1] })),
+);
 await unlinkPrefix(admin, prefix);
 client.disconnect();
 admin.disconnect();
