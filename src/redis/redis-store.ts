@@ -310,7 +310,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         const out: Balances = {};
         if (json)
           for (const [field, amount] of Object.entries(JSON.parse(json) as Record<string, string>))
-            out[field] = BigInt(amount);
+            setOwn(out, field, BigInt(amount));
         return out;
       }),
 

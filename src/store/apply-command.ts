@@ -19,28 +19,24 @@ export function checkDeltaPairs(deltas: LedgerApplyCommand['deltas']): void {
   if (deltas.length > MAX_DELTAS) {
     throw new InvalidArgumentError('deltas', `at most ${MAX_DELTAS} fields`, deltas.length);
   }
-  for (const pair of deltas) {
+  // A Set only where it pays: most entries book one field, and a Set per apply was a measurable
+  // share of a memory apply; up to 16 fields, comparing with the fields before allocates nothing.
+  const seen = deltas.length > 16 ? new Set<string>() : undefined;
+  for (let i = 0; i < deltas.length; i++) {
+    const pair = deltas[i];
     if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'bigint') {
       throw new InvalidArgumentError('deltas', '[field, bigint] pairs', pair);
     }
-  }
-  // A Set only where it pays: most entries book one field, and a Set per apply was a measurable
-  // share of a memory apply; up to 16 fields, comparing each pair allocates nothing.
-  if (deltas.length <= 16) {
-    for (let i = 1; i < deltas.length; i++) {
-      const field = (deltas[i] as readonly [string, bigint])[0];
-      for (let j = 0; j < i; j++) {
-        if ((deltas[j] as readonly [string, bigint])[0] === field) {
-          throw new InvalidArgumentError('deltas', 'each field once', field);
-        }
-      }
+    const field = pair[0];
+    let repeated = false;
+    if (seen === undefined) {
+      for (let j = 0; j < i && !repeated; j++)
+        repeated = (deltas[j] as readonly [string, bigint])[0] === field;
+    } else {
+      repeated = seen.has(field);
+      seen.add(field);
     }
-    return;
-  }
-  const seen = new Set<string>();
-  for (const [field] of deltas) {
-    if (seen.has(field)) throw new InvalidArgumentError('deltas', 'each field once', field);
-    seen.add(field);
+    if (repeated) throw new InvalidArgumentError('deltas', 'each field once', field);
   }
 }
 

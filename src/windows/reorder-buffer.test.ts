@@ -274,6 +274,16 @@ describe('ReorderBuffer', () => {
       /overflow/,
     );
     expect(() => new ReorderBuffer({ capacity: 4, gapTimeout: 1, adaptive: {} })).toThrow(/adaptive/);
+    // With another option wrong too, that one is named: the capacity bound is checked last.
+    const huge = 2 ** 24 + 1;
+    expect(() => new ReorderBuffer({ capacity: huge, gapTimeout: 1, overflow: 'drop' as never })).toThrow(
+      /overflow/,
+    );
+    expect(() => new ReorderBuffer({ capacity: huge, gapTimeout: 'soon' as never })).toThrow(/gapTimeout/);
+    expect(() => new ReorderBuffer({ capacity: huge, gapTimeout: 1, adaptive: {} })).toThrow(/adaptive/);
+    expect(
+      () => new ReorderBuffer({ capacity: huge, gapTimeout: 'adaptive', adaptive: { quantile: 2 } }),
+    ).toThrow(/quantile/);
     const b = new ReorderBuffer({ capacity: 4, gapTimeout: 1 });
     expect(
       isOnceflowError(

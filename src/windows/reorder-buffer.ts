@@ -85,9 +85,9 @@ export class ReorderBuffer<T> {
     this.maxMissing = config.maxMissing;
     this.#missing = new MissingSet(config.maxMissing);
     this.#clock = config.clock;
-    this.#adaptiveOptions = config.adaptive;
-    this.#fixedTimeoutMs = config.fixedTimeoutMs ?? 0;
-    if (config.fixedTimeoutMs === undefined) this.#adaptive = new AdaptiveTimeout(config.adaptive);
+    this.#adaptiveOptions = config.adaptiveOptions;
+    this.#fixedTimeoutMs = config.fixedTimeoutMs;
+    this.#adaptive = config.adaptive;
     const slots = 2 ** Math.ceil(Math.log2(this.capacity));
     this.#mask = slots - 1;
     this.#items = new Array<unknown>(slots).fill(EMPTY);

@@ -2,10 +2,10 @@ import { anchoredClock, type Clock } from '../core/clock.js';
 import { parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
-import type { AdaptiveTimeoutOptions } from './adaptive-timeout.js';
+import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
 import type { ReorderBufferOptions } from './reorder-types.js';
 
-/** See {@link resolveReorderOptions}: the slots are allocated up front. */
+/** See the end of {@link resolveReorderOptions}: the slots are allocated up front. */
 const MAX_CAPACITY = 2 ** 24;
 
 // 65 536 missing numbers: at 10 000 events/s with 1% lost and a compensation lane that gives up
@@ -19,21 +19,17 @@ export interface ReorderConfig {
   readonly overflow: 'advance' | 'reject';
   readonly maxMissing: number;
   readonly clock: Clock;
-  /** `undefined` when the gap timeout is `'adaptive'`. */
-  readonly fixedTimeoutMs: number | undefined;
-  readonly adaptive: AdaptiveTimeoutOptions;
+  /** The fixed gap timeout (ms); 0 when it is `'adaptive'`. */
+  readonly fixedTimeoutMs: number;
+  /** The adaptive timeout, made from `adaptiveOptions`, when the gap timeout is `'adaptive'`. */
+  readonly adaptive: AdaptiveTimeout | undefined;
+  readonly adaptiveOptions: AdaptiveTimeoutOptions;
 }
 
 /** Checks a reorder buffer's options (each error names the option) and fills in the defaults. */
 export function resolveReorderOptions(options: ReorderBufferOptions): ReorderConfig {
   if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
   const capacity = positiveInt('capacity', options.capacity);
-  // The slots are allocated up front, 16 bytes each (an element and a Float64 time): 2^24 slots
-  // are 268 MB, already far beyond any source's displacement bound (a capacity is derived from
-  // it); past that a typo would be an out-of-memory crash, not an error.
-  if (capacity > MAX_CAPACITY) {
-    throw new InvalidOptionError('capacity', `at most 2^24 (${MAX_CAPACITY})`, options.capacity);
-  }
   const next = nonNegativeInt('next', options.next ?? 0);
   const overflow = options.overflow ?? 'advance';
   if (overflow !== 'advance' && overflow !== 'reject') {
@@ -44,12 +40,23 @@ export function resolveReorderOptions(options: ReorderBufferOptions): ReorderCon
   if (typeof clock?.now !== 'function') {
     throw new InvalidOptionError('clock', 'an object with now()', options.clock);
   }
-  let fixedTimeoutMs: number | undefined;
-  if (options.gapTimeout !== 'adaptive') {
+  const adaptiveOptions = options.adaptive ?? {};
+  let adaptive: AdaptiveTimeout | undefined;
+  let fixedTimeoutMs = 0;
+  if (options.gapTimeout === 'adaptive') {
+    adaptive = new AdaptiveTimeout(adaptiveOptions); // checks its options
+  } else {
     if (options.adaptive !== undefined) {
       throw new InvalidOptionError('adaptive', "absent unless gapTimeout is 'adaptive'", options.adaptive);
     }
     fixedTimeoutMs = parseDuration(options.gapTimeout, 'gapTimeout');
   }
-  return { capacity, next, overflow, maxMissing, clock, fixedTimeoutMs, adaptive: options.adaptive ?? {} };
+  // The slots are allocated up front, 16 bytes each (an element and a Float64 time): 2^24 slots
+  // are 268 MB, already far beyond any source's displacement bound (a capacity is derived from
+  // it); past that a typo would be an out-of-memory crash, not an error. Checked last, as it
+  // always was: with several bad options, the same one is reported as before.
+  if (capacity > MAX_CAPACITY) {
+    throw new InvalidOptionError('capacity', `at most 2^24 (${MAX_CAPACITY})`, options.capacity);
+  }
+  return { capacity, next, overflow, maxMissing, clock, fixedTimeoutMs, adaptive, adaptiveOptions };
 }

@@ -107,6 +107,35 @@ describe('Redis ledger: call order and reads', () => {
     expect(await run(redisStore())).toEqual(memory);
   });
 
+  it('balances, totals and journals of a field a frozen Object.prototype holds read-only read as in memory', async () => {
+    // Under a frozen prototype (SES lockdown), `out.toString = x` throws: every read builds its
+    // objects with own data properties instead (the Redis balances read once assigned them).
+    const descriptor = Object.getOwnPropertyDescriptor(Object.prototype, 'toString') as PropertyDescriptor;
+    const run = async (store: Store) => {
+      const ledger = createLedger({ store, capacity: 4 });
+      const r = await ledger.apply({
+        owner: 'p',
+        signature: 's',
+        deltas: { toString: 3, coins: 1 },
+        scope: 'r',
+      });
+      return {
+        result: Object.getOwnPropertyDescriptor(r.balances, 'toString')?.value,
+        balances: Object.getOwnPropertyDescriptor(await ledger.balances('p'), 'toString')?.value,
+        totals: Object.getOwnPropertyDescriptor(await ledger.totals('r'), 'toString')?.value,
+        journal: Object.getOwnPropertyDescriptor((await ledger.journal())[0]?.deltas, 'toString')?.value,
+      };
+    };
+    Object.defineProperty(Object.prototype, 'toString', { ...descriptor, writable: false });
+    try {
+      const memory = await run(memoryStore());
+      expect(memory).toEqual({ result: 3n, balances: 3n, totals: 3n, journal: 3n });
+      expect(await run(redisStore())).toEqual(memory);
+    } finally {
+      Object.defineProperty(Object.prototype, 'toString', descriptor);
+    }
+  });
+
   it('reads wait for the applies called before them, awaited or not, as in the memory store', async () => {
     const run = async (store: Store) => {
       const ledger = createLedger({ store, capacity: 4 });
