@@ -103,7 +103,9 @@ export interface Store extends OrderingStoreOps {
    * The same, answered synchronously and as the limiter's decision, by a store that decides in
    * this process (memory): no promise, command or reply object per take. The arguments are the
    * command's fields; `now` undefined means the store's clock. A store answering this must give
-   * whole `LimitVerdict`s (the decision lists them as they are). (Named apart from `limiterTake`
+   * whole `LimitVerdict`s (the decision lists them as they are). The limits are the limiter's own,
+   * checked when it was made: unlike `limiterTake`, this hot path does not check their specs again.
+   * (Named apart from `limiterTake`
    * on purpose: an earlier development build had a `limiterTakeSync(command)` returning a reply;
    * a store written to it is not mistaken for one of these.)
    */
