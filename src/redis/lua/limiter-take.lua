@@ -146,6 +146,30 @@ local function gcra(key, L, W, burst, cost, now)
   return false, max(0, floordiv(burst * W - held, W)), reset, retry, nil
 end
 
+-- A bucket's count as text: most are small and repeat across a batch's decisions (0, 1, 2 ...),
+-- so the first 1 024 are written once per script; a window writes all B + 1 of them per take.
+local small_counts = {}
+local function count_text(n)
+  if n >= 1024 then return int(n) end
+  local text = small_counts[n]
+  if not text then
+    text = int(n)
+    small_counts[n] = text
+  end
+  return text
+end
+
+-- When the window is full again with no more requests: the end of the newest non-empty bucket
+-- (with `extra` added to the newest one), else `time`.
+local function window_reset(counts, B, c, G, time, extra)
+  for j = B, 0, -1 do
+    local n = counts[j]
+    if j == B then n = n + extra end
+    if n > 0 then return (c + j + 1) * G end
+  end
+  return time
+end
+
 local function sliding_window(key, L, W, G, cost, now)
   local B = W / G
   local v = redis.call('GET', key)
@@ -171,19 +195,11 @@ local function sliding_window(key, L, W, G, cost, now)
   for j = 1, B do recent = recent + counts[j] end
   local old = counts[0]
   local scaled = G * recent + old * (G - r)
-  local function reset_of(extra)
-    for j = B, 0, -1 do
-      local n = counts[j]
-      if j == B then n = n + extra end
-      if n > 0 then return (c + j + 1) * G end
-    end
-    return time
-  end
   if scaled + cost * G <= L * G then
-    local reset = reset_of(cost)
+    local reset = window_reset(counts, B, c, G, time, cost)
     counts[B] = counts[B] + cost
     local parts = {}
-    for j = 0, B do parts[j + 1] = int(counts[j]) end
+    for j = 0, B do parts[j + 1] = count_text(counts[j]) end
     return true, floordiv(L * G - scaled - cost * G, G), reset, 0, key, int(c) .. ':' .. table.concat(parts, ','), ttl(reset, now)
   end
   local retry = -1
@@ -208,7 +224,7 @@ local function sliding_window(key, L, W, G, cost, now)
       if s + 1 <= B then recent = recent - counts[s + 1] end
     end
   end
-  return false, max(0, floordiv(L * G - scaled, G)), reset_of(0), retry, nil
+  return false, max(0, floordiv(L * G - scaled, G)), window_reset(counts, B, c, G, time, 0), retry, nil
 end
 
 -- #include lib/sliding-log.lua
