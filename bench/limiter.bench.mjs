@@ -103,6 +103,56 @@ function rlfMemorySide(drive) {
   };
 }
 
+/**
+ * The floor of "one awaited take, state per key in a Map, a decision with its limits list": a
+ * bare fixed window with no validation, no multi-limit, no sweep of expired keys. Not a product:
+ * it shows what the 2x target asks of any limiter on this workload.
+ */
+class BareFixedWindow {
+  #windows = new Map();
+  take(key) {
+    const now = Date.now();
+    const start = now - (now % (WINDOW_S * 1000));
+    const end = start + WINDOW_S * 1000;
+    let w = this.#windows.get(key);
+    if (w === undefined) this.#windows.set(key, (w = { start, count: 0 }));
+    else if (w.start !== start) {
+      w.start = start;
+      w.count = 0;
+    }
+    const allowed = w.count < LIMIT;
+    if (allowed) w.count++;
+    const verdict = {
+      allowed,
+      remaining: LIMIT - w.count,
+      resetAt: end,
+      retryAfterMs: allowed ? 0 : end - now,
+      id: 'bare',
+      limit: LIMIT,
+      windowMs: WINDOW_S * 1000,
+    };
+    return Promise.resolve({
+      allowed,
+      limit: LIMIT,
+      remaining: verdict.remaining,
+      resetAt: end,
+      retryAfterMs: verdict.retryAfterMs,
+      reason: allowed ? 'allowed' : 'limited',
+      bound: 'bare',
+      at: now,
+      limits: [verdict],
+    });
+  }
+}
+
+const bareSide = {
+  id: 'bare',
+  label: `a 30-line fixed window: Map of { start, count }, a decision object per take, Promise.resolve`,
+  prepare: () => ours(new BareFixedWindow()),
+  run: (take) => sequential(take, MEMORY_OPS).then(() => MEMORY_OPS),
+  verify: () => verify(() => ours(new BareFixedWindow()), sequential, MEMORY_OPS),
+};
+
 function redisSide(algorithm, blockCache) {
   const make = () =>
     ours(
@@ -208,6 +258,11 @@ export default {
       target: 2,
       sides: [memorySide(algorithm, sequential), rlfMemorySide(sequential)],
     })),
+    {
+      name: 'floor: a bare fixed window vs RLF, sequential',
+      note: 'informative: the target asks 2x of RLF; this is what a limiter with nothing around its window does',
+      sides: [bareSide, rlfMemorySide(sequential)],
+    },
     ...ALGORITHMS.map((algorithm) => ({
       name: `memory ${algorithm}, ${CONCURRENCY} in flight`,
       note: `${CONCURRENCY} lanes`,
