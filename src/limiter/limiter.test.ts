@@ -625,6 +625,14 @@ describe('createLimiter', () => {
       ],
     }).limiter;
     await expect(multi.take('u')).rejects.toThrow(/`key` to be an object with `user`, `ip`/);
+    // One named subject: its values are cached as the plain key's are, and a plain string key is
+    // still refused after the same value was taken as a subject (and a bad key after a good one).
+    const byUser = fixture({ limits: [{ algorithm: 'gcra', limit: 5, window: '1s', by: 'user' }] }).limiter;
+    expect((await byUser.take({ user: 'u' })).allowed).toBe(true);
+    await expect(byUser.take('u')).rejects.toThrow(/`key` to be an object with `user`/);
+    expect((await limiter.take('u')).allowed).toBe(true);
+    await expect(limiter.take('u', { cost: 1.5 })).rejects.toThrow(/`cost`/);
+    await expect(limiter.take('u', 'fast' as never)).rejects.toThrow(/`options`/);
   });
 
   it('refuses a window slide the limit would ignore, naming what it means there', async () => {

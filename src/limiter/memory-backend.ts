@@ -132,6 +132,7 @@ export class MemoryLimiterBackend {
   // Every limit's verdict at `now`; the cost is charged to all of them when all admit it.
   #settle(limits: readonly LimitCall[], cost: number, now: number, slack: number): LimitVerdict[] {
     if (++this.#sinceSweep >= SWEEP_MIN && this.#sinceSweep >= this.#entries.size) this.#sweep(now);
+    if (limits.length === 1) return [this.#settleOne(limits[0] as LimitCall, cost, now, slack)];
     const verdicts: LimitVerdict[] = new Array(limits.length);
     let allowed = true;
     for (let i = 0; i < limits.length; i++) {
@@ -173,6 +174,30 @@ export class MemoryLimiterBackend {
       }
     }
     return verdicts;
+  }
+
+  // #settle for one limit (the common limiter): its entry found once, decided, and charged when
+  // it admits; a refusal has no other limit to report at cost 0.
+  #settleOne(call: LimitCall, cost: number, now: number, slack: number): LimitVerdict {
+    const spec = call.spec;
+    const math = MATH[spec.algorithm];
+    const entry = this.#entryOf(call);
+    const live = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+    const verdict = math.decide(spec, live, now, cost);
+    if (verdict.allowed && cost > 0) {
+      const state = math.commit(spec, live, now, cost);
+      const expiresAt = math.expiresAt(spec, state);
+      if (entry === undefined) {
+        const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
+        this.#entries.set(call.key, created);
+        call.handle = created;
+      } else {
+        entry.state = state;
+        entry.expiresAt = expiresAt;
+        entry.sweepAt = expiresAt + slack;
+      }
+    }
+    return verdict;
   }
 }
 

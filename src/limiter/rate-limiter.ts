@@ -65,6 +65,8 @@ export class RateLimiter implements Limiter {
   /** Distinct subject names (`by`), in first-use order; one entry: a single-subject limiter. */
   readonly #bys: string[];
   readonly #multiSubject: boolean;
+  // Every limit counts by the plain `key`: take(key) with a string (the common limiter).
+  readonly #plainKeys: boolean;
   /** Per limit: the key's tail after the subject (escaped id and shape). */
   readonly #tails: string[];
   // Store keys per subject, kept so a hot subject's key strings are built and hashed once (a
@@ -85,6 +87,7 @@ export class RateLimiter implements Limiter {
     this.#passIn = config.passIn;
     this.#bys = [...new Set(config.specs.map((s) => s.by ?? 'key'))];
     this.#multiSubject = this.#bys.length > 1;
+    this.#plainKeys = this.#bys.length === 1 && this.#bys[0] === 'key';
     this.#tails = config.specs.map((s) => `:${escapeKeyPart(s.id)}:${specSuffix(s)}`);
   }
 
@@ -133,8 +136,17 @@ export class RateLimiter implements Limiter {
         throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
       }
       cost = takeOptions === undefined || takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
-      subjects = this.#subjectsOf(key);
-      calls = this.#callsOf(subjects);
+      // A plain key seen before was checked then: its calls are cached under it (only valid keys
+      // are). Not for a limiter that counts by named subjects: its cache holds subject values,
+      // and a plain string key must still be refused there.
+      const seen = this.#plainKeys && typeof key === 'string' ? this.#keyCache.get(key) : undefined;
+      if (seen !== undefined) {
+        subjects = key as string;
+        calls = seen;
+      } else {
+        subjects = this.#subjectsOf(key);
+        calls = this.#callsOf(subjects);
+      }
       // A passed-in time is read (and checked) once, here: a clock that answers NaN fails this
       // call alone, before it can reach a batch that other callers share.
       given = this.#passIn?.now();
