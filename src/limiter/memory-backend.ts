@@ -132,14 +132,10 @@ export class MemoryLimiterBackend {
   // Every limit's verdict at `now`; the cost is charged to all of them when all admit it.
   #settle(limits: readonly LimitCall[], cost: number, now: number, slack: number): LimitVerdict[] {
     if (++this.#sinceSweep >= SWEEP_MIN && this.#sinceSweep >= this.#entries.size) this.#sweep(now);
-    if (limits.length === 1) return [this.#settleOne(limits[0] as LimitCall, cost, now, slack)];
     const verdicts: LimitVerdict[] = new Array(limits.length);
     let allowed = true;
     for (let i = 0; i < limits.length; i++) {
-      const call = limits[i] as LimitCall;
-      const entry = this.#entryOf(call);
-      const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
-      const verdict = MATH[call.spec.algorithm].decide(call.spec, state, now, cost);
+      const verdict = this.#verdict(limits[i] as LimitCall, now, cost);
       verdicts[i] = verdict;
       if (!verdict.allowed) allowed = false;
     }
@@ -148,57 +144,43 @@ export class MemoryLimiterBackend {
       // answer to a cost of 0), not as it would have been after this request.
       for (let i = 0; i < limits.length; i++) {
         if (!(verdicts[i] as LimitVerdict).allowed) continue;
-        const call = limits[i] as LimitCall;
-        const entry = this.#entryOf(call);
-        const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
-        verdicts[i] = MATH[call.spec.algorithm].decide(call.spec, state, now, 0);
+        verdicts[i] = this.#verdict(limits[i] as LimitCall, now, 0);
       }
     } else if (cost > 0) {
       for (let i = 0; i < limits.length; i++) {
-        const call = limits[i] as LimitCall;
-        const spec = call.spec;
-        const math = MATH[spec.algorithm];
-        const entry = this.#entryOf(call);
-        const live = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
-        const state = math.commit(spec, live, now, cost);
-        const expiresAt = math.expiresAt(spec, state);
-        if (entry === undefined) {
-          const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
-          this.#entries.set(call.key, created);
-          call.handle = created;
-        } else {
-          entry.state = state;
-          entry.expiresAt = expiresAt;
-          entry.sweepAt = expiresAt + slack;
-        }
+        this.#charge(limits[i] as LimitCall, cost, now, slack);
       }
     }
     return verdicts;
   }
 
-  // #settle for one limit (the common limiter): its entry found once, decided, and charged when
-  // it admits; a refusal has no other limit to report at cost 0.
-  #settleOne(call: LimitCall, cost: number, now: number, slack: number): LimitVerdict {
+  // One limit's answer to `cost` at `now`, from its live state.
+  #verdict(call: LimitCall, now: number, cost: number): LimitVerdict {
+    return MATH[call.spec.algorithm].decide(call.spec, liveState(this.#entryOf(call), now), now, cost);
+  }
+
+  // Charges an admitted cost to one limit's state (its entry, or a new one), and moves its expiry.
+  #charge(call: LimitCall, cost: number, now: number, slack: number): void {
+    const entry = this.#entryOf(call);
     const spec = call.spec;
     const math = MATH[spec.algorithm];
-    const entry = this.#entryOf(call);
-    const live = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
-    const verdict = math.decide(spec, live, now, cost);
-    if (verdict.allowed && cost > 0) {
-      const state = math.commit(spec, live, now, cost);
-      const expiresAt = math.expiresAt(spec, state);
-      if (entry === undefined) {
-        const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
-        this.#entries.set(call.key, created);
-        call.handle = created;
-      } else {
-        entry.state = state;
-        entry.expiresAt = expiresAt;
-        entry.sweepAt = expiresAt + slack;
-      }
+    const state = math.commit(spec, liveState(entry, now), now, cost);
+    const expiresAt = math.expiresAt(spec, state);
+    if (entry === undefined) {
+      const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
+      this.#entries.set(call.key, created);
+      call.handle = created;
+    } else {
+      entry.state = state;
+      entry.expiresAt = expiresAt;
+      entry.sweepAt = expiresAt + slack;
     }
-    return verdict;
   }
+}
+
+// An entry's state while it counts: a state read after its expiry decides as no state.
+function liveState(entry: Entry | undefined, now: number): unknown {
+  return entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
 }
 
 // An entry out of the map (swept or reset): a memo pointing at it is stale, and it lets its state

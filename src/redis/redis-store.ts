@@ -307,11 +307,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ledgerBalances: (ledger, owner) =>
       guarded('ledgerBalances', async () => {
         const [json] = await readOwner(ledger, owner);
-        const out: Balances = {};
-        if (json)
-          for (const [field, amount] of Object.entries(JSON.parse(json) as Record<string, string>))
-            setOwn(out, field, BigInt(amount));
-        return out;
+        return json ? balancesOf(JSON.parse(json) as Record<string, string>) : {};
       }),
 
     ledgerWindow: (ledger, owner) =>
@@ -358,9 +354,16 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 }
 
 function toApplyResult([outcome, seq, amounts]: ApplyReply): LedgerApplyResult {
-  // Own data properties whatever the field names (see ownRecord). JSON.parse made `amounts`:
-  // its keys are its own (a `__proto__` in the JSON too).
+  const balances = balancesOf(amounts);
+  return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
+}
+
+/**
+ * The scripts' balances JSON (field -> decimal string), parsed, as balances: own data properties
+ * whatever the field names (see ownRecord). JSON.parse makes every key its own, `__proto__` too.
+ */
+function balancesOf(amounts: Record<string, string>): Balances {
   const balances: Balances = {};
   for (const field of Object.keys(amounts)) setOwn(balances, field, BigInt(amounts[field] as string));
-  return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
+  return balances;
 }

@@ -8,7 +8,7 @@ import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter
 import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
-import { checkDeltaPairs } from './apply-command.js';
+import { checkCapacity, checkDeltaPairs } from './apply-command.js';
 import type {
   Balances,
   JournalEntry,
@@ -257,9 +257,7 @@ class MemoryStore implements Store {
     // them, a direct caller may not), the clock (a caller's) and the copy of `meta`. An apply
     // happens whole or not at all (DESIGN §3.3).
     checkDeltaPairs(cmd.deltas);
-    if (!Number.isSafeInteger(cmd.capacity) || cmd.capacity <= 0) {
-      throw new InvalidArgumentError('capacity', 'a positive safe integer', cmd.capacity);
-    }
+    checkCapacity(cmd.capacity);
     const at = this.#maxEntries > 0 ? journalTime(this.#clock) : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
