@@ -528,6 +528,64 @@ describe('createLimiter', () => {
     expect(rateLimitHeaders(blocked)['RateLimit-Policy']).toBe(rateLimitHeaders(limited)['RateLimit-Policy']);
   });
 
+  it('one limit on the memory store: a key seen before is taken through its cached call, checked alike', async () => {
+    const clock = new FakeClock(0);
+    const base = memoryStore({ clock });
+    let oneCalls = 0;
+    let mode: 'ok' | 'throw' | 'no decision' = 'ok';
+    const store = wrapStore(base, {
+      limiterDecideOneSync(call, cost, now) {
+        oneCalls++;
+        if (mode === 'throw') throw new Error('boom');
+        if (mode === 'no decision') return undefined as never;
+        return base.limiterDecideOneSync!(call, cost, now);
+      },
+    });
+    const options = { algorithm: 'fixed-window', limit: 3, window: '1s', blockCache: false } as const;
+    const limiter = createLimiter({ store, clock, ...options, degraded: 'deny' });
+    expect((await limiter.take('u')).remaining).toBe(2); // first take of a key: the general path
+    expect(oneCalls).toBe(0);
+    expect((await limiter.take('u', { cost: 1 })).remaining).toBe(1);
+    expect(oneCalls).toBe(1);
+    for (const bad of [null, 5, 'x', [], { cost: -1 }, { cost: 1.5 }, { cost: '1' }]) {
+      const err = await limiter.take('u', bad as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isOnceflowError(err, 'ERR_INVALID_ARGUMENT')).toBe(true);
+    }
+    expect(oneCalls).toBe(1); // refused before the store was asked: nothing charged
+    expect((await limiter.take('u', { cost: 0 })).remaining).toBe(1);
+    // A failure of the one-call path ends in the degraded policy, as any store failure.
+    for (const failing of ['throw', 'no decision'] as const) {
+      mode = failing;
+      let pending: Promise<unknown> | undefined;
+      expect(() => {
+        pending = limiter.take('u');
+      }).not.toThrow();
+      expect(await pending).toMatchObject({ allowed: false, reason: 'degraded-deny' });
+    }
+    mode = 'ok';
+    expect((await limiter.take('u')).remaining).toBe(0);
+    // Not taken for a limiter of two limits, nor with a block cache in front (its checks come first).
+    oneCalls = 0;
+    const two = createLimiter({
+      store,
+      clock,
+      limits: [
+        { ...options, id: 'a' },
+        { ...options, id: 'b' },
+      ],
+      blockCache: false,
+    });
+    const cached = createLimiter({ store, clock, ...options, blockCache: { max: 10 }, name: 'cached' });
+    for (let i = 0; i < 3; i++) {
+      await two.take('v');
+      await cached.take('v');
+    }
+    expect(oneCalls).toBe(0);
+  });
+
   it('bad take options and a bad timeout are typed errors, whatever the store', async () => {
     const { limiter } = fixture({ algorithm: 'gcra', limit: 1, window: '1s' });
     for (const options of [null, 5, 'x', []]) {

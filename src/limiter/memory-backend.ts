@@ -89,6 +89,25 @@ export class MemoryLimiterBackend {
     return decide(now, allAllowed(verdicts), verdicts, undefined);
   }
 
+  /**
+   * {@link decide} for one limit (the path of `memoryStore()`'s `limiterDecideOneSync`): no list of
+   * limits, and one pass instead of ask-all-then-charge-all, which a single limit does not need.
+   */
+  decideOne(call: LimitCall, cost: number, given: number | undefined): Decision {
+    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    this.#sweepWhenDue(now);
+    const spec = call.spec;
+    const math = MATH[spec.algorithm];
+    const entry = this.#entryOf(call);
+    const state = liveState(entry, now);
+    const verdict = math.decide(spec, state, now, cost);
+    if (verdict.allowed && cost > 0) {
+      const slack = given === undefined ? STATE_SLACK_MS : this.#givenSlack;
+      this.#keep(call, entry, math.commit(spec, state, now, cost), slack);
+    }
+    return decide(now, verdict.allowed, [verdict], undefined);
+  }
+
   /** Drops every state whose key lies in `namespace`'s key space; returns how many. */
   reset(namespace: string): number {
     let n = 0;
@@ -124,14 +143,17 @@ export class MemoryLimiterBackend {
     return entry;
   }
 
-  #sweep(now: number): void {
-    this.#sinceSweep = 0;
-    this.#entries.forEach(sweepEntry, now);
+  // One take more since the last sweep; a full pass once they reach the map's size (see SWEEP_MIN).
+  #sweepWhenDue(now: number): void {
+    if (++this.#sinceSweep >= SWEEP_MIN && this.#sinceSweep >= this.#entries.size) {
+      this.#sinceSweep = 0;
+      this.#entries.forEach(sweepEntry, now);
+    }
   }
 
   // Every limit's verdict at `now`; the cost is charged to all of them when all admit it.
   #settle(limits: readonly LimitCall[], cost: number, now: number, slack: number): LimitVerdict[] {
-    if (++this.#sinceSweep >= SWEEP_MIN && this.#sinceSweep >= this.#entries.size) this.#sweep(now);
+    this.#sweepWhenDue(now);
     const verdicts: LimitVerdict[] = new Array(limits.length);
     let allowed = true;
     for (let i = 0; i < limits.length; i++) {
@@ -163,9 +185,12 @@ export class MemoryLimiterBackend {
   #charge(call: LimitCall, cost: number, now: number, slack: number): void {
     const entry = this.#entryOf(call);
     const spec = call.spec;
-    const math = MATH[spec.algorithm];
-    const state = math.commit(spec, liveState(entry, now), now, cost);
-    const expiresAt = math.expiresAt(spec, state);
+    this.#keep(call, entry, MATH[spec.algorithm].commit(spec, liveState(entry, now), now, cost), slack);
+  }
+
+  // Keeps a limit's new state in its entry (or a new one) and moves the entry's expiry.
+  #keep(call: LimitCall, entry: Entry | undefined, state: unknown, slack: number): void {
+    const expiresAt = MATH[call.spec.algorithm].expiresAt(call.spec, state);
     if (entry === undefined) {
       const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
       this.#entries.set(call.key, created);

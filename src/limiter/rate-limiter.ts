@@ -74,6 +74,12 @@ export class RateLimiter implements Limiter {
   // of derived strings: 20 000 subjects x ~200 bytes ≈ 4 MB per limiter at most; the oldest
   // entry goes first when full.
   readonly #keyCache = new Map<string, LimitCall[]>();
+  // A limiter of one limit, by the plain key, on a store that decides in this process
+  // (`limiterDecideOneSync`) and with no block cache in front: its calls per key, kept as the call
+  // itself instead of a list (the same bound and eviction as #keyCache, which it replaces). A hot
+  // key's take then reaches its state through one object fewer: with thousands of keys each
+  // object reached is a likely cache miss (~25-40% of such a take; .scratch A/B in BENCHMARKS.md).
+  readonly #oneCalls: Map<string, LimitCall> | undefined;
   // Bumped by clearBlocks(): an answer to a take sent before it (a refusal of the state a reset
   // just removed) must not re-arm a block after it.
   #epoch = 0;
@@ -89,6 +95,14 @@ export class RateLimiter implements Limiter {
     this.#multiSubject = this.#bys.length > 1;
     this.#plainKeys = this.#bys.length === 1 && this.#bys[0] === 'key';
     this.#tails = config.specs.map((s) => `:${escapeKeyPart(s.id)}:${specSuffix(s)}`);
+    this.#oneCalls =
+      this.#plainKeys &&
+      config.specs.length === 1 &&
+      config.cache === undefined &&
+      typeof config.store.limiterDecideSync === 'function' &&
+      typeof config.store.limiterDecideOneSync === 'function'
+        ? new Map()
+        : undefined;
   }
 
   clearBlocks(): void {
@@ -127,15 +141,17 @@ export class RateLimiter implements Limiter {
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
+    // A key seen before by a limiter of one limit in this process (see #oneCalls): only valid
+    // keys are kept, so what is left to check is the options.
+    const call =
+      this.#oneCalls !== undefined && typeof key === 'string' ? this.#oneCalls.get(key) : undefined;
+    if (call !== undefined) return this.#takeOne(call, key as string, takeOptions);
     let cost: number;
     let subjects: Subjects;
     let calls: LimitCall[];
     let given: number | undefined;
     try {
-      if (takeOptions !== undefined && !isPlainObject(takeOptions)) {
-        throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
-      }
-      cost = takeOptions === undefined || takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
+      cost = costOf(takeOptions);
       // A plain key seen before was checked then: its calls are cached under it (only valid keys
       // are). Not for a limiter that counts by named subjects: its cache holds subject values,
       // and a plain string key must still be refused there.
@@ -193,6 +209,32 @@ export class RateLimiter implements Limiter {
     );
   }
 
+  // take() for a key in #oneCalls: what the general path does for it, with no list and no block cache.
+  #takeOne(call: LimitCall, key: string, takeOptions: { cost?: number } | undefined): Promise<Decision> {
+    let cost: number;
+    let given: number | undefined;
+    try {
+      cost = costOf(takeOptions);
+      given = this.#passIn?.now();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    let decision: Decision;
+    try {
+      decision = (this.#store.limiterDecideOneSync as NonNullable<Store['limiterDecideOneSync']>)(
+        call,
+        cost,
+        given,
+      );
+      if (typeof decision?.allowed !== 'boolean') {
+        throw new TypeError(`limiterDecideOneSync answered ${String(decision)}, not a decision`);
+      }
+    } catch (err) {
+      return Promise.resolve().then(() => this.#degrade(err, key, cost));
+    }
+    return Promise.resolve(decision);
+  }
+
   // A take's subjects: the key itself for a limiter whose limits all use the subject `key` (the
   // common case: no array per take), else one subject per distinct `by`, in `#bys` order.
   #subjectsOf(key: string | Readonly<Record<string, string>>): Subjects {
@@ -221,9 +263,9 @@ export class RateLimiter implements Limiter {
     let calls = this.#keyCache.get(subjects);
     if (calls === undefined) {
       calls = this.#callsFor(subjects, this.#specs);
-      if (this.#keyCache.size >= KEY_CACHE)
-        this.#keyCache.delete(this.#keyCache.keys().next().value as string);
-      this.#keyCache.set(subjects, calls);
+      // A limiter with #oneCalls keeps the call there (its next take goes that way), else the list.
+      if (this.#oneCalls !== undefined) remember(this.#oneCalls, subjects, calls[0] as LimitCall);
+      else remember(this.#keyCache, subjects, calls);
     }
     return calls;
   }
@@ -321,4 +363,19 @@ export class RateLimiter implements Limiter {
       cache.set(cacheKey, cost, asked, decision);
     }
   }
+}
+
+/** A take's cost from its options: 1 by default, else checked (a typed error naming it). */
+function costOf(takeOptions: { cost?: number } | undefined): number {
+  if (takeOptions === undefined) return 1;
+  if (!isPlainObject(takeOptions)) {
+    throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
+  }
+  return takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
+}
+
+/** Caches `value` under `key`; when full, the oldest entry goes first (KEY_CACHE bounds it). */
+function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+  if (cache.size >= KEY_CACHE) cache.delete(cache.keys().next().value as string);
+  cache.set(key, value);
 }

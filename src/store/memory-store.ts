@@ -167,6 +167,10 @@ class MemoryStore implements Store {
     return this.#limiter.decide(limits, cost, now);
   }
 
+  limiterDecideOneSync(call: LimitCall, cost: number, now: number | undefined): Decision {
+    return this.#limiter.decideOne(call, cost, now);
+  }
+
   limiterReset(namespace: string): Promise<number> {
     return Promise.resolve(this.#limiter.reset(namespace));
   }

@@ -51,6 +51,15 @@ describe('wrapStore', () => {
       limiterDecideSync: sync,
     });
     expect(both.limiterDecideSync).toBe(sync);
+    expect('limiterDecideOneSync' in both).toBe(false);
+    // Overriding limiterDecideSync hides limiterDecideOneSync (the limiter would call it instead).
+    const decideOnly = wrapStore(base, { limiterDecideSync: sync });
+    expect('limiterDecideOneSync' in decideOnly).toBe(false);
+    expect('limiterDecideOneSync' in wrapStore(base, {})).toBe(true);
+    const one = base.limiterDecideOneSync;
+    expect(wrapStore(base, { limiterDecideSync: sync, limiterDecideOneSync: one }).limiterDecideOneSync).toBe(
+      one,
+    );
   });
 
   it('an explicit timeout holds on a memory store that hangs (wrapped): the degraded policy answers', async () => {

@@ -5,8 +5,9 @@ import type { Store } from '../store/store.js';
  * and spies in tests. Stores are class instances, so `{ ...store, ledgerApply }` would copy no
  * method at all; this delegates every other member to `store` (methods called on it). An
  * override set to `undefined` hides that member. Overriding `limiterTake` alone also hides the
- * store's synchronous `limiterDecideSync` (the memory store's fast path, which the limiter would
- * otherwise call instead), so the override is what every take goes through.
+ * store's synchronous `limiterDecideSync` and `limiterDecideOneSync` (the memory store's fast paths,
+ * which the limiter would otherwise call instead), and overriding `limiterDecideSync` hides
+ * `limiterDecideOneSync`, so the override is what every take goes through.
  *
  * @example
  * ```ts
@@ -18,10 +19,14 @@ import type { Store } from '../store/store.js';
  * ```
  */
 export function wrapStore(store: Store, given: { [K in keyof Store]?: Store[K] | undefined }): Store {
-  const overrides: { [K in keyof Store]?: Store[K] | undefined } =
-    Object.hasOwn(given, 'limiterTake') && !Object.hasOwn(given, 'limiterDecideSync')
-      ? { ...given, limiterDecideSync: undefined }
-      : given;
+  const overrides: { [K in keyof Store]?: Store[K] | undefined } = { ...given };
+  // The limiter's paths, slowest first: overriding one hides the faster ones not given with it.
+  if (Object.hasOwn(given, 'limiterTake') && !Object.hasOwn(given, 'limiterDecideSync')) {
+    overrides.limiterDecideSync = undefined;
+  }
+  if (Object.hasOwn(overrides, 'limiterDecideSync') && !Object.hasOwn(given, 'limiterDecideOneSync')) {
+    overrides.limiterDecideOneSync = undefined;
+  }
   return new Proxy(store, {
     get(target, name) {
       if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store];

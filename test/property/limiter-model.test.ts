@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Algorithm, createLimiter, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
+import { wrapStore } from '../../src/testing/index.js';
 import { ALGORITHMS, GRANULARITY, limitOf, steps, WINDOW } from './limiter-sequences.js';
 
 type Admitted = { t: number; cost: number }[];
@@ -191,6 +192,46 @@ describe('memory limiter properties', () => {
         }
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('one limit: the one-call path (limiterDecideOneSync) decides every take as the general path', async () => {
+    // A limiter of one limit on the memory store reaches a key's state through its cached call
+    // (rate-limiter.ts #oneCalls); the same limiter on a store without that method goes the general
+    // way (a list of calls, limiterDecideSync). Both, on one clock, must answer alike at every step.
+    const oneLimit = fc
+      .tuple(fc.constantFrom(...ALGORITHMS), fc.integer({ min: 1, max: 10 }), fc.boolean())
+      .map(([a, l, coarse]) =>
+        limitOf(a, l, a === 'sliding-window' && coarse ? { granularity: WINDOW } : {}),
+      );
+    await fc.assert(
+      fc.asyncProperty(oneLimit, steps(['a', 'b', 'é'], true), async (limit, seq) => {
+        const clock = new FakeClock(10_000);
+        let oneCalls = 0;
+        const base = memoryStore({ clock });
+        const counted = wrapStore(base, {
+          limiterDecideOneSync: (call, cost, now) => {
+            oneCalls++;
+            return base.limiterDecideOneSync?.(call, cost, now) as never;
+          },
+        });
+        const general = wrapStore(memoryStore({ clock }), { limiterDecideOneSync: undefined });
+        const options = { ...limit, clock, blockCache: false } as const;
+        const fast = createLimiter({ store: counted, ...options });
+        const slow = createLimiter({ store: general, ...options });
+        const seen = new Set<string>();
+        let repeats = 0;
+        for (const s of seq) {
+          clock.set(Math.max(0, clock.now() + s.advance));
+          if (seen.has(s.key)) repeats++;
+          seen.add(s.key);
+          const cost = s.cost === 1 ? undefined : { cost: s.cost };
+          expect(await fast.take(s.key, cost)).toEqual(await slow.take(s.key, cost));
+        }
+        // Every take of a key after its first went the one-call way.
+        expect(oneCalls).toBe(repeats);
+      }),
+      { numRuns: 300 },
     );
   });
 });
