@@ -145,6 +145,55 @@ class BareFixedWindow {
   }
 }
 
+/**
+ * The same floor for the exact algorithm the target is hardest on: a bare sliding log of unit
+ * costs (an array of times per key from a head index, the dead prefix dropped once it is half the
+ * array). No validation, costs, clock-step handling, multi-limit or sweep. Not a product.
+ */
+class BareSlidingLog {
+  #logs = new Map();
+  take(key) {
+    const now = Date.now();
+    const windowMs = WINDOW_S * 1000;
+    let log = this.#logs.get(key);
+    if (log === undefined) this.#logs.set(key, (log = { times: [], head: 0 }));
+    const times = log.times;
+    let head = log.head;
+    while (head < times.length && times[head] <= now - windowMs) head++;
+    if (head > 32 && head * 2 >= times.length) {
+      times.splice(0, head);
+      head = 0;
+    }
+    log.head = head;
+    const allowed = times.length - head < LIMIT;
+    if (allowed) times.push(now);
+    const remaining = LIMIT - (times.length - head);
+    const resetAt = times.length > head ? times[times.length - 1] + windowMs : now;
+    const retryAfterMs = allowed ? 0 : times[head] + windowMs - now;
+    const verdict = { allowed, remaining, resetAt, retryAfterMs, id: 'bare', limit: LIMIT, windowMs };
+    return Promise.resolve({
+      allowed,
+      limit: LIMIT,
+      remaining,
+      resetAt,
+      retryAfterMs,
+      reason: allowed ? 'allowed' : 'limited',
+      bound: 'bare',
+      at: now,
+      limits: [verdict],
+    });
+  }
+}
+
+const bareLogSide = {
+  id: 'bare-log',
+  label:
+    'a 30-line sliding log: Map of { times: number[], head }, a decision object per take, Promise.resolve',
+  prepare: () => ours(new BareSlidingLog()),
+  run: (take) => sequential(take, MEMORY_OPS).then(() => MEMORY_OPS),
+  verify: () => verify(() => ours(new BareSlidingLog()), sequential, MEMORY_OPS),
+};
+
 const bareSide = {
   id: 'bare',
   label: `a 30-line fixed window: Map of { start, count }, a decision object per take, Promise.resolve`,
@@ -262,6 +311,11 @@ export default {
       name: 'floor: a bare fixed window vs RLF, sequential',
       note: 'informative: the target asks 2x of RLF; this is what a limiter with nothing around its window does',
       sides: [bareSide, rlfMemorySide(sequential)],
+    },
+    {
+      name: 'floor: a bare sliding log vs RLF, sequential',
+      note: 'informative: the same for an exact log of unit costs, with nothing around it',
+      sides: [bareLogSide, rlfMemorySide(sequential)],
     },
     ...ALGORITHMS.map((algorithm) => ({
       name: `memory ${algorithm}, ${CONCURRENCY} in flight`,
