@@ -462,6 +462,41 @@ describe('createLimiter', () => {
     expect(isOnceflowError(err, 'ERR_STORE')).toBe(true);
   });
 
+  it('the memory store called directly through its sync methods refuses a bad cost or time, and charges nothing', () => {
+    const clock = new FakeClock(5000);
+    const store = memoryStore({ clock });
+    const limiter = createLimiter({
+      store,
+      algorithm: 'sliding-window',
+      limit: 3,
+      window: 1000,
+      granularity: 100,
+    });
+    const call = { spec: limiter.limits[0] as LimitSpec, key: '{direct}:k' };
+    const decideSync = (cost: number, now?: number) => store.limiterDecideSync!([call], cost, now);
+    const decideOne = (cost: number, now?: number) => store.limiterDecideOneSync!(call, cost, now);
+    for (const take of [decideSync, decideOne]) {
+      for (const cost of [-1, 1.5, Number.POSITIVE_INFINITY, Number.NaN]) {
+        expect(
+          isOnceflowError(
+            thrown(() => take(cost)),
+            'ERR_INVALID_ARGUMENT',
+          ),
+        ).toBe(true);
+      }
+      for (const now of [Number.NaN, -1, 2 ** 52]) {
+        expect(
+          isOnceflowError(
+            thrown(() => take(1, now)),
+            'ERR_INVALID_ARGUMENT',
+          ),
+        ).toBe(true);
+      }
+    }
+    expect(decideOne(0).remaining).toBe(3);
+    expect(decideSync(3).remaining).toBe(0);
+  });
+
   it('the limits it hands out cannot be changed to change its decisions', async () => {
     const { limiter } = fixture({ algorithm: 'fixed-window', limit: 1, window: '1s' });
     expect(() => {
@@ -567,6 +602,22 @@ describe('createLimiter', () => {
     }
     mode = 'ok';
     expect((await limiter.take('u')).remaining).toBe(0);
+    // A key given as `{ key }` is found in the same cache: the same call, not one built anew
+    // (a new one would cost a key string per take and drop the call's memo of its state).
+    const seenCalls = new Set<unknown>();
+    const spied = wrapStore(base, {
+      limiterDecideSync(limits, cost, now) {
+        seenCalls.add(limits[0]);
+        return base.limiterDecideSync!(limits, cost, now);
+      },
+      limiterDecideOneSync(call, cost, now) {
+        seenCalls.add(call);
+        return base.limiterDecideOneSync!(call, cost, now);
+      },
+    });
+    const both = createLimiter({ store: spied, clock, ...options, name: 'both' });
+    for (const key of ['w', { key: 'w' }, 'w', { key: 'w' }]) await both.take(key);
+    expect(seenCalls.size).toBe(1);
     // Not taken for a limiter of two limits, nor with a block cache in front (its checks come first).
     oneCalls = 0;
     const two = createLimiter({

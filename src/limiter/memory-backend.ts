@@ -83,27 +83,25 @@ export class MemoryLimiterBackend {
    * `limiterDecideSync`): no command, reply or second list per take.
    */
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
-    // A direct caller's time is checked too (the limiter's own is checked already).
+    // A direct caller's time and cost are checked too (the limiter's own are checked already; a
+    // NaN cost would never fit a bucket, and a sliding window would loop on it).
     const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    limiterCost(cost);
     const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     return decide(now, allAllowed(verdicts), verdicts, undefined);
   }
 
   /**
-   * {@link decide} for one limit (the path of `memoryStore()`'s `limiterDecideOneSync`): no list of
-   * limits, and one pass instead of ask-all-then-charge-all, which a single limit does not need.
+   * {@link decide} for one limit (the path of `memoryStore()`'s `limiterDecideOneSync`): the call
+   * itself instead of a list, and no second pass over the limits (one limit has no other to ask).
    */
   decideOne(call: LimitCall, cost: number, given: number | undefined): Decision {
     const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    limiterCost(cost);
     this.#sweepWhenDue(now);
-    const spec = call.spec;
-    const math = MATH[spec.algorithm];
-    const entry = this.#entryOf(call);
-    const state = liveState(entry, now);
-    const verdict = math.decide(spec, state, now, cost);
+    const verdict = this.#verdict(call, now, cost);
     if (verdict.allowed && cost > 0) {
-      const slack = given === undefined ? STATE_SLACK_MS : this.#givenSlack;
-      this.#keep(call, entry, math.commit(spec, state, now, cost), slack);
+      this.#charge(call, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
     }
     return decide(now, verdict.allowed, [verdict], undefined);
   }
@@ -185,12 +183,9 @@ export class MemoryLimiterBackend {
   #charge(call: LimitCall, cost: number, now: number, slack: number): void {
     const entry = this.#entryOf(call);
     const spec = call.spec;
-    this.#keep(call, entry, MATH[spec.algorithm].commit(spec, liveState(entry, now), now, cost), slack);
-  }
-
-  // Keeps a limit's new state in its entry (or a new one) and moves the entry's expiry.
-  #keep(call: LimitCall, entry: Entry | undefined, state: unknown, slack: number): void {
-    const expiresAt = MATH[call.spec.algorithm].expiresAt(call.spec, state);
+    const math = MATH[spec.algorithm];
+    const state = math.commit(spec, liveState(entry, now), now, cost);
+    const expiresAt = math.expiresAt(spec, state);
     if (entry === undefined) {
       const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
       this.#entries.set(call.key, created);

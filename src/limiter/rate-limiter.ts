@@ -78,7 +78,7 @@ export class RateLimiter implements Limiter {
   // (`limiterDecideOneSync`) and with no block cache in front: its calls per key, kept as the call
   // itself instead of a list (the same bound and eviction as #keyCache, which it replaces). A hot
   // key's take then reaches its state through one object fewer: with thousands of keys each
-  // object reached is a likely cache miss (~25-40% of such a take; .scratch A/B in BENCHMARKS.md).
+  // object reached is a likely cache miss (5-20% less per take: scripts/limiter-memory-ab.mjs).
   readonly #oneCalls: Map<string, LimitCall> | undefined;
   // Bumped by clearBlocks(): an answer to a take sent before it (a refusal of the state a reset
   // just removed) must not re-arm a block after it.
@@ -258,14 +258,22 @@ export class RateLimiter implements Limiter {
     return this.#multiSubject ? subjects : (subjects[0] as string);
   }
 
+  // The calls of a take, from the limiter's cache of them when it has one for the subject: #oneCalls
+  // (the call, given here as a list: a key given as `{ key }` comes this way) or #keyCache.
   #callsOf(subjects: Subjects): LimitCall[] {
     if (typeof subjects !== 'string') return this.#callsFor(subjects, this.#specs);
+    if (this.#oneCalls !== undefined) {
+      let call = this.#oneCalls.get(subjects);
+      if (call === undefined) {
+        call = this.#callsFor(subjects, this.#specs)[0] as LimitCall;
+        remember(this.#oneCalls, subjects, call);
+      }
+      return [call];
+    }
     let calls = this.#keyCache.get(subjects);
     if (calls === undefined) {
       calls = this.#callsFor(subjects, this.#specs);
-      // A limiter with #oneCalls keeps the call there (its next take goes that way), else the list.
-      if (this.#oneCalls !== undefined) remember(this.#oneCalls, subjects, calls[0] as LimitCall);
-      else remember(this.#keyCache, subjects, calls);
+      remember(this.#keyCache, subjects, calls);
     }
     return calls;
   }

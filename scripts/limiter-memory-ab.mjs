@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// Two builds of the memory limiter in one process, next to RateLimiterMemory: each round runs
+// every side once over the limiter bench's workload (200,000 takes, 5,010 keys, 10 hot, one take
+// awaited at a time, a fresh limiter per run), the order flipped each round; prints each side's
+// median ns per take and the median of its per-round ratio to RateLimiterMemory. Within one round
+// the sides share the machine's state, so the ratios hold up where separate runs swing by 2x.
+// A build is a copy of `dist/`, e.g. the one before a change:
+//   git stash && npm run build && cp -r dist /tmp/before && git stash pop && npm run build
+// Usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15]
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { rlfTake } from '../bench/lib/rlf.mjs';
+import { prng } from '../bench/lib/workload.mjs';
+
+const N = 200_000;
+const WARMUP = 3;
+const args = process.argv.slice(2);
+const option = (name, fallback) =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const dists = args.filter((a) => !a.startsWith('--'));
+const algorithms = option('algorithms', 'sliding-log,sliding-window,fixed-window,gcra').split(',');
+const rounds = Number(option('rounds', '15'));
+if (
+  dists.length === 0 ||
+  !Number.isSafeInteger(rounds) ||
+  rounds < 1 ||
+  typeof globalThis.gc !== 'function'
+) {
+  console.error(
+    'usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15]',
+  );
+  process.exit(2);
+}
+const builds = await Promise.all(dists.map((d) => import(pathToFileURL(resolve(d, 'index.js')).href)));
+const random = prng(20261202);
+const keys = Array.from({ length: N }, () =>
+  random() < 0.1 ? `hot-${Math.floor(random() * 10)}` : `user-${Math.floor(random() * 5000)}`,
+);
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+async function sequential(take) {
+  let allowed = 0;
+  for (let i = 0; i < N; i++) if (await take(keys[i])) allowed++;
+  return allowed;
+}
+
+// Every limiter stays alive to the end, as a service's would (see bench/limiter.bench.mjs).
+const kept = [];
+for (const algorithm of algorithms) {
+  const limit = {
+    algorithm,
+    limit: 50,
+    window: 1000,
+    ...(algorithm === 'sliding-window' ? { granularity: 100 } : {}),
+  };
+  const sides = [
+    ['RateLimiterMemory', () => rlfTake(new RateLimiterMemory({ points: 50, duration: 1 }))],
+    ...builds.map((m, i) => [
+      dists[i],
+      () => {
+        const limiter = m.createLimiter({ store: m.memoryStore(), ...limit, blockCache: false });
+        return async (key) => (await limiter.take(key)).allowed;
+      },
+    ]),
+  ];
+  const ns = sides.map(() => []);
+  for (let r = 0; r < WARMUP + rounds; r++) {
+    const order = sides.map((_, i) => i);
+    if (r % 2 === 1) order.reverse();
+    for (const i of order) {
+      const take = sides[i][1]();
+      kept.push(take);
+      globalThis.gc();
+      const t0 = process.hrtime.bigint();
+      await sequential(take);
+      if (r >= WARMUP) ns[i].push(Number(process.hrtime.bigint() - t0) / N);
+    }
+  }
+  const cells = sides.map(([name], i) => {
+    const ratio = i === 0 ? '' : ` ${median(ns[0].map((x, k) => x / ns[i][k])).toFixed(2)}x`;
+    return `${name} ${median(ns[i]).toFixed(0)} ns${ratio}`;
+  });
+  console.log(`${algorithm.padEnd(15)} ${cells.join(' | ')}`);
+}
