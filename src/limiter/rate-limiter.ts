@@ -154,8 +154,12 @@ export class RateLimiter implements Limiter {
       cost = costOf(takeOptions);
       // A plain key seen before was checked then: its calls are cached under it (only valid keys
       // are). Not for a limiter that counts by named subjects: its cache holds subject values,
-      // and a plain string key must still be refused there.
-      const seen = this.#plainKeys && typeof key === 'string' ? this.#keyCache.get(key) : undefined;
+      // and a plain string key must still be refused there. (A limiter with #oneCalls found its
+      // keys seen before above: its #keyCache stays empty.)
+      const seen =
+        this.#plainKeys && this.#oneCalls === undefined && typeof key === 'string'
+          ? this.#keyCache.get(key)
+          : undefined;
       if (seen !== undefined) {
         subjects = key as string;
         calls = seen;
