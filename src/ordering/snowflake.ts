@@ -77,7 +77,7 @@ const defaultWait = (ms: number): void => {
 };
 
 /**
- * Snowflake ids (DESIGN §3.4): 64-bit `bigint`s of 41 bits of milliseconds since `epoch`, 10 bits
+ * Snowflake ids (DESIGN §3.4): 63-bit `bigint`s of 41 bits of milliseconds since `epoch`, 10 bits
  * of worker, 12 bits of sequence (layout adjustable), increasing per worker.
  *
  * - A clock that steps back by at most `rollbackToleranceMs` is waited out; further back,
