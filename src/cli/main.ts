@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `onceflow` command. Only `demo` for now; each subcommand parses its own options.
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../demo/exit-code.js';
 import { DemoFailure } from '../demo/failure.js';
@@ -17,6 +18,7 @@ Commands:
 
 Options:
   -h, --help  this help
+  --version   the version of onceflow
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -25,14 +27,25 @@ async function main(argv: string[]): Promise<number> {
     (command === undefined ? process.stderr : process.stdout).write(HELP);
     return command === undefined ? EXIT_USAGE : EXIT_OK;
   }
+  if (command === '--version') {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    process.stdout.write(`${pkg.version}\n`);
+    return EXIT_OK;
+  }
   if (command !== 'demo') {
-    process.stderr.write(`onceflow: unknown command "${command}"\n\n${HELP}`);
+    const what = command.startsWith('-') ? 'option' : 'command';
+    process.stderr.write(`onceflow: unknown ${what} "${command}"\n\n${HELP}`);
     return EXIT_USAGE;
   }
 
   let parsed: DemoArgValues;
   try {
-    parsed = parseArgs({ args: rest, options: DEMO_OPTIONS, strict: true, allowPositionals: false }).values;
+    parsed = parseArgs({
+      args: withNegativeValues(rest),
+      options: DEMO_OPTIONS,
+      strict: true,
+      allowPositionals: false,
+    }).values;
   } catch (err) {
     return usageError(err);
   }
@@ -63,6 +76,30 @@ async function main(argv: string[]): Promise<number> {
   }
   process.stdout.write(demo.json ? `${JSON.stringify(toJson(result))}\n` : formatReport(result));
   return demoExitCode(result);
+}
+
+/**
+ * `--settlements -1` as `--settlements=-1`: parseArgs takes a value that starts with `-` for an
+ * option of its own and refuses it as ambiguous, where the demo's own check says what is expected.
+ */
+function withNegativeValues(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
+    const takesValue =
+      name !== undefined &&
+      Object.hasOwn(DEMO_OPTIONS, name) &&
+      DEMO_OPTIONS[name as keyof typeof DEMO_OPTIONS].type === 'string';
+    if (takesValue && next !== undefined && /^-[\d.]/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
 }
 
 function usageError(err: unknown): number {

@@ -50,7 +50,11 @@ export interface ScenarioStats {
   readonly replayed: number;
   /** Finals delivered after the player's move to a new room. */
   readonly lateFinals: number;
-  /** Of those, finals delivered after the next round's instant (`overlap: 2` only). */
+  /**
+   * Of those, finals sent on into the next block, after the next round's instant (`overlap: 2`
+   * only). A reorder in that block may still move one before that instant: what the log delivered
+   * is counted by `checkDeliveryBounds` (`finalAfterNextInstant`), which the report prints.
+   */
   readonly lateAfterNextInstant: number;
   /** Swaps of a round's instant and final, or of two adjacent settlements. */
   readonly reorders: number;

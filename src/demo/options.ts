@@ -99,17 +99,46 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
     throw new InvalidOptionError('--workers', 'used together with `--redis`', values.workers);
   }
   if (values.redis === undefined) return command;
-  if (!/^rediss?:\/\/[^\s]+$/.test(values.redis)) {
-    throw new InvalidOptionError('--redis', 'a Redis URL like redis://127.0.0.1:6379', values.redis);
+  if (!isRedisUrl(values.redis)) {
+    throw new InvalidOptionError(
+      '--redis',
+      'a Redis URL like redis://127.0.0.1:6379 or rediss://host:6380/2 (port 1-65535, database a number)',
+      values.redis,
+    );
   }
   // 64 processes is far more than 2-8 cores can run usefully; beyond it is a typo.
   return { ...command, redis: { url: values.redis, workers: int('workers', values.workers, 4, 1, 64) } };
 }
 
+/**
+ * A URL ioredis reads as its author meant: redis:// or rediss://, a host, a port (if any) that
+ * exists, a database (if any) that is a number, user info that decodes (options in the query, as
+ * ioredis reads them, are left to it). Checked here because
+ * ioredis throws a bare TypeError for the rest (`/abc` even becomes database NaN, refused only
+ * after the workers have started).
+ */
+function isRedisUrl(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+  } catch {
+    return false;
+  }
+  return (
+    (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
+    url.hostname !== '' &&
+    (url.port === '' || Number(url.port) >= 1) &&
+    /^(\/\d*)?$/.test(url.pathname) &&
+    url.hash === ''
+  );
+}
+
 function int(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
   if (text === undefined) return fallback;
-  // Digits with optional `_` separators (1_000_000) or a plain exponent (1e6).
-  const ok = /^\d[\d_]*$/.test(text) || /^\d+(\.\d+)?e\d+$/i.test(text);
+  // Digits with single `_` separators between them (1_000_000), or a plain exponent (1e6).
+  const ok = /^\d+(_\d+)*$/.test(text) || /^\d+(\.\d+)?e\d+$/i.test(text);
   const value = ok ? Number(text.replaceAll('_', '')) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
     throw new InvalidOptionError(`--${name}`, `a whole number from ${min} to ${max}`, text);

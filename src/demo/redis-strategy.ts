@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { roomName } from './delivery-log.js';
 import { DemoFailure } from './failure.js';
@@ -128,16 +129,19 @@ interface Worker {
 function startWorker(config: WorkerConfig, onProgress: (n: number) => void): Worker {
   const script = fileURLToPath(new URL('./redis-worker.js', import.meta.url));
   const child = spawn(process.execPath, [script, JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The IPC channel only tells the worker when this process is gone (see redis-worker.ts).
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
+  // Piped as asked above (spawn's types cannot tell once an 'ipc' entry is in the list).
+  const { stdout, stderr: errors } = child as typeof child & { stdout: Readable; stderr: Readable };
   let stderr = '';
   let pending = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+  stdout.setEncoding('utf8').on('data', (chunk: string) => {
     const lines = (pending + chunk).split('\n');
     pending = lines.pop() ?? '';
     for (const line of lines) if (line.startsWith('progress ')) onProgress(Number(line.slice(9)));
   });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+  errors.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
   const exited = new Promise<number | string>((resolve, reject) => {

@@ -54,6 +54,12 @@ async function main(config: WorkerConfig): Promise<void> {
   await close();
 }
 
+// A coordinator that died (a crash, a kill) can neither judge the run nor remove its keys: a
+// worker that went on would only write more of them. The IPC channel closes with it.
+process.on('disconnect', () => process.exit(1));
+// Unref'd: the channel must not keep a worker that has finished alive.
+process.channel?.unref();
+
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
 main(config).catch((err: unknown) => {
   // Exit once the message is written (a pipe's write can be asynchronous): a client still

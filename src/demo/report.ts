@@ -65,7 +65,9 @@ export function formatReport(result: DemoResult): string {
   out.push(
     `delivered ${fmt(s.settlementDeliveries)} settlements to every strategy: ${fmt(s.duplicates)} duplicates, ` +
       `${fmt(s.replayed)} replayed by queue recovery, ${fmt(s.lateFinals)} finals after a move` +
-      (c.overlap === 2 ? ` (${fmt(s.lateAfterNextInstant)} after the next round's instant)` : '') +
+      (c.overlap === 2
+        ? ` (${fmt(result.bounds.finalAfterNextInstant)} first delivered after the next round's instant)`
+        : '') +
       `, ${fmt(s.reorders)} reorders; plus ${fmt(s.joins)} joins`,
   );
   out.push('', formatTable(rows), '');

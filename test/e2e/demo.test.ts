@@ -246,5 +246,74 @@ describe('onceflow demo (built CLI)', () => {
     const redis = await onceflow(['demo', '--redis', 'localhost']);
     expect(redis.code).toBe(2);
     expect(redis.stderr).toContain('`--redis`');
+    // URLs ioredis would throw on (a stack trace, exit 1) or read as database NaN (refused only
+    // after the workers had started writing): refused as options, before anything runs.
+    for (const url of [
+      'redis://127.0.0.1:notaport',
+      'redis://127.0.0.1:99999',
+      'redis://[::1',
+      'redis://%zz@127.0.0.1:6379',
+      'redis://127.0.0.1:6379/abc',
+      'redis://127.0.0.1:0',
+      'http://127.0.0.1:6379',
+    ]) {
+      const bad = await onceflow(['demo', '--redis', url, '--settlements', '2000']);
+      expect([url, bad.code]).toEqual([url, 2]);
+      expect(bad.stderr).toContain('Expected `--redis` to be a Redis URL');
+      expect(bad.stderr).not.toContain('    at ');
+    }
+  });
+
+  it('a negative or malformed number is refused with what the option expects; --version prints it', async () => {
+    for (const args of [
+      ['--settlements', '-1'],
+      ['--seed', '-5'],
+      ['--dup-rate', '-0.5'],
+      ['--settlements', '1__0'],
+      ['--settlements', '10_'],
+    ]) {
+      const run = await onceflow(['demo', ...args]);
+      expect([args, run.code]).toEqual([args, 2]);
+      expect(run.stderr).toContain(`Expected \`${args[0]}\` to be`);
+    }
+    const version = await onceflow(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const unknown = await onceflow(['--versoin']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown option "--versoin"');
+  });
+
+  it('a coordinator killed mid-run takes its worker processes with it', async () => {
+    const url = inject('redisUrl');
+    const child = spawn(
+      process.execPath,
+      [cli, 'demo', '--settlements', '600000', '--redis', url, '--workers', '2', '--json'],
+      { cwd: root, stdio: 'ignore' },
+    );
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const pid = child.pid as number;
+    let workers: number[] = [];
+    for (let i = 0; i < 200 && workers.length < 2; i++) {
+      await sleep(50);
+      workers = childrenOf(pid);
+    }
+    expect(workers).toHaveLength(2);
+    process.kill(pid, 'SIGKILL');
+    await exited;
+    for (let i = 0; i < 100 && workers.some(isAlive); i++) await sleep(50);
+    expect(workers.filter(isAlive)).toEqual([]);
+    // What the killed run wrote stays (nobody is left to judge it): removed here.
+    const client = new Redis(url);
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 10_000);
+        if (keys.length > 0) await client.unlink(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    } finally {
+      client.disconnect();
+    }
   });
 });
