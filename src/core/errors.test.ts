@@ -171,4 +171,17 @@ describe('isOnceflowError', () => {
       expect(isOnceflowError(value)).toBe(false);
     }
   });
+
+  it('the exported tables a process shares are frozen: error codes, Redis scripts, conformance cases', async () => {
+    const { scripts } = await import('../redis/index.js');
+    const { conformance } = await import('../testing/index.js');
+    expect(Object.isFrozen(ErrorCode)).toBe(true);
+    expect(Object.isFrozen(scripts)).toBe(true);
+    for (const script of Object.values(scripts)) expect(Object.isFrozen(script)).toBe(true);
+    expect(Object.isFrozen(conformance.cases)).toBe(true);
+    const first = conformance.cases[0] as { steps: unknown[] };
+    expect(Object.isFrozen(first) && Object.isFrozen(first.steps) && Object.isFrozen(first.steps[0])).toBe(
+      true,
+    );
+  });
 });

@@ -18,7 +18,7 @@
  * ErrorCode.STORE; // 'ERR_STORE'
  * ```
  */
-export const ErrorCode = {
+export const ErrorCode = Object.freeze({
   /** An option passed to a factory or constructor is missing or has the wrong shape. */
   INVALID_OPTION: 'ERR_INVALID_OPTION',
   /** An argument of a call (a payload, an entry, a saved window) is invalid. */
@@ -31,7 +31,7 @@ export const ErrorCode = {
   CLOSED: 'ERR_CLOSED',
   /** The clock went back further than a snowflake generator tolerates (or across a restart). */
   CLOCK_ROLLBACK: 'ERR_CLOCK_ROLLBACK',
-} as const;
+} as const);
 
 /** The union of every code in {@link ErrorCode}. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -16,6 +16,20 @@ describe('ticker', () => {
     expect(nextTickAt(5_000, 60_000, 5_000)).toBe(65_000);
   });
 
+  it('nextTickAt refuses what is not milliseconds, instead of a string or a past instant', () => {
+    for (const [now, every, offset] of [
+      [12_345, '1s', 0],
+      [12_345, 0, 0],
+      [12_345, -1000, 0],
+      [Number.NaN, 1000, 0],
+      [12_345, 1000, Number.POSITIVE_INFINITY],
+    ]) {
+      expect(() => nextTickAt(now as number, every as number, offset as number)).toThrow(
+        /ERR_INVALID_ARGUMENT|Expected/,
+      );
+    }
+  });
+
   it('ticks on multiples of every and does not drift when callbacks are slow', () => {
     const ticks: Tick[] = [];
     const t = ticker({

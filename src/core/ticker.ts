@@ -1,5 +1,5 @@
 import { type Duration, parseDuration } from './duration.js';
-import { InvalidOptionError } from './errors.js';
+import { InvalidArgumentError, InvalidOptionError } from './errors.js';
 import { timerDelay } from './timer-delay.js';
 import { isPlainObject } from './validate.js';
 
@@ -48,6 +48,16 @@ export interface Ticker {
  * ```
  */
 export function nextTickAt(now: number, every: number, offset: number): number {
+  // Milliseconds as numbers (ticker() reads durations into them): a string would concatenate.
+  if (typeof now !== 'number' || !Number.isFinite(now)) {
+    throw new InvalidArgumentError('now', 'a finite number of milliseconds', now);
+  }
+  if (typeof every !== 'number' || !Number.isFinite(every) || every <= 0) {
+    throw new InvalidArgumentError('every', 'a positive, finite number of milliseconds', every);
+  }
+  if (typeof offset !== 'number' || !Number.isFinite(offset)) {
+    throw new InvalidArgumentError('offset', 'a finite number of milliseconds', offset);
+  }
   const phase = (((now - offset) % every) + every) % every;
   return now - phase + every;
 }

@@ -15,7 +15,11 @@ export interface WindowConfig {
   readonly lengthMs: number;
   /** Default: the length (tumbling). */
   readonly slideMs: number;
-  /** Default: the slide. */
+  /**
+   * Default: the largest bucket that divides both the length and the slide (their greatest common
+   * divisor: `window('3s').slide('2s')` counts in 1 s buckets; the slide itself when it divides the
+   * length).
+   */
   readonly granularityMs: number;
   /** Buckets per window: `lengthMs / granularityMs`. */
   readonly buckets: number;

@@ -40,7 +40,14 @@ describe('BlockCache', () => {
     const cache = new BlockCache(10);
     const d = refusal(250, 5_000);
     cache.set('k', 1, 1_000, d); // asked at local time 1 000: holds until 1 250
-    expect(cache.get('k', 1, 1_249)?.decision).toBe(d);
+    const kept = cache.get('k', 1, 1_249)?.decision;
+    // A copy of it: the caller holds `d` and may change it.
+    expect(kept).toEqual(d);
+    expect(kept).not.toBe(d);
+    (d as { retryAfterMs: number }).retryAfterMs = 0;
+    (d.limits[0] as { remaining: number }).remaining = 99;
+    expect(cache.get('k', 1, 1_249)?.decision).toEqual(kept);
+    expect(cache.get('k', 1, 1_249)?.decision.retryAfterMs).toBe(250);
     expect(cache.get('k', 1, 1_250)).toBeUndefined();
     expect(cache.size).toBe(0); // an expired block is dropped when read
     // Expiry is per entry: a longer block set at the same time outlives a shorter one.

@@ -1,4 +1,4 @@
-import type { Decision } from './decision.js';
+import type { Decision, LimitDecision } from './decision.js';
 
 /** A refusal remembered by the cache: the store's decision and the local time it was asked at. */
 export interface Block {
@@ -44,11 +44,15 @@ export class BlockCache {
     return entry.block;
   }
 
-  /** Remembers `decision` (a refusal of `cost`, asked at local time `asked`) for `key`. */
+  /**
+   * Remembers `decision` (a refusal of `cost`, asked at local time `asked`) for `key`: a copy, as
+   * the caller holds the decision itself and may change it.
+   */
   set(key: string, cost: number, asked: number, decision: Decision): void {
     this.#blocks.delete(key);
     if (this.#blocks.size >= this.#max) this.#blocks.delete(this.#blocks.keys().next().value as string);
-    this.#blocks.set(key, { until: asked + decision.retryAfterMs, cost, block: { decision, asked } });
+    const kept: Decision = { ...decision, limits: decision.limits.map((p) => partAt(p, p.retryAfterMs)) };
+    this.#blocks.set(key, { until: asked + decision.retryAfterMs, cost, block: { decision: kept, asked } });
   }
 
   /** Forgets the block on `key` (its state changed: an admission of another cost). */
@@ -72,8 +76,22 @@ export class BlockCache {
 export function blockedDecision(block: Block, now: number): Decision {
   const d = block.decision;
   const elapsed = now - block.asked;
+  // Every part a new object: what a caller does to its answer never reaches the cache.
   const limits = d.limits.map((p) =>
-    p.allowed ? p : { ...p, retryAfterMs: Math.max(0, p.retryAfterMs - elapsed) },
+    partAt(p, p.allowed ? p.retryAfterMs : Math.max(0, p.retryAfterMs - elapsed)),
   );
   return { ...d, reason: 'blocked', at: d.at + elapsed, retryAfterMs: d.retryAfterMs - elapsed, limits };
+}
+
+// A copy of a limit's part with its wait, field by field in the verdict's order (see verdict.ts).
+function partAt(p: LimitDecision, retryAfterMs: number): LimitDecision {
+  return {
+    allowed: p.allowed,
+    remaining: p.remaining,
+    resetAt: p.resetAt,
+    retryAfterMs,
+    id: p.id,
+    limit: p.limit,
+    windowMs: p.windowMs,
+  };
 }

@@ -132,6 +132,20 @@ describe('createLimiter', () => {
     expect(state.calls).toBe(calls + 1);
   });
 
+  it("what a caller does to a refused decision never changes the block cache's later answers", async () => {
+    const { limiter } = fixture({ algorithm: 'fixed-window', limit: 1, window: '1m' });
+    await limiter.take('u');
+    const refused = await limiter.take('u');
+    expect(refused.reason).toBe('limited');
+    Object.assign(refused, { allowed: true, retryAfterMs: 0 });
+    Object.assign(refused.limits[0] as object, { remaining: 99, allowed: true });
+    const blocked = await limiter.take('u');
+    expect(blocked).toMatchObject({ allowed: false, reason: 'blocked', retryAfterMs: 60_000 });
+    expect(blocked.limits[0]).toMatchObject({ allowed: false, remaining: 0 });
+    Object.assign(blocked.limits[0] as object, { remaining: 42 });
+    expect((await limiter.take('u')).limits[0]?.remaining).toBe(0);
+  });
+
   it('the block cache lets a smaller cost through to the store, and is a bounded LRU', async () => {
     const clock = new FakeClock(0);
     const { store, state } = spyStore(clock);

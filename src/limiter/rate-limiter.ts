@@ -2,7 +2,7 @@
 // through the store, the block cache and the degraded policy.
 
 import type { Clock } from '../core/clock.js';
-import { InvalidArgumentError, StoreError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, isWellFormed } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { specSuffix } from './algorithms.js';
@@ -115,7 +115,12 @@ export class RateLimiter implements Limiter {
     const subjects = this.#subjectsOf(key); // a bad key: the same typed error as take's
     const remove = this.#store.limiterDelete;
     if (typeof remove !== 'function') {
-      throw new InvalidArgumentError('key', 'a key of a limiter whose store can delete (limiterDelete)', key);
+      // What is wrong is the limiter's store, not the key (named as the other factories name it).
+      throw new InvalidOptionError(
+        'store',
+        'a store that can delete limiter state (limiterDelete) for reset()',
+        this.#store,
+      );
     }
     const keys = this.#callsFor(subjects, this.#specs).map((call) => call.key);
     // Answers to takes sent before the reset must not re-arm a block after it.

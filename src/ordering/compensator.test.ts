@@ -104,6 +104,8 @@ describe('createCompensator', () => {
     const request = async () => {};
     expect(() => createCompensator({ request, backoff: { initial: '30d' } })).toThrow(/`backoff.initial`/);
     expect(() => createCompensator({ request, backoff: { max: '60d' } })).toThrow(/`backoff.max`/);
+    // Read on a first retry only: refused when made, not when a range would be lost to it.
+    expect(() => createCompensator({ request, random: 'x' as never })).toThrow(/`random`/);
     expect(() => createCompensator({ request, backoff: { initial: '1d', max: '24d' } })).not.toThrow();
   });
 

@@ -48,7 +48,7 @@ export interface Compensator {
   stats(): CompensatorStats;
   /** Resolves when nothing is queued, waiting or in flight. */
   idle(): Promise<void>;
-  /** Aborts what is in flight and drops the rest; later calls throw. */
+  /** Aborts what is in flight and drops the rest; a later `add` throws `ERR_CLOSED` (reads still answer). */
   close(): void;
 }
 
@@ -112,6 +112,8 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     throw new InvalidOptionError('backoff.factor', 'a finite number >= 1', backoff.factor);
   }
   const random = options.random ?? Math.random;
+  // Read on a first retry only: a bad one found then would leave its range neither retried nor given up.
+  if (typeof random !== 'function') throw new InvalidOptionError('random', 'a function', options.random);
 
   // Numbers still to compensate: sorted, disjoint, non-adjacent ranges.
   let open: GapRange[] = [];

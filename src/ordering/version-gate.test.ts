@@ -122,4 +122,12 @@ describe('VersionGate (memory store)', () => {
       path: 'options',
     });
   });
+
+  it('a name of null is refused, as a ledger refuses it (undefined is the default)', () => {
+    expect(typed(thrown(() => new VersionGate({ store: memoryStore(), name: null as never })))).toEqual({
+      code: 'ERR_INVALID_OPTION',
+      path: 'name',
+    });
+    expect(gate().name).toBe('default');
+  });
 });

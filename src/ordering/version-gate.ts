@@ -45,7 +45,8 @@ export class VersionGate {
   constructor(options: VersionGateOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
     this.#ops = requireOps(options.store, 'store', 'versionUpsert', 'versionGet');
-    this.name = nonEmptyString('name', options.name ?? 'default');
+    // `undefined` is the default; anything else (null included) must be a name, as for a ledger.
+    this.name = nonEmptyString('name', options.name === undefined ? 'default' : options.name);
   }
 
   /** Stores `value` under `key` iff `version` is newer than the stored one. */

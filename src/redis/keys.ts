@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../core/errors.js';
 /**
  * The key layout of the Redis store. Every key of one owner carries the same `{hash tag}`, built
  * from the ledger name and the owner, so each ledger step is one script on one Cluster node:
@@ -27,6 +28,7 @@
  * ```
  */
 export function escapeId(id: string): string {
+  if (typeof id !== 'string') throw new InvalidArgumentError('id', 'a string', id);
   return id.replace(/[%{}:|]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 

@@ -59,7 +59,7 @@ export interface RedisStoreOptions {
   /**
    * Journal retention **per owner**: `maxEntriesPerOwner` keeps the newest n entries of each
    * owner's stream (XADD MAXLEN, exact), 0 keeps none. Dedup windows and scope totals do not
-   * depend on it. Default: keep every entry. (The memory store's `maxEntries` bounds a whole
+   * depend on it. Default (or `Infinity`): keep every entry. (The memory store's `maxEntries` bounds a whole
    * ledger; on Redis that would need a ledger-wide, cross-slot count, so it is refused by name.)
    */
   journal?: { maxEntriesPerOwner?: number };
@@ -119,10 +119,13 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       (options.journal as { maxEntries?: unknown }).maxEntries,
     );
   }
-  const maxEntries =
-    options.journal?.maxEntriesPerOwner === undefined
-      ? ''
-      : String(nonNegativeInt('journal.maxEntriesPerOwner', options.journal.maxEntriesPerOwner));
+  // `Infinity` keeps every entry, as leaving it out does (and as the memory store's maxEntries).
+  const keepAll =
+    options.journal?.maxEntriesPerOwner === undefined ||
+    options.journal.maxEntriesPerOwner === Number.POSITIVE_INFINITY;
+  const maxEntries = keepAll
+    ? ''
+    : String(nonNegativeInt('journal.maxEntriesPerOwner', options.journal?.maxEntriesPerOwner));
   const owners = createOwnerMemo(prefix);
   const generation = connectionGeneration(client);
   // This store's run: every apply carries it and a call number, so a script the client sends again

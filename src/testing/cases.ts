@@ -49,8 +49,12 @@ const apply = (
   extra: { scope?: string; order?: string; meta?: unknown } = {},
 ): Apply => ({ op: 'apply', entry: { owner, signature, deltas, ...extra }, expect: { outcome, balances } });
 
-/** The cases. Add to them when a rule is added; never edit one to make a store pass. */
-export const cases: readonly ConformanceCase[] = [
+/**
+ * The cases. Add to them when a rule is added; never edit one to make a store pass. Frozen all the
+ * way down (see deepFreeze): `run` reads these very objects, so a caller's change would change
+ * what every later run checks.
+ */
+export const cases: readonly ConformanceCase[] = deepFreeze([
   {
     name: 'fresh-then-duplicate',
     rule: 'a present signature is a duplicate and changes nothing',
@@ -235,4 +239,12 @@ export const cases: readonly ConformanceCase[] = [
       { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['a'] } },
     ],
   },
-];
+]);
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,5 +1,5 @@
-import { isOnceflowError } from '../core/errors.js';
-import { orderFromString } from '../core/validate.js';
+import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
+import { isPlainObject, orderFromString } from '../core/validate.js';
 import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
 import type { Balances, Store } from '../store/store.js';
 import { type ConformanceCase, type ConformanceStep, cases } from './cases.js';
@@ -30,6 +30,7 @@ export async function runCase(
   c: ConformanceCase,
   options: RunOptions = {},
 ): Promise<CaseResult> {
+  checkRun(store, options);
   const prefix = options.prefix ?? randomPrefix();
   const ledger = createLedger({
     store,
@@ -63,6 +64,7 @@ export async function runCase(
  * ```
  */
 export async function run(store: Store, options: RunOptions = {}): Promise<CaseResult[]> {
+  checkRun(store, options);
   const prefix = options.prefix ?? randomPrefix();
   const results: CaseResult[] = [];
   for (const c of cases) results.push(await runCase(store, c, { prefix }));
@@ -206,4 +208,17 @@ function fromBigints(balances: Balances): Record<string, string> {
 
 function randomPrefix(): string {
   return `conf-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}:`;
+}
+
+// The store under test must be given: a ledger made without one would test a fresh memory store
+// and pass every case.
+function checkRun(store: Store, options: RunOptions): void {
+  if (typeof (store as Partial<Store> | undefined)?.ledgerApply !== 'function') {
+    throw new InvalidArgumentError('store', 'the store under test (with ledgerApply)', store);
+  }
+  if (!isPlainObject(options))
+    throw new InvalidArgumentError('options', 'an object like { prefix }', options);
+  if (options.prefix !== undefined && typeof options.prefix !== 'string') {
+    throw new InvalidArgumentError('options.prefix', 'a string', options.prefix);
+  }
 }

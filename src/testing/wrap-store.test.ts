@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { isOnceflowError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { memoryStore } from '../store/memory-store.js';
+import { conformance } from './index.js';
 import { wrapStore } from './wrap-store.js';
 
 describe('wrapStore', () => {
@@ -76,5 +78,32 @@ describe('wrapStore', () => {
     const decision = await limiter.take('k');
     expect(decision.reason).toBe('degraded-deny');
     expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+  });
+
+  it('refuses a missing store, overrides that are not an object, and a member the store does not have', async () => {
+    const base = memoryStore();
+    const codeOf = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        return isOnceflowError(err, 'ERR_INVALID_ARGUMENT')
+          ? ((err as { path?: string }).path ?? 'coded')
+          : 'other';
+      }
+      return 'no error';
+    };
+    expect(codeOf(() => wrapStore(undefined as never, {}))).not.toBe('no error');
+    expect(codeOf(() => wrapStore(base, undefined as never))).not.toBe('no error');
+    // A typo would inject nothing: every take would still be answered by the store.
+    expect(
+      codeOf(() => wrapStore(base, { limiterTak: () => Promise.reject(new Error('down')) } as never)),
+    ).not.toBe('no error');
+    expect(codeOf(() => wrapStore(base, { limiterTake: undefined }))).toBe('no error');
+    // The conformance kit needs the store under test: without one it would test a fresh memory store.
+    await expect(conformance.run(undefined as never)).rejects.toThrow(/`store`/);
+    await expect(conformance.runCase(null as never, conformance.cases[0] as never)).rejects.toThrow(
+      /`store`/,
+    );
+    await expect(conformance.run(base, null as never)).rejects.toThrow(/`options`/);
   });
 });

@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from '../core/errors.js';
+import { isPlainObject } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 
 /**
@@ -19,6 +21,17 @@ import type { Store } from '../store/store.js';
  * ```
  */
 export function wrapStore(store: Store, given: { [K in keyof Store]?: Store[K] | undefined }): Store {
+  if (typeof (store as Partial<Store> | undefined)?.ledgerApply !== 'function') {
+    throw new InvalidArgumentError('store', 'a store (with ledgerApply)', store);
+  }
+  if (!isPlainObject(given)) throw new InvalidArgumentError('overrides', 'an object of store members', given);
+  // An override of a member the store does not have is a typo (`limiterTak`): the fault it was
+  // meant to inject would never happen.
+  for (const name of Object.keys(given)) {
+    if (!(name in store)) {
+      throw new InvalidArgumentError('overrides', `members the store has (${name} is not one)`, name);
+    }
+  }
   const overrides: { [K in keyof Store]?: Store[K] | undefined } = { ...given };
   // The limiter's paths, slowest first: overriding one hides the faster ones not given with it.
   if (Object.hasOwn(given, 'limiterTake') && !Object.hasOwn(given, 'limiterDecideSync')) {

@@ -52,6 +52,16 @@ describe('createRedisStore options', () => {
     for (const key of streams) expect(await client.xlen(key)).toBe(2);
   });
 
+  it('maxEntriesPerOwner: Infinity keeps every entry, as leaving it out does', async () => {
+    const ledger = createLedger({
+      store: createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: Number.POSITIVE_INFINITY } }),
+      capacity: 4,
+      name: 'infinite-journal',
+    });
+    for (let i = 0; i < 5; i++) await ledger.apply({ owner: 'p', signature: `s${i}`, deltas: { coins: 1 } });
+    expect(await ledger.journal({ owner: 'p' })).toHaveLength(5);
+  });
+
   it('refuses the other store retention option by name: the same number would keep other entries', () => {
     const caught = (make: () => unknown) => {
       try {

@@ -47,6 +47,7 @@ describe('Lua scripts', () => {
     expect(escapeId('a:b')).toBe('a%3Ab');
     expect(escapeId('{x}')).toBe('%7Bx%7D');
     expect(escapeId('%7B')).toBe('%257B');
+    expect(() => escapeId(5 as never)).toThrow(/`id`/);
     const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4, name: 'n' });
     for (const owner of ['a', 'a:b', '{a}', '%7Ba%7D', 'a}:w', '*']) {
       await ledger.apply({ owner, signature: 's', deltas: { coins: 1 } });
