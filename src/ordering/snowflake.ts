@@ -99,11 +99,11 @@ const defaultWait = (ms: number): void => {
  * ```
  */
 export class Snowflake {
-  readonly worker: number;
-  readonly epoch: number;
-  readonly rollbackToleranceMs: number;
-  readonly workerBits: number;
-  readonly sequenceBits: number;
+  readonly #worker: number;
+  readonly #epoch: number;
+  readonly #rollbackToleranceMs: number;
+  readonly #workerBits: number;
+  readonly #sequenceBits: number;
   readonly #clock: Clock;
   readonly #wait: (ms: number) => void;
   readonly #maxSequence: number;
@@ -119,9 +119,9 @@ export class Snowflake {
 
   constructor(options: SnowflakeOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
-    this.workerBits = bits('workerBits', options.workerBits ?? 10);
-    this.sequenceBits = bits('sequenceBits', options.sequenceBits ?? 12);
-    const timeBits = ID_BITS - this.workerBits - this.sequenceBits;
+    this.#workerBits = bits('workerBits', options.workerBits ?? 10);
+    this.#sequenceBits = bits('sequenceBits', options.sequenceBits ?? 12);
+    const timeBits = ID_BITS - this.#workerBits - this.#sequenceBits;
     if (timeBits < 32) {
       throw new InvalidOptionError(
         'workerBits',
@@ -129,13 +129,13 @@ export class Snowflake {
         options.workerBits,
       );
     }
-    this.worker = nonNegativeInt('worker', options.worker);
-    if (this.worker >= 2 ** this.workerBits) {
-      throw new InvalidOptionError('worker', `an integer in 0..${2 ** this.workerBits - 1}`, options.worker);
+    this.#worker = nonNegativeInt('worker', options.worker);
+    if (this.#worker >= 2 ** this.#workerBits) {
+      throw new InvalidOptionError('worker', `an integer in 0..${2 ** this.#workerBits - 1}`, options.worker);
     }
     const epoch = options.epoch instanceof Date ? options.epoch.getTime() : (options.epoch ?? DEFAULT_EPOCH);
-    this.epoch = nonNegativeInt('epoch', epoch);
-    this.rollbackToleranceMs = nonNegativeInt(
+    this.#epoch = nonNegativeInt('epoch', epoch);
+    this.#rollbackToleranceMs = nonNegativeInt(
       'rollbackToleranceMs',
       options.rollbackToleranceMs ?? DEFAULT_TOLERANCE_MS,
     );
@@ -146,7 +146,7 @@ export class Snowflake {
     if (typeof this.#wait !== 'function') throw new InvalidOptionError('wait', 'a function', options.wait);
 
     const now = Math.floor(this.#clock.now());
-    if (now < this.epoch) {
+    if (now < this.#epoch) {
       throw new InvalidOptionError(
         'epoch',
         `a time not after now (${new Date(now).toISOString()})`,
@@ -154,28 +154,53 @@ export class Snowflake {
       );
     }
     const lifetime = parseDuration(options.lifetime ?? DEFAULT_LIFETIME, 'lifetime');
-    const endsAt = this.epoch + 2 ** timeBits - 1;
+    const endsAt = this.#epoch + 2 ** timeBits - 1;
     if (now + lifetime > endsAt) {
       throw new InvalidOptionError(
         'lifetime',
-        `within what the layout can number: ${timeBits} time bits from epoch ${new Date(this.epoch).toISOString()} run out at ${new Date(endsAt).toISOString()}, ${Math.max(0, Math.floor((endsAt - now) / 86_400_000))} days from now`,
+        `within what the layout can number: ${timeBits} time bits from epoch ${new Date(this.#epoch).toISOString()} run out at ${new Date(endsAt).toISOString()}, ${Math.max(0, Math.floor((endsAt - now) / 86_400_000))} days from now`,
         options.lifetime ?? DEFAULT_LIFETIME,
       );
     }
-    this.#maxSequence = 2 ** this.sequenceBits - 1;
-    this.#sequences = sequenceTable(this.sequenceBits);
-    this.#timeShift = BigInt(this.workerBits + this.sequenceBits);
-    this.#workerPart = BigInt(this.worker) << BigInt(this.sequenceBits);
+    this.#maxSequence = 2 ** this.#sequenceBits - 1;
+    this.#sequences = sequenceTable(this.#sequenceBits);
+    this.#timeShift = BigInt(this.#workerBits + this.#sequenceBits);
+    this.#workerPart = BigInt(this.#worker) << BigInt(this.#sequenceBits);
     this.#endsAt = endsAt;
     if (options.lastTimestamp !== undefined) {
       const last = nonNegativeInt('lastTimestamp', options.lastTimestamp);
-      if (last - now > this.rollbackToleranceMs) {
-        throw new ClockRollbackError(last - now, this.rollbackToleranceMs, 'persisted before a restart');
+      if (last - now > this.#rollbackToleranceMs) {
+        throw new ClockRollbackError(last - now, this.#rollbackToleranceMs, 'persisted before a restart');
       }
       // Ids may have been issued anywhere in `last`'s millisecond: the next one needs a later one.
       this.#last = last;
       this.#sequence = this.#maxSequence;
     }
+  }
+
+  /** This generator's worker id (fixed when made, as the layout: private behind getters). */
+  get worker(): number {
+    return this.#worker;
+  }
+
+  /** Milliseconds since 1970 at which the time part starts. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** How far back the clock may step and be waited out, in ms. */
+  get rollbackToleranceMs(): number {
+    return this.#rollbackToleranceMs;
+  }
+
+  /** Bits of the worker id. */
+  get workerBits(): number {
+    return this.#workerBits;
+  }
+
+  /** Bits of the per-millisecond sequence. */
+  get sequenceBits(): number {
+    return this.#sequenceBits;
   }
 
   /**
@@ -262,19 +287,19 @@ export class Snowflake {
       }
       ms = this.#waitFor(this.#last + 1);
     }
-    if (ms > this.#endsAt || ms < this.epoch) {
+    if (ms > this.#endsAt || ms < this.#epoch) {
       // Past the lifetime checked at construction (or a clock moved before the epoch): the time
       // bits cannot hold it, and an id wider than 63 bits would be negative as a signed int64.
       throw new InvalidArgumentError(
         'clock.now()',
-        `a time the layout can number, ${new Date(this.epoch).toISOString()} to ${new Date(this.#endsAt).toISOString()}`,
+        `a time the layout can number, ${new Date(this.#epoch).toISOString()} to ${new Date(this.#endsAt).toISOString()}`,
         ms,
       );
     }
     this.#lease?.check(ms);
     this.#last = ms;
     this.#sequence = 0;
-    this.#base = (BigInt(ms - this.epoch) << this.#timeShift) | this.#workerPart;
+    this.#base = (BigInt(ms - this.#epoch) << this.#timeShift) | this.#workerPart;
     return this.#base;
   }
 
@@ -292,8 +317,8 @@ export class Snowflake {
     }
     return {
       id,
-      timestamp: Number(id >> this.#timeShift) + this.epoch,
-      worker: Number((id >> BigInt(this.sequenceBits)) & BigInt(2 ** this.workerBits - 1)),
+      timestamp: Number(id >> this.#timeShift) + this.#epoch,
+      worker: Number((id >> BigInt(this.#sequenceBits)) & BigInt(2 ** this.#workerBits - 1)),
       sequence: Number(id & BigInt(this.#maxSequence)),
     };
   }
@@ -309,8 +334,8 @@ export class Snowflake {
       const ms = this.#now();
       if (ms >= target) return ms;
       const behind = this.#last - ms;
-      if (behind > this.rollbackToleranceMs) {
-        throw new ClockRollbackError(behind, this.rollbackToleranceMs, 'at run time');
+      if (behind > this.#rollbackToleranceMs) {
+        throw new ClockRollbackError(behind, this.#rollbackToleranceMs, 'at run time');
       }
       this.#wait(target - ms);
     }

@@ -39,14 +39,19 @@ export interface VersionGateResult {
  * ```
  */
 export class VersionGate {
-  readonly name: string;
+  readonly #name: string;
   readonly #ops: Required<Pick<OrderingStoreOps, 'versionUpsert' | 'versionGet'>>;
 
   constructor(options: VersionGateOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
     this.#ops = requireOps(options.store, 'store', 'versionUpsert', 'versionGet');
     // `undefined` is the default; anything else (null included) must be a name, as for a ledger.
-    this.name = nonEmptyString('name', options.name === undefined ? 'default' : options.name);
+    this.#name = nonEmptyString('name', options.name === undefined ? 'default' : options.name);
+  }
+
+  /** The gate's name (its key space on the store); fixed when made. */
+  get name(): string {
+    return this.#name;
   }
 
   /** Stores `value` under `key` iff `version` is newer than the stored one. */
@@ -56,14 +61,14 @@ export class VersionGate {
     // Strict JSON, as a ledger's meta: what JSON.stringify would drop or change silently (NaN to
     // null, an undefined property dropped, a Date to a string) is refused, naming the place.
     const text = JSON.stringify(jsonCopy(value, 'value'));
-    const reply = await this.#ops.versionUpsert(this.name, key, v, text);
+    const reply = await this.#ops.versionUpsert(this.#name, key, v, text);
     return { outcome: reply.outcome, version: storedVersion('versionUpsert', reply.version) };
   }
 
   /** The stored version and value under `key`, or `undefined`. */
   async get(key: string): Promise<{ version: bigint; value: JsonValue } | undefined> {
     nonEmptyStringArg('key', key);
-    const stored = await this.#ops.versionGet(this.name, key);
+    const stored = await this.#ops.versionGet(this.#name, key);
     if (stored === undefined) return undefined;
     let value: JsonValue;
     try {

@@ -74,11 +74,11 @@ const RECOMPUTE_EVERY = 16;
  * ```
  */
 export class AdaptiveTimeout {
-  readonly quantile: number;
-  readonly factor: number;
-  readonly minMs: number;
-  readonly maxMs: number;
-  readonly sampleSize: number;
+  readonly #quantile: number;
+  readonly #factor: number;
+  readonly #minMs: number;
+  readonly #maxMs: number;
+  readonly #sampleSize: number;
   readonly #initialMs: number;
   #samples: Float64Array;
   #head = 0; // index of the oldest sample
@@ -89,23 +89,48 @@ export class AdaptiveTimeout {
 
   constructor(options: AdaptiveTimeoutOptions = {}) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('adaptive', 'an object', options);
-    this.quantile = options.quantile ?? DEFAULT_QUANTILE;
-    if (typeof this.quantile !== 'number' || !(this.quantile > 0 && this.quantile <= 1)) {
+    this.#quantile = options.quantile ?? DEFAULT_QUANTILE;
+    if (typeof this.#quantile !== 'number' || !(this.#quantile > 0 && this.#quantile <= 1)) {
       throw new InvalidOptionError('adaptive.quantile', 'a number in (0, 1]', options.quantile);
     }
-    this.factor = options.factor ?? DEFAULT_FACTOR;
-    if (typeof this.factor !== 'number' || !Number.isFinite(this.factor) || this.factor < 1) {
+    this.#factor = options.factor ?? DEFAULT_FACTOR;
+    if (typeof this.#factor !== 'number' || !Number.isFinite(this.#factor) || this.#factor < 1) {
       throw new InvalidOptionError('adaptive.factor', 'a finite number >= 1', options.factor);
     }
-    this.minMs = parseDuration(options.min ?? DEFAULT_MIN, 'adaptive.min');
-    this.maxMs = parseDuration(options.max ?? DEFAULT_MAX, 'adaptive.max');
-    if (this.maxMs < this.minMs) {
-      throw new InvalidOptionError('adaptive.max', `at least adaptive.min (${this.minMs} ms)`, options.max);
+    this.#minMs = parseDuration(options.min ?? DEFAULT_MIN, 'adaptive.min');
+    this.#maxMs = parseDuration(options.max ?? DEFAULT_MAX, 'adaptive.max');
+    if (this.#maxMs < this.#minMs) {
+      throw new InvalidOptionError('adaptive.max', `at least adaptive.min (${this.#minMs} ms)`, options.max);
     }
-    this.sampleSize = positiveInt('adaptive.sampleSize', options.sampleSize ?? DEFAULT_SAMPLE);
+    this.#sampleSize = positiveInt('adaptive.sampleSize', options.sampleSize ?? DEFAULT_SAMPLE);
     this.#initialMs = this.#clamp(parseDuration(options.initial ?? DEFAULT_INITIAL, 'adaptive.initial'));
-    this.#samples = new Float64Array(this.sampleSize);
+    this.#samples = new Float64Array(this.#sampleSize);
     this.#timeoutMs = this.#initialMs;
+  }
+
+  /** The quantile of recent fill times the timeout follows (fixed when made, as the others). */
+  get quantile(): number {
+    return this.#quantile;
+  }
+
+  /** What the quantile is multiplied by. */
+  get factor(): number {
+    return this.#factor;
+  }
+
+  /** The lowest timeout, in ms. */
+  get minMs(): number {
+    return this.#minMs;
+  }
+
+  /** The highest timeout, in ms. */
+  get maxMs(): number {
+    return this.#maxMs;
+  }
+
+  /** How many recent fill times are kept. */
+  get sampleSize(): number {
+    return this.#sampleSize;
   }
 
   /** The timeout in force, in ms. */
@@ -116,12 +141,12 @@ export class AdaptiveTimeout {
   /** Records how long one hole stayed open before it was filled (ms). */
   record(fillMs: number): void {
     const ms = fillMs > 0 ? fillMs : 0;
-    if (this.#count < this.sampleSize) {
-      this.#samples[(this.#head + this.#count) % this.sampleSize] = ms;
+    if (this.#count < this.#sampleSize) {
+      this.#samples[(this.#head + this.#count) % this.#sampleSize] = ms;
       this.#count++;
     } else {
       this.#samples[this.#head] = ms;
-      this.#head = (this.#head + 1) % this.sampleSize;
+      this.#head = (this.#head + 1) % this.#sampleSize;
     }
     if (++this.#pending >= RECOMPUTE_EVERY) this.#recompute();
   }
@@ -161,10 +186,10 @@ export class AdaptiveTimeout {
       timeoutMs: this.#timeoutMs,
       quantileMs: this.#quantileMs,
       samples: this.#count,
-      quantile: this.quantile,
-      factor: this.factor,
-      minMs: this.minMs,
-      maxMs: this.maxMs,
+      quantile: this.#quantile,
+      factor: this.#factor,
+      minMs: this.#minMs,
+      maxMs: this.#maxMs,
     };
   }
 
@@ -202,8 +227,8 @@ export class AdaptiveTimeout {
     if (typeof pending !== 'number' || !Number.isSafeInteger(pending) || pending < 0) {
       throw new InvalidArgumentError('saved.adaptive.pending', 'a non-negative integer', pending);
     }
-    const kept = (samples as number[]).slice(-this.sampleSize);
-    this.#samples = new Float64Array(this.sampleSize);
+    const kept = (samples as number[]).slice(-this.#sampleSize);
+    this.#samples = new Float64Array(this.#sampleSize);
     this.#samples.set(kept);
     this.#head = 0;
     this.#count = kept.length;
@@ -215,7 +240,7 @@ export class AdaptiveTimeout {
   #ordered(): number[] {
     const out = new Array<number>(this.#count);
     for (let i = 0; i < this.#count; i++)
-      out[i] = this.#samples[(this.#head + i) % this.sampleSize] as number;
+      out[i] = this.#samples[(this.#head + i) % this.#sampleSize] as number;
     return out;
   }
 
@@ -223,13 +248,13 @@ export class AdaptiveTimeout {
     this.#pending = 0;
     const sorted = Float64Array.from(this.#ordered()).sort();
     // Nearest rank: the smallest sample with at least `quantile` of the sample at or below it.
-    const rank = Math.max(1, Math.ceil(this.quantile * sorted.length));
+    const rank = Math.max(1, Math.ceil(this.#quantile * sorted.length));
     const q = sorted[rank - 1] as number;
     this.#quantileMs = q;
-    this.#timeoutMs = this.#clamp(Math.ceil(q * this.factor));
+    this.#timeoutMs = this.#clamp(Math.ceil(q * this.#factor));
   }
 
   #clamp(ms: number): number {
-    return Math.min(this.maxMs, Math.max(this.minMs, ms));
+    return Math.min(this.#maxMs, Math.max(this.#minMs, ms));
   }
 }

@@ -48,9 +48,9 @@ const EMPTY: unknown = Object.freeze({ empty: true });
  * ```
  */
 export class ReorderBuffer<T> {
-  readonly capacity: number;
-  readonly overflow: 'advance' | 'reject';
-  readonly maxMissing: number;
+  readonly #capacity: number;
+  readonly #overflow: 'advance' | 'reject';
+  readonly #maxMissing: number;
   readonly #fixedTimeoutMs: number;
   #adaptive: AdaptiveTimeout | undefined;
   readonly #adaptiveOptions: AdaptiveTimeoutOptions;
@@ -79,19 +79,34 @@ export class ReorderBuffer<T> {
 
   constructor(options: ReorderBufferOptions) {
     const config = resolveReorderOptions(options);
-    this.capacity = config.capacity;
+    this.#capacity = config.capacity;
     this.#next = config.next;
-    this.overflow = config.overflow;
-    this.maxMissing = config.maxMissing;
+    this.#overflow = config.overflow;
+    this.#maxMissing = config.maxMissing;
     this.#missing = new MissingSet(config.maxMissing);
     this.#clock = config.clock;
     this.#adaptiveOptions = config.adaptiveOptions;
     this.#fixedTimeoutMs = config.fixedTimeoutMs;
     this.#adaptive = config.adaptive;
-    const slots = 2 ** Math.ceil(Math.log2(this.capacity));
+    const slots = 2 ** Math.ceil(Math.log2(this.#capacity));
     this.#mask = slots - 1;
     this.#items = new Array<unknown>(slots).fill(EMPTY);
     this.#at = new Float64Array(slots);
+  }
+
+  /** Sequence numbers held ahead of `next` at most (private behind getters: fixed when made). */
+  get capacity(): number {
+    return this.#capacity;
+  }
+
+  /** What a push beyond `next + capacity` does. */
+  get overflow(): 'advance' | 'reject' {
+    return this.#overflow;
+  }
+
+  /** Missing numbers remembered at most. */
+  get maxMissing(): number {
+    return this.#maxMissing;
   }
 
   /** The next sequence number expected. */
@@ -161,7 +176,7 @@ export class ReorderBuffer<T> {
     if (
       typeof seq === 'number' &&
       ahead > 0 &&
-      ahead < this.capacity &&
+      ahead < this.#capacity &&
       (ahead | 0) === ahead &&
       seq <= Number.MAX_SAFE_INTEGER
     ) {
@@ -196,10 +211,10 @@ export class ReorderBuffer<T> {
     if (seq < next) return this.#pushBelow(seq, item, t, learn);
     let gaps = NO_GAPS;
     let out: Release<T>[] | undefined;
-    if (seq - next >= this.capacity) {
-      if (this.overflow === 'reject') return REJECTED;
+    if (seq - next >= this.#capacity) {
+      if (this.#overflow === 'reject') return REJECTED;
       out = [];
-      gaps = this.#advanceTo(seq - this.capacity + 1, out, this.#holeSince() ?? t);
+      gaps = this.#advanceTo(seq - this.#capacity + 1, out, this.#holeSince() ?? t);
     }
     if (seq === this.#next) {
       if (this.#buffered > 0 && this.#adaptive !== undefined && learn) {
@@ -284,7 +299,7 @@ export class ReorderBuffer<T> {
 
   /** Replaces the whole state with a {@link snapshot} (of a buffer with a capacity that fits it). */
   restore(saved: SavedReorderBuffer<T>): void {
-    const s = validateSaved<T>(saved, this.capacity);
+    const s = validateSaved<T>(saved, this.#capacity);
     // The gap timeout may have changed between the save and this run (fixed <-> 'adaptive'): the
     // configured one applies. An adaptive buffer takes the saved sample when there is one, and
     // starts a fresh one otherwise; a fixed one has no use for a saved sample.

@@ -61,7 +61,7 @@ const FORMAT_FAMILY = 'onceflow.window.';
  * ```
  */
 export class SignatureWindow {
-  readonly capacity: number;
+  readonly #capacity: number;
   // A ring of slots, the oldest at `#start`. It grows while the window fills, then an admit into a
   // full window frees the oldest slot and writes the new signature there: nothing shifts, nothing
   // is compacted, nothing is allocated. Freed slots hold `undefined`, never a string. The ring is
@@ -77,8 +77,13 @@ export class SignatureWindow {
   #horizon: Order | undefined;
 
   constructor(options: SignatureWindowOptions) {
-    this.capacity = positiveInt('capacity', options?.capacity);
-    if (this.capacity > INDEX_THRESHOLD) this.#index = new Set();
+    this.#capacity = positiveInt('capacity', options?.capacity);
+    if (this.#capacity > INDEX_THRESHOLD) this.#index = new Set();
+  }
+
+  /** How many signatures the window keeps (private behind a getter: it cannot be changed). */
+  get capacity(): number {
+    return this.#capacity;
   }
 
   /** The number of signatures held (may exceed `capacity` for a loaded over-capacity legacy save). */
@@ -110,7 +115,7 @@ export class SignatureWindow {
     if (this.has(signature)) return 'duplicate';
     if (order !== undefined && this.#horizon !== undefined && order <= this.#horizon) return 'stale';
     // Evicting first, then inserting, evicts the same oldest entries as insert-then-evict would.
-    while (this.#count >= this.capacity) this.#evictOldest();
+    while (this.#count >= this.#capacity) this.#evictOldest();
     this.#push(signature, order);
     return 'fresh';
   }
