@@ -36,6 +36,11 @@ export interface ReordererOptions<T> extends ReorderBufferOptions {
 
 /** A timer-driven reorder buffer: see {@link createReorderer}. */
 export interface Reorderer<T> {
+  /**
+   * The buffer underneath, to read (`next`, `stats()`, `snapshot()`). Push through the reorderer,
+   * never through this: what the buffer releases directly never reaches `onRelease`, and is then
+   * a `duplicate` for the reorderer.
+   */
   readonly buffer: ReorderBuffer<T>;
   /** Accepts one item; releases go to `onRelease`, gaps to `onGap`. Throws once an effect failed. */
   push(seq: number, item: T): PushResult<T>;

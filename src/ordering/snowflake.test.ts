@@ -412,6 +412,31 @@ describe('Snowflake', () => {
     a.close();
   });
 
+  it('start checks every option before it reads the store or waits out a quick restart', async () => {
+    const store = memoryStore();
+    const clock = new FakeClock(T0);
+    const first = await Snowflake.start({ worker: 1, store, name: 'checked', clock, lease: '1h' });
+    first.next();
+    let waited = 0;
+    const wait = (ms: number) => {
+      waited += ms;
+      clock.advance(ms);
+    };
+    for (const bad of [{ worker: -1 }, { worker: 1, wait: 'spin' }, { worker: 1, epoch: -5 }]) {
+      const err = await Snowflake.start({
+        wait,
+        ...bad,
+        store,
+        name: 'checked',
+        clock,
+        lease: '1h',
+      } as never).catch((e: unknown) => e);
+      expect(isOnceflowError(err, 'ERR_INVALID_OPTION')).toBe(true);
+    }
+    expect(waited).toBe(0); // refused at once, not after the hour's lease
+    first.close();
+  });
+
   it('a lease no longer than twice the rollback tolerance is refused: a live run could not be told from a restart', async () => {
     const store = memoryStore();
     for (const lease of [10, 4]) {

@@ -241,14 +241,17 @@ export class Snowflake {
         options.lease,
       );
     }
+    const own =
+      options.lastTimestamp === undefined ? -1 : nonNegativeInt('lastTimestamp', options.lastTimestamp);
+    const { store: _store, name: _name, lease: _lease, lastTimestamp: _own, ...given } = options;
+    const rest: SnowflakeOptions = { ...given, clock: options.clock ?? anchoredClock() };
+    // Every other option is checked by a generator made from them now, before the store is read or
+    // a quick restart is waited out (a bad worker or `wait` found after a lease's wait wastes it).
+    new Snowflake(rest);
     // The store's timestamp, or the caller's own `lastTimestamp` when that is later: neither run's
     // milliseconds may be used again.
     const stored = await ops.timestampAdvance(name, -1);
-    const own =
-      options.lastTimestamp === undefined ? -1 : nonNegativeInt('lastTimestamp', options.lastTimestamp);
     const persisted = Math.max(stored, own);
-    const { store: _store, name: _name, lease: _lease, ...given } = options;
-    const rest: SnowflakeOptions = { ...given, clock: options.clock ?? anchoredClock() };
     if (persisted >= 0) {
       // The previous run persisted a lease up to `lease` ms ahead of its clock: a quick restart finds
       // its clock behind it by as much, which is no rollback. That is waited out (asynchronously);
