@@ -84,9 +84,14 @@ export class OnceflowError extends Error {
  */
 export class InvalidOptionError extends OnceflowError {
   readonly option: string;
+  /** What the option should have been, and what it was (the message's parts). */
+  readonly expected: string;
+  readonly got: unknown;
   constructor(option: string, expected: string, got: unknown) {
     super(ErrorCode.INVALID_OPTION, `Expected \`${option}\` to be ${expected}, got ${describe(got)}`);
     this.option = option;
+    this.expected = expected;
+    this.got = got;
   }
 }
 

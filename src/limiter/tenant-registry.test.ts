@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { thrown } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
 import { memoryStore } from '../store/memory-store.js';
@@ -102,7 +103,13 @@ describe('createTenantRegistry', () => {
       /`tenant` to be a tenant passed to init\(\) first/,
     );
     expect(() => tenants.init('t', null as never)).toThrow(/`policy`/);
-    expect(() => tenants.init('t', { algorithm: 'gcra', limit: -1, window: '1s' })).toThrow(/`limit`/);
+    // Named as the argument's field, like `policy.store`, and typed as an invalid argument.
+    const bad = thrown(() => tenants.init('t', { algorithm: 'gcra', limit: -1, window: '1s' }));
+    expect(isOnceflowError(bad, 'ERR_INVALID_ARGUMENT')).toBe(true);
+    expect(String(bad)).toMatch(/`policy.limit` to be .*got `-1`/);
+    expect(
+      String(thrown(() => tenants.init('t', { limits: [{ algorithm: 'gcra', limit: 0, window: '1s' }] }))),
+    ).toMatch(/`policy.limits\[0\].limit`/);
     expect(() => tenants.init('', { algorithm: 'gcra', limit: 1, window: '1s' })).toThrow(/`tenant`/);
   });
 });

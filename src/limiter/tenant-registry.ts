@@ -102,13 +102,20 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
           );
         }
       }
-      const limiter = createLimiter(
-        { ...(policy as TenantPolicy), store },
-        {
-          namespace: tenantNamespace(id),
-          onDegraded: (error) => emit({ type: 'degraded', tenant: id, error }),
-        },
-      );
+      let limiter: Limiter;
+      try {
+        limiter = createLimiter(
+          { ...(policy as TenantPolicy), store },
+          {
+            namespace: tenantNamespace(id),
+            onDegraded: (error) => emit({ type: 'degraded', tenant: id, error }),
+          },
+        );
+      } catch (err) {
+        // The policy is this call's argument: its fields are named as `policy.store` is above.
+        if (!(err instanceof InvalidOptionError)) throw err;
+        throw new InvalidArgumentError(`policy.${err.option}`, err.expected, err.got);
+      }
       const replaced = limiters.has(id);
       limiters.set(id, limiter);
       emit({ type: 'init', tenant: id, replaced });
