@@ -79,4 +79,24 @@ describe('demo options', () => {
     );
     expect(() => demoCommandFrom({ [option]: value })).toThrow(JSON.stringify(value));
   });
+
+  it('takes the Redis URLs ioredis reads as meant, and refuses the ones it would throw on or misread', () => {
+    const ok = [
+      'redis://127.0.0.1:6379',
+      'redis:///0',
+      'redis://[::1]:6379/2',
+      'rediss://user:pa%20ss@host:6380',
+      'redis://host?family=6',
+    ];
+    for (const url of ok) expect(demoCommandFrom({ redis: url }).redis?.url).toBe(url);
+    for (const url of [
+      'redis://h:notaport',
+      'redis://h:0',
+      'redis://h:6379/abc',
+      'redis://%zz@h',
+      'http://h:6379',
+    ]) {
+      expect(() => demoCommandFrom({ redis: url })).toThrow(/`--redis`/);
+    }
+  });
 });

@@ -111,7 +111,7 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
 }
 
 /**
- * A URL ioredis reads as its author meant: redis:// or rediss://, a host, a port (if any) that
+ * A URL ioredis reads as its author meant: redis:// or rediss://, a port (if any) that
  * exists, a database (if any) that is a number, user info that decodes (options in the query, as
  * ioredis reads them, are left to it). Checked here because
  * ioredis throws a bare TypeError for the rest (`/abc` even becomes database NaN, refused only
@@ -127,8 +127,8 @@ function isRedisUrl(text: string): boolean {
     return false;
   }
   return (
+    // No host (redis:///0) is ioredis's localhost.
     (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
-    url.hostname !== '' &&
     (url.port === '' || Number(url.port) >= 1) &&
     /^(\/\d*)?$/.test(url.pathname) &&
     url.hash === ''

@@ -99,6 +99,16 @@ describe('wrapStore', () => {
       codeOf(() => wrapStore(base, { limiterTak: () => Promise.reject(new Error('down')) } as never)),
     ).not.toBe('no error');
     expect(codeOf(() => wrapStore(base, { limiterTake: undefined }))).toBe('no error');
+    // Members of the contract the store lacks may still be given: added, hidden, or given back by
+    // a second wrap over one that hid them.
+    const noDelete = wrapStore(base, { limiterDelete: undefined, limiterDecideSync: undefined });
+    expect('limiterDelete' in noDelete).toBe(false);
+    const again = wrapStore(noDelete, {
+      limiterDelete: (keys) => base.limiterDelete!(keys),
+      limiterDecideSync: undefined,
+    });
+    expect('limiterDelete' in again).toBe(true);
+    expect(codeOf(() => wrapStore(noDelete, { close: async () => {} }))).toBe('no error');
     // The conformance kit needs the store under test: without one it would test a fresh memory store.
     await expect(conformance.run(undefined as never)).rejects.toThrow(/`store`/);
     await expect(conformance.runCase(null as never, conformance.cases[0] as never)).rejects.toThrow(

@@ -2,10 +2,32 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 
+// Every member of the Store contract (src/store/store.ts, with the ordering operations it extends).
+const STORE_MEMBERS: ReadonlySet<string> = new Set([
+  'kind',
+  'ledgerApply',
+  'ledgerBalances',
+  'ledgerWindow',
+  'ledgerJournal',
+  'ledgerScopeTotals',
+  'limiterTake',
+  'limiterDecideSync',
+  'limiterDecideOneSync',
+  'limiterReset',
+  'limiterDelete',
+  'close',
+  'checkpointSave',
+  'checkpointLoad',
+  'versionUpsert',
+  'versionGet',
+  'timestampAdvance',
+  'leaseRenew',
+] satisfies (keyof Store)[]);
+
 /**
  * A store that answers like `store` except where `overrides` says otherwise: for fault injection
- * and spies in tests. Stores are class instances, so `{ ...store, ledgerApply }` would copy no
- * method at all; this delegates every other member to `store` (methods called on it). An
+ * and spies in tests. The memory store is a class instance, so `{ ...store, ledgerApply }` would
+ * copy none of its methods; this delegates every other member to `store` (methods called on it). An
  * override set to `undefined` hides that member. Overriding `limiterTake` alone also hides the
  * store's synchronous `limiterDecideSync` and `limiterDecideOneSync` (the memory store's fast paths,
  * which the limiter would otherwise call instead), and overriding `limiterDecideSync` hides
@@ -25,11 +47,12 @@ export function wrapStore(store: Store, given: { [K in keyof Store]?: Store[K] |
     throw new InvalidArgumentError('store', 'a store (with ledgerApply)', store);
   }
   if (!isPlainObject(given)) throw new InvalidArgumentError('overrides', 'an object of store members', given);
-  // An override of a member the store does not have is a typo (`limiterTak`): the fault it was
-  // meant to inject would never happen.
+  // A name that is no member of the store contract and none of this store's is a typo
+  // (`limiterTak`): the fault it was meant to inject would never happen. An optional member the
+  // store lacks may be given (a `limiterDelete` to add, a fast path to hide, a second wrap).
   for (const name of Object.keys(given)) {
-    if (!(name in store)) {
-      throw new InvalidArgumentError('overrides', `members the store has (${name} is not one)`, name);
+    if (!STORE_MEMBERS.has(name) && !(name in store)) {
+      throw new InvalidArgumentError('overrides', `members of a store (${name} is not one)`, name);
     }
   }
   const overrides: { [K in keyof Store]?: Store[K] | undefined } = { ...given };
