@@ -13,7 +13,11 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { rlfTake } from '../bench/lib/rlf.mjs';
 import { prng } from '../bench/lib/workload.mjs';
 
+// The limiter bench's memory run (bench/limiter.bench.mjs MEMORY_OPS): ~36 takes per key, so hot
+// keys get refused and the sweep runs, as there.
 const N = 200_000;
+// Rounds left out before measuring: V8 settles its optimised code for these loops within 2-3 runs
+// of every side (the bench's --warmup=2, plus one for the extra side).
 const WARMUP = 3;
 const args = process.argv.slice(2);
 const option = (name, fallback) =>

@@ -1,4 +1,5 @@
-import type { Decision, LimitDecision } from './decision.js';
+import type { Decision } from './decision.js';
+import { verdict } from './verdict.js';
 
 /** A refusal remembered by the cache: the store's decision and the local time it was asked at. */
 export interface Block {
@@ -51,7 +52,10 @@ export class BlockCache {
   set(key: string, cost: number, asked: number, decision: Decision): void {
     this.#blocks.delete(key);
     if (this.#blocks.size >= this.#max) this.#blocks.delete(this.#blocks.keys().next().value as string);
-    const kept: Decision = { ...decision, limits: decision.limits.map((p) => partAt(p, p.retryAfterMs)) };
+    const kept: Decision = {
+      ...decision,
+      limits: decision.limits.map((p) => verdict(p, p.allowed, p.remaining, p.resetAt, p.retryAfterMs)),
+    };
     this.#blocks.set(key, { until: asked + decision.retryAfterMs, cost, block: { decision: kept, asked } });
   }
 
@@ -78,20 +82,13 @@ export function blockedDecision(block: Block, now: number): Decision {
   const elapsed = now - block.asked;
   // Every part a new object: what a caller does to its answer never reaches the cache.
   const limits = d.limits.map((p) =>
-    partAt(p, p.allowed ? p.retryAfterMs : Math.max(0, p.retryAfterMs - elapsed)),
+    verdict(
+      p,
+      p.allowed,
+      p.remaining,
+      p.resetAt,
+      p.allowed ? p.retryAfterMs : Math.max(0, p.retryAfterMs - elapsed),
+    ),
   );
   return { ...d, reason: 'blocked', at: d.at + elapsed, retryAfterMs: d.retryAfterMs - elapsed, limits };
-}
-
-// A copy of a limit's part with its wait, field by field in the verdict's order (see verdict.ts).
-function partAt(p: LimitDecision, retryAfterMs: number): LimitDecision {
-  return {
-    allowed: p.allowed,
-    remaining: p.remaining,
-    resetAt: p.resetAt,
-    retryAfterMs,
-    id: p.id,
-    limit: p.limit,
-    windowMs: p.windowMs,
-  };
 }

@@ -196,10 +196,7 @@ export class RateLimiter implements Limiter {
       // of its own), and a failure is handled on a microtask, as a remote one would be.
       let decision: Decision;
       try {
-        decision = store.limiterDecideSync(calls, cost, given);
-        if (typeof decision?.allowed !== 'boolean') {
-          throw new TypeError(`limiterDecideSync answered ${String(decision)}, not a decision`);
-        }
+        decision = inProcessDecision(store.limiterDecideSync(calls, cost, given), 'limiterDecideSync');
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
@@ -230,14 +227,10 @@ export class RateLimiter implements Limiter {
     }
     let decision: Decision;
     try {
-      decision = (this.#store.limiterDecideOneSync as NonNullable<Store['limiterDecideOneSync']>)(
-        call,
-        cost,
-        given,
+      decision = inProcessDecision(
+        (this.#store.limiterDecideOneSync as NonNullable<Store['limiterDecideOneSync']>)(call, cost, given),
+        'limiterDecideOneSync',
       );
-      if (typeof decision?.allowed !== 'boolean') {
-        throw new TypeError(`limiterDecideOneSync answered ${String(decision)}, not a decision`);
-      }
     } catch (err) {
       return Promise.resolve().then(() => this.#degrade(err, key, cost));
     }
@@ -380,6 +373,14 @@ export class RateLimiter implements Limiter {
       cache.set(cacheKey, cost, asked, decision);
     }
   }
+}
+
+/** An in-process store's answer, or an error saying which method answered what (the degraded policy takes it). */
+function inProcessDecision(decision: Decision, method: string): Decision {
+  if (typeof decision?.allowed !== 'boolean') {
+    throw new TypeError(`${method} answered ${String(decision)}, not a decision`);
+  }
+  return decision;
 }
 
 /** A take's cost from its options: 1 by default, else checked (a typed error naming it). */

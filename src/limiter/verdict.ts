@@ -6,7 +6,7 @@ import type { LimitSpec, LimitVerdict } from './types.js';
  * algorithms (the fields in one order), which keeps the code that reads verdicts monomorphic.
  */
 export function verdict(
-  spec: LimitSpec,
+  spec: Pick<LimitSpec, 'id' | 'limit' | 'windowMs'>,
   allowed: boolean,
   remaining: number,
   resetAt: number,

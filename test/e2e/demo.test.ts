@@ -62,6 +62,24 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** A long `demo --redis` run with 2 workers, once both worker processes are running. */
+async function demoWithTwoWorkers(url: string) {
+  const child = spawn(
+    process.execPath,
+    [cli, 'demo', '--settlements', '600000', '--redis', url, '--workers', '2', '--json'],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const pid = child.pid as number;
+  let workers: number[] = [];
+  for (let i = 0; i < 200 && workers.length < 2; i++) {
+    await sleep(50);
+    workers = childrenOf(pid);
+  }
+  expect(workers).toHaveLength(2);
+  return { child, pid, exited, workers };
+}
+
 describe('onceflow demo (built CLI)', () => {
   beforeAll(() => {
     // Builds only when dist/ is missing or older than src/, exactly as `npm start` does.
@@ -207,24 +225,11 @@ describe('onceflow demo (built CLI)', () => {
 
   it('a worker killed mid-run: the others are stopped, the run fails with exit 1 and leaves no keys', async () => {
     const url = inject('redisUrl');
-    const child = spawn(
-      process.execPath,
-      [cli, 'demo', '--settlements', '600000', '--redis', url, '--workers', '2', '--json'],
-      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const { child, pid, exited, workers } = await demoWithTwoWorkers(url);
     let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       stderr += chunk;
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const pid = child.pid as number;
-    // Wait until both workers run, then kill one of them.
-    let workers: number[] = [];
-    for (let i = 0; i < 200 && workers.length < 2; i++) {
-      await sleep(50);
-      workers = childrenOf(pid);
-    }
-    expect(workers).toHaveLength(2);
     await sleep(300);
     process.kill(workers[1] as number, 'SIGKILL');
     expect(await exited).toBe(1);
@@ -286,19 +291,7 @@ describe('onceflow demo (built CLI)', () => {
 
   it('a coordinator killed mid-run takes its worker processes with it', async () => {
     const url = inject('redisUrl');
-    const child = spawn(
-      process.execPath,
-      [cli, 'demo', '--settlements', '600000', '--redis', url, '--workers', '2', '--json'],
-      { cwd: root, stdio: 'ignore' },
-    );
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    const pid = child.pid as number;
-    let workers: number[] = [];
-    for (let i = 0; i < 200 && workers.length < 2; i++) {
-      await sleep(50);
-      workers = childrenOf(pid);
-    }
-    expect(workers).toHaveLength(2);
+    const { pid, exited, workers } = await demoWithTwoWorkers(url);
     process.kill(pid, 'SIGKILL');
     await exited;
     for (let i = 0; i < 100 && workers.some(isAlive); i++) await sleep(50);

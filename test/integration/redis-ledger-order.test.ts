@@ -9,6 +9,13 @@ import { memoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
+/** A fresh ledger on `store` with one entry applied: owner p, signature s, scope r. */
+async function applyOne(store: Store, deltas: Record<string, number>) {
+  const ledger = createLedger({ store, capacity: 4 });
+  const r = await ledger.apply({ owner: 'p', signature: 's', deltas, scope: 'r' });
+  return { ledger, r };
+}
+
 describe('Redis ledger: call order and reads', () => {
   const client = new Redis(REDIS_URL);
   const prefix = runPrefix('order');
@@ -89,13 +96,7 @@ describe('Redis ledger: call order and reads', () => {
 
   it('scope totals and balances of fields named like Object.prototype members match the memory store', async () => {
     const run = async (store: Store) => {
-      const ledger = createLedger({ store, capacity: 4 });
-      const r = await ledger.apply({
-        owner: 'p',
-        signature: 's',
-        deltas: { valueOf: 5, constructor: 7 },
-        scope: 'r',
-      });
+      const { ledger, r } = await applyOne(store, { valueOf: 5, constructor: 7 });
       return {
         balances: r.balances,
         totals: await ledger.totals('r'),
@@ -112,13 +113,7 @@ describe('Redis ledger: call order and reads', () => {
     // objects with own data properties instead (the Redis balances read once assigned them).
     const descriptor = Object.getOwnPropertyDescriptor(Object.prototype, 'toString') as PropertyDescriptor;
     const run = async (store: Store) => {
-      const ledger = createLedger({ store, capacity: 4 });
-      const r = await ledger.apply({
-        owner: 'p',
-        signature: 's',
-        deltas: { toString: 3, coins: 1 },
-        scope: 'r',
-      });
+      const { ledger, r } = await applyOne(store, { toString: 3, coins: 1 });
       return {
         result: Object.getOwnPropertyDescriptor(r.balances, 'toString')?.value,
         balances: Object.getOwnPropertyDescriptor(await ledger.balances('p'), 'toString')?.value,
