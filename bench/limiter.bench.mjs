@@ -51,6 +51,15 @@ async function sequential(take, n) {
   return allowed;
 }
 
+// A key never seen before on every take (a flood of client ids, or IPs): every take builds a
+// key's state, and a limiter's caches of keys stay full and evict all the time.
+let distinctKeys;
+async function distinct(take, n) {
+  let allowed = 0;
+  for (let i = 0; i < n; i++) if (await take(distinctKeys[i])) allowed++;
+  return allowed;
+}
+
 async function concurrent(take, n) {
   let next = 0;
   let allowed = 0;
@@ -73,33 +82,33 @@ const theirs = rlfTake;
 const longLived = [];
 
 /** One untimed pass: both allowed and refused outcomes happen (the hot keys are refused). */
-async function verify(make, drive, n) {
+async function verify(make, drive, n, mixed = true) {
   const take = make();
   longLived.push(take);
   const allowed = await drive(take, n);
-  if (allowed === 0 || allowed === n)
-    throw new Error(`allowed ${allowed} of ${n}: the workload is not mixed`);
+  if (mixed ? allowed === 0 || allowed === n : allowed !== n)
+    throw new Error(`allowed ${allowed} of ${n}: not the workload's outcome`);
 }
 
-function memorySide(algorithm, drive) {
+function memorySide(algorithm, drive, mixed = true) {
   const make = () => ours(createLimiter({ store: memoryStore(), ...limitOf(algorithm), blockCache: false }));
   return {
     id: 'onceflow',
     label: `createLimiter({ algorithm: '${algorithm}', limit: ${LIMIT}, window: '1s', blockCache: false }).take(key)`,
     prepare: make,
     run: (take) => drive(take, MEMORY_OPS).then(() => MEMORY_OPS),
-    verify: () => verify(make, drive, MEMORY_OPS),
+    verify: () => verify(make, drive, MEMORY_OPS, mixed),
   };
 }
 
-function rlfMemorySide(drive) {
+function rlfMemorySide(drive, mixed = true) {
   const make = () => theirs(new RateLimiterMemory({ points: LIMIT, duration: WINDOW_S }));
   return {
     id: 'rlf-memory',
     label: `new RateLimiterMemory({ points: ${LIMIT}, duration: ${WINDOW_S} }).consume(key)`,
     prepare: make,
     run: (take) => drive(take, MEMORY_OPS).then(() => MEMORY_OPS),
-    verify: () => verify(make, drive, MEMORY_OPS),
+    verify: () => verify(make, drive, MEMORY_OPS, mixed),
   };
 }
 
@@ -283,6 +292,7 @@ export default {
     client = new Redis(URL);
     rlfClient = new Redis(URL);
     keys = workload(MEMORY_OPS);
+    distinctKeys = Array.from({ length: MEMORY_OPS }, (_, i) => `client-${i}`);
     bytes = await measureBytes();
     return keys;
   },
@@ -316,6 +326,11 @@ export default {
       name: 'floor: a bare sliding log vs RLF, sequential',
       note: 'informative: the same for an exact log of unit costs, with nothing around it',
       sides: [bareLogSide, rlfMemorySide(sequential)],
+    },
+    {
+      name: 'memory gcra, a new key every take',
+      note: `informative: ${MEMORY_OPS.toLocaleString('en')} distinct keys per run, sequential`,
+      sides: [memorySide('gcra', distinct, false), rlfMemorySide(distinct, false)],
     },
     ...ALGORITHMS.map((algorithm) => ({
       name: `memory ${algorithm}, ${CONCURRENCY} in flight`,

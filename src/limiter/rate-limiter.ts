@@ -1,6 +1,7 @@
 // The limiter createLimiter (limiter.ts) returns, once its options are validated: decides takes
 // through the store, the block cache and the degraded policy.
 
+import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { isPlainObject, isWellFormed } from '../core/validate.js';
@@ -71,15 +72,15 @@ export class RateLimiter implements Limiter {
   readonly #tails: string[];
   // Store keys per subject, kept so a hot subject's key strings are built and hashed once (a
   // fresh concatenated key costs a flatten and a hash on every Map lookup or send). A pure cache
-  // of derived strings: 20 000 subjects x ~200 bytes ≈ 4 MB per limiter at most; the oldest
-  // entry goes first when full.
-  readonly #keyCache = new Map<string, LimitCall[]>();
+  // of derived strings: 20 000 subjects x ~200 bytes ≈ 4 MB per limiter at most; the least
+  // recently used go first when full (BoundedMap: O(1), where a Map evicted from its front is not).
+  readonly #keyCache = new BoundedMap<string, LimitCall[]>(KEY_CACHE);
   // A limiter of one limit, by the plain key, on a store that decides in this process
   // (`limiterDecideOneSync`) and with no block cache in front: its calls per key, kept as the call
   // itself instead of a list (the same bound and eviction as #keyCache, which it replaces). A hot
   // key's take then reaches its state through one object fewer: with thousands of keys each
   // object reached is a likely cache miss (5-20% less per take: scripts/limiter-memory-ab.mjs).
-  readonly #oneCalls: Map<string, LimitCall> | undefined;
+  readonly #oneCalls: BoundedMap<string, LimitCall> | undefined;
   // Bumped by clearBlocks(): an answer to a take sent before it (a refusal of the state a reset
   // just removed) must not re-arm a block after it.
   #epoch = 0;
@@ -101,7 +102,7 @@ export class RateLimiter implements Limiter {
       config.cache === undefined &&
       typeof config.store.limiterDecideSync === 'function' &&
       typeof config.store.limiterDecideOneSync === 'function'
-        ? new Map()
+        ? new BoundedMap(KEY_CACHE)
         : undefined;
   }
 
@@ -268,14 +269,14 @@ export class RateLimiter implements Limiter {
       let call = this.#oneCalls.get(subjects);
       if (call === undefined) {
         call = this.#callsFor(subjects, this.#specs)[0] as LimitCall;
-        remember(this.#oneCalls, subjects, call);
+        this.#oneCalls.set(subjects, call);
       }
       return [call];
     }
     let calls = this.#keyCache.get(subjects);
     if (calls === undefined) {
       calls = this.#callsFor(subjects, this.#specs);
-      remember(this.#keyCache, subjects, calls);
+      this.#keyCache.set(subjects, calls);
     }
     return calls;
   }
@@ -390,10 +391,4 @@ function costOf(takeOptions: { cost?: number } | undefined): number {
     throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
   }
   return takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
-}
-
-/** Caches `value` under `key`; when full, the oldest entry goes first (KEY_CACHE bounds it). */
-function remember<V>(cache: Map<string, V>, key: string, value: V): void {
-  if (cache.size >= KEY_CACHE) cache.delete(cache.keys().next().value as string);
-  cache.set(key, value);
 }
