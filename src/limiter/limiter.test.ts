@@ -592,10 +592,10 @@ describe('createLimiter', () => {
     });
     const options = { algorithm: 'fixed-window', limit: 3, window: '1s', blockCache: false } as const;
     const limiter = createLimiter({ store, clock, ...options, degraded: 'deny' });
-    expect((await limiter.take('u')).remaining).toBe(2); // first take of a key: the general path
-    expect(oneCalls).toBe(0);
-    expect((await limiter.take('u', { cost: 1 })).remaining).toBe(1);
+    expect((await limiter.take('u')).remaining).toBe(2); // a key's first take: its call made and kept
     expect(oneCalls).toBe(1);
+    expect((await limiter.take('u', { cost: 1 })).remaining).toBe(1);
+    expect(oneCalls).toBe(2);
     for (const bad of [null, 5, 'x', [], { cost: -1 }, { cost: 1.5 }, { cost: '1' }]) {
       const err = await limiter.take('u', bad as never).then(
         () => undefined,
@@ -603,7 +603,7 @@ describe('createLimiter', () => {
       );
       expect(isOnceflowError(err, 'ERR_INVALID_ARGUMENT')).toBe(true);
     }
-    expect(oneCalls).toBe(1); // refused before the store was asked: nothing charged
+    expect(oneCalls).toBe(2); // refused before the store was asked: nothing charged
     expect((await limiter.take('u', { cost: 0 })).remaining).toBe(1);
     // A failure of the one-call path ends in the degraded policy, as any store failure.
     for (const failing of ['throw', 'no decision'] as const) {

@@ -99,9 +99,19 @@ export class MemoryLimiterBackend {
     const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
     limiterCost(cost);
     this.#sweepWhenDue(now);
-    const verdict = this.#verdict(call, now, cost);
+    // The entry is found once and its live state read once, for the verdict and the charge.
+    const entry = this.#entryOf(call);
+    const spec = call.spec;
+    const math = MATH[spec.algorithm];
+    const state = liveState(entry, now);
+    const verdict = math.decide(spec, state, now, cost);
     if (verdict.allowed && cost > 0) {
-      this.#charge(call, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
+      this.#keep(
+        call,
+        entry,
+        math.commit(spec, state, now, cost),
+        given === undefined ? STATE_SLACK_MS : this.#givenSlack,
+      );
     }
     return decide(now, verdict.allowed, [verdict], undefined);
   }
@@ -183,9 +193,12 @@ export class MemoryLimiterBackend {
   #charge(call: LimitCall, cost: number, now: number, slack: number): void {
     const entry = this.#entryOf(call);
     const spec = call.spec;
-    const math = MATH[spec.algorithm];
-    const state = math.commit(spec, liveState(entry, now), now, cost);
-    const expiresAt = math.expiresAt(spec, state);
+    this.#keep(call, entry, MATH[spec.algorithm].commit(spec, liveState(entry, now), now, cost), slack);
+  }
+
+  // Keeps a limit's charged state: in its entry (`entry`: what #entryOf found for `call`), or a new one.
+  #keep(call: LimitCall, entry: Entry | undefined, state: unknown, slack: number): void {
+    const expiresAt = MATH[call.spec.algorithm].expiresAt(call.spec, state);
     if (entry === undefined) {
       const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
       this.#entries.set(call.key, created);

@@ -147,11 +147,10 @@ export class RateLimiter implements Limiter {
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
-    // A key seen before by a limiter of one limit in this process (see #oneCalls): only valid
-    // keys are kept, so what is left to check is the options.
-    const call =
-      this.#oneCalls !== undefined && typeof key === 'string' ? this.#oneCalls.get(key) : undefined;
-    if (call !== undefined) return this.#takeOne(call, key as string, takeOptions);
+    // A limiter of one limit, by the plain key, in this process (see #oneCalls).
+    if (this.#oneCalls !== undefined && typeof key === 'string') {
+      return this.#takeOne(this.#oneCalls, key, takeOptions);
+    }
     let cost: number;
     let subjects: Subjects;
     let calls: LimitCall[];
@@ -216,12 +215,23 @@ export class RateLimiter implements Limiter {
     );
   }
 
-  // take() for a key in #oneCalls: what the general path does for it, with no list and no block cache.
-  #takeOne(call: LimitCall, key: string, takeOptions: { cost?: number } | undefined): Promise<Decision> {
+  // take() of a string key by a limiter with #oneCalls: what the general path does for it, with
+  // no list and no block cache. A key seen before was checked then (only valid keys are kept).
+  #takeOne(
+    oneCalls: BoundedMap<string, LimitCall>,
+    key: string,
+    takeOptions: { cost?: number } | undefined,
+  ): Promise<Decision> {
     let cost: number;
+    let call: LimitCall | undefined;
     let given: number | undefined;
     try {
       cost = costOf(takeOptions);
+      call = oneCalls.get(key);
+      if (call === undefined) {
+        call = this.#callsFor(this.#subjectsOf(key), this.#specs)[0] as LimitCall;
+        oneCalls.set(key, call);
+      }
       given = this.#passIn?.now();
     } catch (err) {
       return Promise.reject(err);
