@@ -10,9 +10,11 @@ import { InvalidOptionError } from './errors.js';
  * entry as a hole until the table is rebuilt, and the iterator walks every hole from the front, so
  * once full each eviction costs up to the map's size (measured: ~9.5 µs per insert at 20,000
  * entries, where an insert should take ~0.1 µs; a limiter fed unique keys ran 0.28x
- * RateLimiterMemory because of it). Not quick-lru itself: it wraps every value in an object of its
- * own and does `has` then `get` per hit, a second lookup and a second object on a limiter's
- * every take.
+ * RateLimiterMemory because of it). Not quick-lru itself: the core has no runtime dependencies,
+ * and it wraps every value in an object of its own and does `has` then `get` per hit.
+ *
+ * It holds between `max / 2` and `max` entries: where a bound is a documented option and the order
+ * must be exact, see `LruMap` (lru-map.ts: a node per entry, one more object reached per lookup).
  *
  * Values must not be `undefined` (`get` answers `undefined` for a missing key).
  */

@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { LruMap } from '../core/lru-map.js';
 import type { Decision } from './decision.js';
 import { verdict } from './verdict.js';
 
@@ -12,9 +12,8 @@ export interface Block {
 
 /**
  * Keys refused until a known instant, so a client hammering a refused key costs no store call.
- * Bounded LRU (lru-cache: O(1) eviction; a Map evicted from its front walks the holes its deletes
- * left, ~10 µs per insert once full, see core/bounded-map.ts): a full cache forgets its least
- * recently used block (a forgotten block costs one store call, never a wrong answer).
+ * Bounded LRU ({@link LruMap}, O(1) per call): a full cache forgets its least recently used block
+ * (a forgotten block costs one store call, never a wrong answer).
  *
  * Exactness: a refusal of cost c holds for the same cost until its wait is over (a limit's state
  * only grows by admissions and decays with time). The wait is counted from the local time read
@@ -25,10 +24,10 @@ export interface Block {
  * `retryAfterMs`).
  */
 export class BlockCache {
-  readonly #blocks: LRUCache<string, { until: number; cost: number; block: Block }>;
+  readonly #blocks: LruMap<string, { until: number; cost: number; block: Block }>;
 
   constructor(max: number) {
-    this.#blocks = new LRUCache({ max });
+    this.#blocks = new LruMap(max);
   }
 
   /** The block on `key` for `cost` at local time `now`, if any. */

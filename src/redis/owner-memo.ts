@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { LruMap } from '../core/lru-map.js';
 import { ownerKeys } from './keys.js';
 
 // Each process remembers the keys of the owners it applies for and which (ledger, owner) and
@@ -27,11 +27,11 @@ export function rememberScope(memo: OwnerMemo, scope: string): void {
 
 /**
  * Per (ledger, owner): the escaped keys (built once, not on every apply) and the registrations made,
- * bounded to REGISTERED_CACHE owners, the least recently used forgotten first (lru-cache: O(1); a
+ * bounded to REGISTERED_CACHE owners, the least recently used forgotten first ({@link LruMap}: O(1); a
  * Map evicted from its front walked the holes its deletes left, ~10 µs per apply once full).
  */
 export function createOwnerMemo(prefix: string): { get(ledger: string, owner: string): OwnerMemo } {
-  const memos = new LRUCache<string, OwnerMemo>({ max: REGISTERED_CACHE });
+  const memos = new LruMap<string, OwnerMemo>(REGISTERED_CACHE);
   return {
     get(ledger, owner) {
       // Length-prefixed: no two (ledger, owner) pairs share a key, whatever they contain.

@@ -27,7 +27,7 @@ local function sliding_log(key, L, W, cost, now)
   if not v then
     if cost > L then return false, L, now, -1, nil end
     local reset = log_reset(nil, now, W, cost)
-    local cost_s, now_s = int(cost), int(now)
+    local cost_s, now_s = count_text(cost), int(now)
     return true, L - cost, reset, 0, key, cost_s .. ',' .. now_s .. '|' .. now_s .. ':' .. cost_s .. ',', ttl(reset, now)
   end
   local comma = find(v, ',', 1, true)
@@ -48,9 +48,10 @@ local function sliding_log(key, L, W, cost, now)
   if live + cost <= L then
     local reset = log_reset(newest, at, W, cost)
     -- One concatenation, each number written once: every string a script makes costs ~0.3-0.5 µs.
+    -- Totals and costs are small and repeat across a batch: count_text writes each once per script.
     local at_s = int(at)
     return true, L - live - cost, reset, 0, key,
-      int(live + cost) .. ',' .. at_s .. '|' .. sub(v, pos) .. at_s .. ':' .. int(cost) .. ',', ttl(reset, now)
+      count_text(live + cost) .. ',' .. at_s .. '|' .. sub(v, pos) .. at_s .. ':' .. count_text(cost) .. ',', ttl(reset, now)
   end
   local retry = -1
   if cost <= L then
