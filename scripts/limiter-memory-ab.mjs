@@ -6,10 +6,18 @@
 // the sides share the machine's state, so the ratios hold up where separate runs swing by 2x.
 // A build is a copy of `dist/`, e.g. the one before a change:
 //   git stash && npm run build && cp -r dist /tmp/before && git stash pop && npm run build
-// Usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15]
+// With --floors, the bare limiters of bench/lib/limiter-floors.mjs run beside them (a fixed window;
+// the same behind a store's layout; a sliding log; a ring log): what the 2x target asks.
+// Usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15] [--floors]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
+import {
+  BareFixedWindow,
+  BareRingLog,
+  BareSlidingLog,
+  BareStoreShapedWindow,
+} from '../bench/lib/limiter-floors.mjs';
 import { rlfTake } from '../bench/lib/rlf.mjs';
 import { prng } from '../bench/lib/workload.mjs';
 
@@ -32,7 +40,7 @@ if (
   typeof globalThis.gc !== 'function'
 ) {
   console.error(
-    'usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15]',
+    'usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15] [--floors]',
   );
   process.exit(2);
 }
@@ -60,6 +68,20 @@ for (const algorithm of algorithms) {
   };
   const sides = [
     ['RateLimiterMemory', () => rlfTake(new RateLimiterMemory({ points: 50, duration: 1 }))],
+    ...(args.includes('--floors')
+      ? [
+          ['bare fixed window', BareFixedWindow],
+          ['bare store-shaped window', BareStoreShapedWindow],
+          ['bare sliding log', BareSlidingLog],
+          ['bare ring log', BareRingLog],
+        ].map(([name, Bare]) => [
+          name,
+          () => {
+            const bare = new Bare(50, 1000);
+            return async (key) => (await bare.take(key)).allowed;
+          },
+        ])
+      : []),
     ...builds.map((m, i) => [
       dists[i],
       () => {
