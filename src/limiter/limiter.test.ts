@@ -577,6 +577,33 @@ describe('createLimiter', () => {
     expect(rateLimitHeaders(blocked)['RateLimit-Policy']).toBe(rateLimitHeaders(limited)['RateLimit-Policy']);
   });
 
+  it('one limit on the memory store: a busy set of 19,000 keys cycled through keeps every key cached', async () => {
+    // The cache of calls forgets only keys unused for ~20,000 takes: cycled through, each key
+    // comes back as the same call (a lost one would be rebuilt, and its state found again by key).
+    const base = memoryStore();
+    const calls = new Map<string, unknown>();
+    let rebuilt = 0;
+    const store = wrapStore(base, {
+      limiterDecideOneSync(call, cost, now) {
+        const seen = calls.get(call.key);
+        if (seen !== undefined && seen !== call) rebuilt++;
+        calls.set(call.key, call);
+        return base.limiterDecideOneSync!(call, cost, now);
+      },
+    });
+    const limiter = createLimiter({
+      store,
+      algorithm: 'fixed-window',
+      limit: 100,
+      window: '1h',
+      blockCache: false,
+    });
+    const keys = Array.from({ length: 19_000 }, (_, i) => `user-${i}`);
+    for (let round = 0; round < 3; round++) for (const key of keys) await limiter.take(key);
+    expect(calls.size).toBe(19_000);
+    expect(rebuilt).toBe(0);
+  });
+
   it('one limit on the memory store: a key seen before is taken through its cached call, checked alike', async () => {
     const clock = new FakeClock(0);
     const base = memoryStore({ clock });
