@@ -1,8 +1,8 @@
-import type { Clock } from '../core/clock.js';
+import { type Clock, systemClock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
 import { limiterCost } from './cost.js';
-import { type Decision, decide } from './decision.js';
+import { type Decision, decide, decideAlone } from './decision.js';
 import { checkSpec } from './options.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitSpec, LimitVerdict } from './types.js';
@@ -96,7 +96,12 @@ export class MemoryLimiterBackend {
    * itself instead of a list, and no second pass over the limits (one limit has no other to ask).
    */
   decideOne(call: LimitCall, cost: number, given: number | undefined): Decision {
-    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    const now =
+      given !== undefined
+        ? limiterTime(given, 'now')
+        : this.#clock === systemClock
+          ? Date.now() // whole, and in range for 140,000 years: nothing to check
+          : storeNow(this.#clock);
     limiterCost(cost);
     this.#sweepWhenDue(now);
     // The entry is found once and its live state read once, for the verdict and the charge.
@@ -113,7 +118,7 @@ export class MemoryLimiterBackend {
         given === undefined ? STATE_SLACK_MS : this.#givenSlack,
       );
     }
-    return decide(now, verdict.allowed, [verdict], undefined);
+    return decideAlone(now, verdict);
   }
 
   /** Drops every state whose key lies in `namespace`'s key space; returns how many. */
