@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
 import { limiterCost } from './cost.js';
@@ -96,12 +96,7 @@ export class MemoryLimiterBackend {
    * itself instead of a list, and no second pass over the limits (one limit has no other to ask).
    */
   decideOne(call: LimitCall, cost: number, given: number | undefined): Decision {
-    const now =
-      given !== undefined
-        ? limiterTime(given, 'now')
-        : this.#clock === systemClock
-          ? Date.now() // whole, and in range for 140,000 years: nothing to check
-          : storeNow(this.#clock);
+    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
     limiterCost(cost);
     this.#sweepWhenDue(now);
     // The entry is found once and its live state read once, for the verdict and the charge.
