@@ -20,36 +20,34 @@ function decision(allowed, limit, remaining, resetAt, retryAfterMs, windowMs, no
   });
 }
 
-/** A fixed window: a Map of { start, count } per key. */
-export class BareFixedWindow {
-  #windows = new Map();
-  #limit;
-  #windowMs;
+// What every bare limiter holds: its limit, its window, and its state per key.
+class Bare {
   constructor(limit, windowMs) {
-    this.#limit = limit;
-    this.#windowMs = windowMs;
+    this.limit = limit;
+    this.windowMs = windowMs;
+    this.byKey = new Map();
   }
+}
+
+// A fixed window's take on its state `w` ({ start, count }) at `now`.
+function fixedWindowTake(w, now, limit, windowMs) {
+  const start = now - (now % windowMs);
+  const end = start + windowMs;
+  if (w.start !== start) {
+    w.start = start;
+    w.count = 0;
+  }
+  const allowed = w.count < limit;
+  if (allowed) w.count++;
+  return decision(allowed, limit, limit - w.count, end, allowed ? 0 : end - now, windowMs, now);
+}
+
+/** A fixed window: a Map of { start, count } per key. */
+export class BareFixedWindow extends Bare {
   take(key) {
-    const now = Date.now();
-    const start = now - (now % this.#windowMs);
-    const end = start + this.#windowMs;
-    let w = this.#windows.get(key);
-    if (w === undefined) this.#windows.set(key, (w = { start, count: 0 }));
-    else if (w.start !== start) {
-      w.start = start;
-      w.count = 0;
-    }
-    const allowed = w.count < this.#limit;
-    if (allowed) w.count++;
-    return decision(
-      allowed,
-      this.#limit,
-      this.#limit - w.count,
-      end,
-      allowed ? 0 : end - now,
-      this.#windowMs,
-      now,
-    );
+    let w = this.byKey.get(key);
+    if (w === undefined) this.byKey.set(key, (w = { start: -1, count: 0 }));
+    return fixedWindowTake(w, Date.now(), this.limit, this.windowMs);
   }
 }
 
@@ -58,47 +56,22 @@ export class BareFixedWindow {
  * at its entry in the store's Map of entries by store key, the entry holding the state and its
  * expiry (onceflow's memory limiter reaches a key's state this way, behind the store contract).
  */
-export class BareStoreShapedWindow {
-  #calls = new Map();
+export class BareStoreShapedWindow extends Bare {
   #entries = new Map();
-  #limit;
-  #windowMs;
-  constructor(limit, windowMs) {
-    this.#limit = limit;
-    this.#windowMs = windowMs;
-  }
   take(key) {
-    const now = Date.now();
-    const start = now - (now % this.#windowMs);
-    const end = start + this.#windowMs;
-    let call = this.#calls.get(key);
-    if (call === undefined)
-      this.#calls.set(key, (call = { key: `{default:${key}}:default:f1000`, handle: undefined }));
+    let call = this.byKey.get(key);
+    if (call === undefined) {
+      this.byKey.set(key, (call = { key: `{default:${key}}:default:f1000`, handle: undefined }));
+    }
     let entry = call.handle;
     if (entry === undefined) {
-      entry = { state: { start, count: 0 }, expiresAt: end };
+      entry = { state: { start: -1, count: 0 }, expiresAt: 0 };
       this.#entries.set(call.key, entry);
       call.handle = entry;
     }
-    const w = entry.state;
-    if (w.start !== start) {
-      w.start = start;
-      w.count = 0;
-    }
-    const allowed = w.count < this.#limit;
-    if (allowed) {
-      w.count++;
-      entry.expiresAt = end;
-    }
-    return decision(
-      allowed,
-      this.#limit,
-      this.#limit - w.count,
-      end,
-      allowed ? 0 : end - now,
-      this.#windowMs,
-      now,
-    );
+    const taken = fixedWindowTake(entry.state, Date.now(), this.limit, this.windowMs);
+    entry.expiresAt = entry.state.start + this.windowMs;
+    return taken;
   }
 }
 
@@ -106,19 +79,12 @@ export class BareStoreShapedWindow {
  * A sliding log of unit costs: a Map of { times, head } per key, the dead prefix dropped once it
  * is half the array.
  */
-export class BareSlidingLog {
-  #logs = new Map();
-  #limit;
-  #windowMs;
-  constructor(limit, windowMs) {
-    this.#limit = limit;
-    this.#windowMs = windowMs;
-  }
+export class BareSlidingLog extends Bare {
   take(key) {
     const now = Date.now();
-    const windowMs = this.#windowMs;
-    let log = this.#logs.get(key);
-    if (log === undefined) this.#logs.set(key, (log = { times: [], head: 0 }));
+    const windowMs = this.windowMs;
+    let log = this.byKey.get(key);
+    if (log === undefined) this.byKey.set(key, (log = { times: [], head: 0 }));
     const times = log.times;
     let head = log.head;
     while (head < times.length && times[head] <= now - windowMs) head++;
@@ -127,12 +93,12 @@ export class BareSlidingLog {
       head = 0;
     }
     log.head = head;
-    const allowed = times.length - head < this.#limit;
+    const allowed = times.length - head < this.limit;
     if (allowed) times.push(now);
-    const remaining = this.#limit - (times.length - head);
+    const remaining = this.limit - (times.length - head);
     const resetAt = times.length > head ? times[times.length - 1] + windowMs : now;
     const retryAfterMs = allowed ? 0 : times[head] + windowMs - now;
-    return decision(allowed, this.#limit, remaining, resetAt, retryAfterMs, windowMs, now);
+    return decision(allowed, this.limit, remaining, resetAt, retryAfterMs, windowMs, now);
   }
 }
 
@@ -141,23 +107,16 @@ export class BareSlidingLog {
  * fewer than `limit` were admitted or the oldest of the last `limit` has left the window (O(1), no
  * scan, no array growth past `limit`). Its `remaining` is not exact: a floor, not a limiter.
  */
-export class BareRingLog {
-  #logs = new Map();
-  #limit;
-  #windowMs;
-  constructor(limit, windowMs) {
-    this.#limit = limit;
-    this.#windowMs = windowMs;
-  }
+export class BareRingLog extends Bare {
   take(key) {
     const now = Date.now();
-    const L = this.#limit;
-    let log = this.#logs.get(key);
-    if (log === undefined) this.#logs.set(key, (log = { times: [], next: 0 }));
+    const L = this.limit;
+    let log = this.byKey.get(key);
+    if (log === undefined) this.byKey.set(key, (log = { times: [], next: 0 }));
     const times = log.times;
     const full = times.length === L;
     const oldest = full ? times[log.next] : times[0];
-    const allowed = !full || oldest <= now - this.#windowMs;
+    const allowed = !full || oldest <= now - this.windowMs;
     if (allowed && full) {
       times[log.next] = now;
       log.next = log.next + 1 === L ? 0 : log.next + 1;
@@ -167,9 +126,9 @@ export class BareRingLog {
       allowed,
       L,
       remaining,
-      now + this.#windowMs,
-      allowed ? 0 : oldest + this.#windowMs - now,
-      this.#windowMs,
+      now + this.windowMs,
+      allowed ? 0 : oldest + this.windowMs - now,
+      this.windowMs,
       now,
     );
   }
