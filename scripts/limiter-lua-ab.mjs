@@ -7,7 +7,7 @@
 // bounds the Redis limiter's throughput at concurrency 200.
 // A build is a copy of `dist/`, e.g. the one before a change:
 //   git stash && npm run build && cp -r dist /tmp/before && git stash pop && npm run build
-// Usage: node scripts/limiter-lua-ab.mjs <dist> [<dist> ...] [--algorithms=l,g,f,s] [--redis=URL]
+// Usage: node scripts/limiter-lua-ab.mjs <dist> [<dist> ...] [--algorithms=sliding-log,gcra,...] [--redis=URL]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -20,7 +20,7 @@ const option = (name, fallback) =>
 const dists = args.filter((a) => !a.startsWith('--'));
 if (dists.length === 0) {
   console.error(
-    'usage: node scripts/limiter-lua-ab.mjs <dist> [<dist> ...] [--algorithms=l,g,f,s] [--redis=URL]',
+    'usage: node scripts/limiter-lua-ab.mjs <dist> [<dist> ...] [--algorithms=sliding-log,gcra,...] [--redis=URL]',
   );
   process.exit(2);
 }
@@ -29,13 +29,15 @@ const BATCHES = 400; // 40,000 decisions per build and algorithm, as the bench's
 const RATE = 180; // decisions per ms, the bench's order of magnitude: how fast its clock advances
 const client = new Redis(option('redis', 'redis://127.0.0.1:6379'));
 const prefix = `onceflow-lua-ab:${process.pid}:`;
+const load = (d, file) => import(pathToFileURL(resolve(d, file)).href);
 const builds = await Promise.all(
-  dists.map(
-    async (d) =>
-      (await import(pathToFileURL(resolve(d, 'redis/scripts.generated.js')).href)).scripts.limiterTake,
-  ),
+  dists.map(async (d) => ({
+    script: (await load(d, 'redis/scripts.generated.js')).scripts.limiterTake,
+    // Each build's own letter for an algorithm (the string log's changed from 'l' to 'd').
+    codeOf: (await load(d, 'limiter/algorithms.js')).codeOf,
+  })),
 );
-const shas = await Promise.all(builds.map((s) => client.script('LOAD', s.text)));
+const shas = await Promise.all(builds.map((b) => client.script('LOAD', b.script.text)));
 const random = prng(20261202);
 const subjects = Array.from({ length: BATCHES * BATCH }, () =>
   random() < 0.1 ? `hot-${Math.floor(random() * 10)}` : `user-${Math.floor(random() * 5000)}`,
@@ -43,8 +45,8 @@ const subjects = Array.from({ length: BATCHES * BATCH }, () =>
 const usec = async () =>
   Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
 
-for (const code of option('algorithms', 'l,g,f').split(',')) {
-  const param = code === 's' ? 100 : code === 'g' ? 50 : 0;
+for (const algorithm of option('algorithms', 'sliding-log,gcra,fixed-window').split(',')) {
+  const param = algorithm === 'sliding-window' ? 100 : algorithm === 'gcra' ? 50 : 0;
   const spent = shas.map(() => 0);
   const start = Date.now();
   for (let b = 0; b < BATCHES; b++) {
@@ -52,6 +54,7 @@ for (const code of option('algorithms', 'l,g,f').split(',')) {
     const order = shas.map((_, i) => i);
     if (b % 2 === 1) order.reverse();
     for (const i of order) {
+      const code = builds[i].codeOf({ algorithm, limit: 50, windowMs: 1000, param });
       const keys = [];
       const argv = [1000, 600_000, 1, code, 50, 1000, param];
       for (let e = 0; e < BATCH; e++) {
@@ -66,7 +69,7 @@ for (const code of option('algorithms', 'l,g,f').split(',')) {
   }
   const per = spent.map((us) => us / (BATCHES * BATCH));
   console.log(
-    `${code}: ` +
+    `${algorithm}: ` +
       dists
         .map((d, i) => `${d} ${per[i].toFixed(2)} µs${i ? ` (${(per[i] / per[0]).toFixed(3)}x)` : ''}`)
         .join(' | '),

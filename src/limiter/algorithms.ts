@@ -14,7 +14,7 @@ export const MATH: { readonly [A in Algorithm]: AlgorithmMath<unknown> } = {
 
 /** One letter per algorithm, in key names and in the Lua script's arguments (see {@link codeOf}). */
 export const ALGORITHM_CODE: { readonly [A in Algorithm]: string } = {
-  'sliding-log': 'l',
+  'sliding-log': 'd',
   'sliding-window': 's',
   'fixed-window': 'f',
   gcra: 'g',
@@ -22,7 +22,7 @@ export const ALGORITHM_CODE: { readonly [A in Algorithm]: string } = {
 
 /**
  * Above this limit a sliding log is kept on Redis as a sorted set (code `z`), at or below it as
- * one string (code `l`): the string is copied on every admitted request, so its cost grows with
+ * one string (code `d`): the string is copied on every admitted request, so its cost grows with
  * the limit while the sorted set's stays flat. 512 is the measured crossover (derivation beside
  * the sliding-log functions in src/redis/lua/limiter-take.lua).
  */

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLimiter, type Decision, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
-import { limitSets, type Step, steps } from '../property/limiter-sequences.js';
+import { limitSets, type Step, steps, WINDOW } from '../property/limiter-sequences.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
 const view = (d: Decision) => ({
@@ -149,6 +149,33 @@ for (const target of targets) {
       }
       expect(ttls.client).toBeGreaterThan(600_000);
       expect(ttls.server).toBeLessThanOrEqual(2_000);
+    });
+
+    it("a sliding log as a string matches the model at every entry's own window edge", async () => {
+      // The string log keeps each entry as a delta from the one before and the first entry's
+      // time in its header: several entries live at once, the clock stepping by a few ms and by
+      // W - 2 .. W + 1, lands on the edge of each entry in turn (drops of one entry, of several,
+      // of all; refusals that need several entries freed).
+      const near = fc.constantFrom(0, 1, 2, 3, WINDOW - 2, WINDOW - 1, WINDOW, WINDOW + 1);
+      const step = fc.record({
+        advance: fc.oneof(
+          { arbitrary: near, weight: 4 },
+          { arbitrary: fc.integer({ min: 0, max: WINDOW }), weight: 1 },
+        ),
+        cost: fc.oneof(
+          { arbitrary: fc.constant(1), weight: 3 },
+          { arbitrary: fc.integer({ min: 0, max: 4 }), weight: 1 },
+        ),
+        key: fc.constant('k'),
+      });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 8 }),
+          fc.array(step, { minLength: 1, maxLength: 60 }),
+          (limit, seq) => sameDecisions([{ algorithm: 'sliding-log', limit, window: WINDOW }], seq),
+        ),
+        { numRuns: 120 },
+      );
     });
 
     it('a sliding log above limit 512 (a sorted set on Redis, not a string) matches the model too', async () => {

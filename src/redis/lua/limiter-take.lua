@@ -10,9 +10,10 @@
              fixed-window    string  '<window start>:<count>'
              sliding-window  string  '<newest bucket index>:<count>,<count>,...' (B + 1 buckets)
              gcra            string  '<q>:<f>'  (TAT = q + f / limit ms)
-             sliding-log     string  (code 'l', limit <= 512) '<total>,<newest>|' then
-                                     '<time>:<cost>,' per entry, times ascending (two requests
-                                     in one ms: two entries)
+             sliding-log     string  (code 'd', limit <= 512) '<total>,<newest>,<oldest>|'
+                                     then '<delta>,' or '<delta>:<cost>,' per entry, times
+                                     ascending, each a delta from the previous entry's (two
+                                     requests in one ms: two entries, the second '0,')
                                      zset    (code 'z', limit > 512) entries: score time, member '<seq>:<cost>'
                                      (unique per request); totals: members '#t' total cost, '#s'
                                      last seq, '#l' newest time, '#o' oldest time, scored 2^52 +
@@ -21,7 +22,7 @@
   ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slacks in ms added to
              every key's TTL, for entries on the server's time and for entries on a caller's
              time (see redis/limiter-backend.ts); S, the number of distinct limit specs
-             in the batch, then S specs of 4 values: algorithm (a string: 'l' sliding-log as a
+             in the batch, then S specs of 4 values: algorithm (a string: 'd' sliding-log as a
              string, 'z' sliding-log as a sorted set, 's' sliding-window, 'f' fixed-window, 'g'
              gcra), limit, window ms, param (bucket ms for 's', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
              n (number of limits), then n spec numbers (1-based, into the specs above), one per
@@ -42,7 +43,7 @@
 ]]
 
 -- Library functions as locals: a global and a field lookup fewer per call, in the hot paths.
-local find, sub, fmod, max = string.find, string.sub, math.fmod, math.max
+local find, sub, match, fmod, max = string.find, string.sub, string.match, math.fmod, math.max
 local function floordiv(a, b)
   local r = fmod(a, b)
   local q = (a - r) / b
@@ -241,7 +242,7 @@ end
 local a = 4 + 4 * specs
 local function decide(alg, key, L, W, p, cost, now)
   if alg == 'g' then return gcra(key, L, W, p, cost, now) end
-  if alg == 'l' then return sliding_log(key, L, W, cost, now) end
+  if alg == 'd' then return sliding_log(key, L, W, cost, now) end
   if alg == 'z' then return sliding_log_zset(key, L, W, cost, now) end
   if alg == 'f' then return fixed_window(key, L, W, cost, now) end
   return sliding_window(key, L, W, p, cost, now)

@@ -1,18 +1,26 @@
--- A sliding log up to limit 512 is one string (code 'l': GET, SET PX, two calls); above it, a
+-- A sliding log up to limit 512 is one string (code 'd': GET, SET PX, two calls); above it, a
 -- sorted set (code 'z'); the client picks the code (STRING_LOG_MAX in src/limiter/algorithms.ts)
 -- and the code is part of the key's name, so one key never holds the other representation.
--- A log holds at most `limit` entries of ~16 bytes, and each admitted request copies the string a
--- few times (GET, the new value, SET), so its cost grows with the limit while the sorted set's
--- stays flat. Measured with `node scripts/sliding-log-cost.mjs` (Redis µs per decision, log
--- filled to limit - 1 000): string 16.5 at limit 100, 22 at 300, 30 at 512, 61 at 1 000 and 661
--- at 10 000 (a build forced to strings); sorted set 26..32 at every size. 512 is the crossover.
+-- A log holds at most `limit` entries, and each admitted request copies the string a few times
+-- (GET, the new value, SET), so its cost grows with the limit while the sorted set's stays flat.
+-- Measured with `node scripts/sliding-log-cost.mjs` (Redis µs per decision, log filled to
+-- limit - 1 000) when entries were absolute times (~16 bytes each, code 'l'): string 16.5 at
+-- limit 100, 22 at 300, 30 at 512, 61 at 1 000 and 661 at 10 000; sorted set 26..32 at every
+-- size. 512 was the crossover then; entries are now ~4 bytes, so below it the string stays the
+-- cheaper form by more.
 
--- The sliding log: '<total>,<newest>|' and then one '<time>:<cost>,' per admitted request still
--- (or lately) in the window, times ascending; total is the sum of the costs, newest the last time.
--- Expired entries are skipped from the front (each is parsed once more at most, then dropped by
--- the next write). A clock that stepped back behind the newest entry decides and records at the
--- newest entry's time (`at`), like the memory model: the log's timeline never moves back, so an
--- entry is always appended, and a wait still counts from the clock's own reading (`now`).
+-- The string log: '<total>,<newest>,<oldest>|' and then one entry per admitted request still (or
+-- lately) in the window, times ascending: '<delta>,' for a cost of 1, '<delta>:<cost>,' for
+-- another cost. <delta> is the entry's time minus the previous entry's (the first entry's is not
+-- read: its time is <oldest>); total is the sum of the costs, newest the last entry's time, oldest
+-- the first's. Deltas keep entries short (a delta is below the window, `1733222333444:1,` became
+-- `12,`): the log is copied whole on every admitted request, and its length was most of a
+-- decision's server time (0.5 µs of ~4.6 at limit 50, scripts/limiter-lua-ab.mjs). Expired
+-- entries are found from the header alone while none has expired (the common case), and dropped
+-- from the front by the next write. A clock that stepped back behind the newest entry decides and
+-- records at the newest entry's time (`at`), like the memory model: the log's timeline never
+-- moves back, so an entry is always appended, and a wait still counts from the clock's own
+-- reading (`now`).
 -- When a sliding log is empty again with no more requests: its newest live entry (`newest`, nil
 -- when none) leaves the window, or this request's entry when it is admitted with a cost > 0.
 -- Shared by both forms of the log (string and sorted set).
@@ -22,48 +30,81 @@ local function log_reset(newest, now, W, admitted)
   return now
 end
 
+-- One entry of the string log at `pos`: its delta and cost as text ('' for a cost of 1) and the
+-- position after it (one anchored match: cheaper than finding the ':' and ',' apart).
+local ENTRY = '^(%d+):?(%d*),()'
+
+local function entry_cost(c)
+  if c == '' then return 1 end
+  return tonumber(c)
+end
+
+local function entry_text(delta, cost)
+  if cost == 1 then return count_text(delta) .. ',' end
+  return count_text(delta) .. ':' .. count_text(cost) .. ','
+end
+
 local function sliding_log(key, L, W, cost, now)
   local v = redis.call('GET', key)
   if not v then
     if cost > L then return false, L, now, -1, nil end
     local reset = log_reset(nil, now, W, cost)
-    local cost_s, now_s = count_text(cost), int(now)
-    return true, L - cost, reset, 0, key, cost_s .. ',' .. now_s .. '|' .. now_s .. ':' .. cost_s .. ',', ttl(reset, now)
+    local now_s = int(now)
+    return true, L - cost, reset, 0, key, count_text(cost) .. ',' .. now_s .. ',' .. now_s .. '|' .. entry_text(0, cost), ttl(reset, now)
   end
-  local comma = find(v, ',', 1, true)
-  local bar = find(v, '|', comma + 1, true)
-  local live = tonumber(sub(v, 1, comma - 1))
-  local newest = tonumber(sub(v, comma + 1, bar - 1))
+  local c1 = find(v, ',', 1, true)
+  local c2 = find(v, ',', c1 + 1, true)
+  local bar = find(v, '|', c2 + 1, true)
+  local live = tonumber(sub(v, 1, c1 - 1))
+  local newest = tonumber(sub(v, c1 + 1, c2 - 1))
+  local first = tonumber(sub(v, c2 + 1, bar - 1)) -- the time of the entry at `pos`
   local at = max(newest, now)
   local cutoff = at - W -- an entry at t counts while t > at - window
   local pos, n = bar + 1, #v
-  while pos <= n do
-    local colon = find(v, ':', pos, true)
-    if tonumber(sub(v, pos, colon - 1)) > cutoff then break end
-    local sep = find(v, ',', colon + 1, true)
-    live = live - tonumber(sub(v, colon + 1, sep - 1))
-    pos = sep + 1
+  local dropped = false
+  if first <= cutoff then
+    dropped = true
+    local _, c, after = match(v, ENTRY, pos)
+    while true do
+      live = live - entry_cost(c)
+      pos = after
+      if pos > n then break end
+      local d
+      d, c, after = match(v, ENTRY, pos)
+      first = first + tonumber(d)
+      if first > cutoff then break end
+    end
   end
   if pos > n then newest = nil end
   if live + cost <= L then
     local reset = log_reset(newest, at, W, cost)
-    -- One concatenation, each number written once: every string a script makes costs ~0.3-0.5 µs.
-    -- Totals and costs are small and repeat across a batch: count_text writes each once per script.
     local at_s = int(at)
-    return true, L - live - cost, reset, 0, key,
-      count_text(live + cost) .. ',' .. at_s .. '|' .. sub(v, pos) .. at_s .. ':' .. count_text(cost) .. ',', ttl(reset, now)
+    local value
+    if not newest then
+      value = count_text(cost) .. ',' .. at_s .. ',' .. at_s .. '|' .. entry_text(0, cost)
+    elseif dropped then
+      value = count_text(live + cost) .. ',' .. at_s .. ',' .. int(first) .. '|' .. sub(v, pos) .. entry_text(at - newest, cost)
+    else
+      -- Nothing dropped: the header's ',<oldest>|' and every entry are kept as they are, one copy.
+      value = count_text(live + cost) .. ',' .. at_s .. sub(v, c2) .. entry_text(at - newest, cost)
+    end
+    return true, L - live - cost, reset, 0, key, value, ttl(reset, now)
   end
   local retry = -1
   if cost <= L then
     -- Drop the oldest live entries until the rest plus this cost fits: the last one dropped decides.
     local need = live + cost - L
-    local freed, p = 0, pos
-    while freed < need do
-      local colon = find(v, ':', p, true)
-      local sep = find(v, ',', colon + 1, true)
-      freed = freed + tonumber(sub(v, colon + 1, sep - 1))
-      if freed >= need then retry = tonumber(sub(v, p, colon - 1)) + W - now end
-      p = sep + 1
+    local freed, t = 0, first
+    local _, c, after = match(v, ENTRY, pos)
+    while true do
+      freed = freed + entry_cost(c)
+      if freed >= need then
+        retry = t + W - now
+        break
+      end
+      local d
+      d, c, after = match(v, ENTRY, after)
+      t = t + tonumber(d)
     end
   end
   return false, L - live, log_reset(newest, now, W, 0), retry, nil
