@@ -1,48 +1,50 @@
 #!/usr/bin/env node
-// Server time per sliding-log decision on Redis as the log grows (the derivation of
-// STRING_LOG_MAX in src/redis/lua/limiter-take.lua): for each limit, one key's log is filled to
-// limit - 1 000 entries (window 1 min, so none expires), then 2 000 decisions are timed by
-// INFO commandstats (up to 1 000 admitted, the rest refused). Prints Redis µs per decision and
-// the key's MEMORY USAGE. Usage: npm run build && node scripts/sliding-log-cost.mjs [redis-url]
+// Server time per sliding-log decision on Redis, string form (code 'd') against sorted set (code
+// 'z'), at limits around STRING_LOG_MAX (src/limiter/algorithms.ts): the derivation of that bound.
+// The limiter script is called directly, so either form can be measured at any limit. Per limit
+// and form, one key's log is filled to its limit with entries W / L apart (window 1 min: a log
+// full at a steady rate, deltas of their real length), then 2,000 decisions at the same pace are
+// timed by INFO commandstats (evalsha usec, before and after), in batches of 100 as concurrent
+// takes make them. Prints Redis µs per decision and the key's MEMORY USAGE for each form.
+// Usage: npm run build && node scripts/sliding-log-cost.mjs [redis-url]
 import { Redis } from 'ioredis';
-import { createLimiter } from 'onceflow';
-import { createRedisStore } from 'onceflow/redis';
 import { unlinkPrefix } from '../bench/lib/redis.mjs';
+import { scripts } from '../dist/redis/scripts.generated.js';
 
 const client = new Redis(process.argv[2] ?? 'redis://127.0.0.1:6379');
 const prefix = `onceflow-log-cost:${process.pid}:`;
+const WINDOW = 60_000;
+const BATCH = 100;
+const MEASURED = 2_000;
+const sha = await client.script('LOAD', scripts.limiterTake.text);
+const usec = async () =>
+  Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+
+/** `n` decisions of cost 1 on `key` from time `t`, `step` ms apart, in batches; the time after. */
+async function decide(code, limit, key, n, t, step) {
+  for (let done = 0; done < n; done += BATCH) {
+    const size = Math.min(BATCH, n - done);
+    const argv = [1000, 600_000, 1, code, limit, WINDOW, 0];
+    for (let i = 0; i < size; i++) argv.push((t += step), 1, 1, 1);
+    await client.evalsha(sha, size, ...Array(size).fill(key), JSON.stringify(argv));
+  }
+  return t;
+}
+
 const rows = [];
-for (const limit of [100, 300, 512, 513, 1000, 10_000]) {
-  const limiter = createLimiter({
-    store: createRedisStore({ client, prefix }),
-    name: `l${limit}`,
-    algorithm: 'sliding-log',
-    limit,
-    window: '1m',
-    blockCache: false,
-  });
-  const inFlight = async (n) => {
-    let started = 0;
-    await Promise.all(
-      Array.from({ length: 200 }, async () => {
-        while (started < n) {
-          started++;
-          await limiter.take('hot');
-        }
-      }),
-    );
-  };
-  await inFlight(Math.max(0, limit - 1000));
-  await client.config('RESETSTAT');
-  await inFlight(2000);
-  const stats = /cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await client.info('commandstats'));
-  const [key] = await client.keys(`${prefix}{|l:l${limit}:hot}:*`);
-  rows.push({
-    limit,
-    representation: (await client.type(key)) === 'zset' ? 'sorted set' : 'string',
-    'redis µs per decision': Number((Number(stats?.[1]) / 2000).toFixed(1)),
-    'key bytes': await client.memory('USAGE', key),
-  });
+for (const limit of [256, 512, 768, 1024, 1536, 2048]) {
+  const row = { limit };
+  const step = Math.max(1, Math.round(WINDOW / limit));
+  for (const code of ['d', 'z']) {
+    const key = `${prefix}{${code}${limit}}`;
+    const t = await decide(code, limit, key, limit, 1_733_000_000_000, step);
+    const before = await usec();
+    await decide(code, limit, key, MEASURED, t, step);
+    const form = code === 'd' ? 'string' : 'sorted set';
+    row[`${form} µs`] = Number((((await usec()) - before) / MEASURED).toFixed(1));
+    row[`${form} bytes`] = await client.memory('USAGE', key);
+  }
+  rows.push(row);
 }
 console.table(rows);
 await unlinkPrefix(client, prefix);

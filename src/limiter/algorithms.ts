@@ -24,7 +24,7 @@ export const ALGORITHM_CODE: { readonly [A in Algorithm]: string } = {
  * Above this limit a sliding log is kept on Redis as a sorted set (code `z`), at or below it as
  * one string (code `d`): the string is copied on every admitted request, so its cost grows with
  * the limit while the sorted set's stays flat. 512 is the measured crossover (derivation beside
- * the sliding-log functions in src/redis/lua/limiter-take.lua).
+ * the sliding-log functions in src/redis/lua/lib/sliding-log.lua, `node scripts/sliding-log-cost.mjs`).
  */
 export const STRING_LOG_MAX = 512;
 

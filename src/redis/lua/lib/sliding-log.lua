@@ -3,11 +3,11 @@
 -- and the code is part of the key's name, so one key never holds the other representation.
 -- A log holds at most `limit` entries, and each admitted request copies the string a few times
 -- (GET, the new value, SET), so its cost grows with the limit while the sorted set's stays flat.
--- Measured with `node scripts/sliding-log-cost.mjs` (Redis µs per decision, log filled to
--- limit - 1 000) when entries were absolute times (~16 bytes each, code 'l'): string 16.5 at
--- limit 100, 22 at 300, 30 at 512, 61 at 1 000 and 661 at 10 000; sorted set 26..32 at every
--- size. 512 was the crossover then; entries are now ~4 bytes, so below it the string stays the
--- cheaper form by more.
+-- Measured with `node scripts/sliding-log-cost.mjs` (Redis µs per decision on one full log of a
+-- 1 min window, entries W / L apart, batches of 100 on that key): string 9.5 at limit 256, 13.6 at
+-- 512, 14.6 at 768, 17.0 at 1 024 and 30.1 at 2 048; sorted set 13.6-13.9 at every size. 512 is
+-- where they meet (~600 at most); the string takes 20-30x less memory there (2.6 KB against
+-- 50 KB at 512), so it keeps every limit up to the crossover.
 
 -- The string log: '<total>,<newest>,<oldest>|' and then one entry per admitted request still (or
 -- lately) in the window, times ascending: '<delta>,' for a cost of 1, '<delta>:<cost>,' for
