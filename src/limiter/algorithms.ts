@@ -15,7 +15,7 @@ export const MATH: { readonly [A in Algorithm]: AlgorithmMath<unknown> } = {
 /** One letter per algorithm, in key names and in the Lua script's arguments (see {@link codeOf}). */
 export const ALGORITHM_CODE: { readonly [A in Algorithm]: string } = {
   'sliding-log': 'd',
-  'sliding-window': 's',
+  'sliding-window': 'w',
   'fixed-window': 'f',
   gcra: 'g',
 };
