@@ -149,7 +149,7 @@ local function gcra(key, L, W, burst, cost, now)
 end
 
 -- A bucket's count as text: most are small and repeat across a batch's decisions (0, 1, 2 ...),
--- so the first 1 024 are written once per script; a window writes all B + 1 of them per take.
+-- so the first 1 024 are written once per script; a window writes each bucket with a count.
 local small_counts = {}
 local function count_text(n)
   if n >= 1024 then return int(n) end
