@@ -11,7 +11,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { unlinkPrefix } from '../bench/lib/redis.mjs';
+import { evalshaStats, limiterTakeArg, unlinkPrefix } from '../bench/lib/redis.mjs';
 import { prng } from '../bench/lib/workload.mjs';
 
 const args = process.argv.slice(2);
@@ -42,8 +42,7 @@ const random = prng(20261202);
 const subjects = Array.from({ length: BATCHES * BATCH }, () =>
   random() < 0.1 ? `hot-${Math.floor(random() * 10)}` : `user-${Math.floor(random() * 5000)}`,
 );
-const usec = async () =>
-  Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+const usec = async () => (await evalshaStats(client)).usec;
 
 for (const algorithm of option('algorithms', 'sliding-log,gcra,fixed-window').split(',')) {
   const param = algorithm === 'sliding-window' ? 100 : algorithm === 'gcra' ? 50 : 0;
@@ -56,14 +55,15 @@ for (const algorithm of option('algorithms', 'sliding-log,gcra,fixed-window').sp
     for (const i of order) {
       const code = builds[i].codeOf({ algorithm, limit: 50, windowMs: 1000, param });
       const keys = [];
-      const argv = [1000, 600_000, 1, code, 50, 1000, param];
+      const times = [];
       for (let e = 0; e < BATCH; e++) {
         const n = b * BATCH + e;
         keys.push(`${prefix}${i}:{${subjects[n]}}:${code}`);
-        argv.push(start + Math.floor(n / RATE), 1, 1, 1);
+        times.push(start + Math.floor(n / RATE));
       }
+      const arg = limiterTakeArg(code, 50, 1000, param, times);
       const before = await usec();
-      await client.evalsha(shas[i], keys.length, ...keys, JSON.stringify(argv));
+      await client.evalsha(shas[i], keys.length, ...keys, arg);
       spent[i] += (await usec()) - before;
     }
   }

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
-import { unlinkPrefix } from '../bench/lib/redis.mjs';
+import { evalshaStats, unlinkPrefix } from '../bench/lib/redis.mjs';
 import {
   applyInLanes,
   redisLedgerWorkload,
@@ -74,12 +74,8 @@ try {
     ...given.map((file) => [file, readFileSync(file, 'utf8')]),
   ];
 
-  // EVALSHA totals of the whole server: a replay's delta must count exactly its own batches, or
-  // another client ran scripts meanwhile and the figure is not this script's alone.
-  const evalshaStats = async () => {
-    const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await admin.info('commandstats'));
-    return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
-  };
+  // EVALSHA totals of the whole server (evalshaStats): a replay's delta must count exactly its own
+  // batches, or another client ran scripts meanwhile and the figure is not this script's alone.
   const PHASES = 5;
   const rows = [];
   for (let rep = 0; rep < PHASES; rep++) {
@@ -90,13 +86,13 @@ try {
       }
       const sha = await admin.script('LOAD', body);
       const keyPrefix = `${prefix}v${rows.length}:`;
-      const before = await evalshaStats();
+      const before = await evalshaStats(admin);
       for (const batch of batches) {
         const n = Number(batch[0]);
         const keys = batch.slice(1, 1 + n).map((k) => k.replace(`${prefix}rec:`, keyPrefix));
         await admin.evalsha(sha, n, ...keys, ...batch.slice(1 + n));
       }
-      const after = await evalshaStats();
+      const after = await evalshaStats(admin);
       const usec = after.usec - before.usec;
       if (after.calls - before.calls !== batches.length) {
         console.log(`${name}, phase ${rep + 1}: other clients ran EVALSHA meanwhile; its figure counts them`);

@@ -1,4 +1,5 @@
 // Redis helpers shared by the suites and the measuring scripts.
+import { CLIENT_STATE_SLACK_MS, STATE_SLACK_MS } from '../../dist/limiter/time.js';
 
 /** Removes every key under `prefix` (SCAN + UNLINK, a page at a time; one standalone server). */
 export async function unlinkPrefix(client, prefix) {
@@ -8,4 +9,24 @@ export async function unlinkPrefix(client, prefix) {
     cursor = next;
     if (keys.length > 0) await client.unlink(...keys);
   } while (cursor !== '0');
+}
+
+/**
+ * The server's EVALSHA totals since its last stats reset (INFO commandstats): a measurement is the
+ * difference of two readings, so nothing is reset on a shared server.
+ */
+export async function evalshaStats(client) {
+  const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await client.info('commandstats'));
+  return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
+}
+
+/**
+ * The JSON argument of limiter-take.lua (its header gives the layout) for decisions of cost 1 on
+ * one limit (`code` its letter: codeOf in src/limiter/algorithms.ts), one per time in `times`: for
+ * the scripts that call the script directly, as the Redis store's batches do.
+ */
+export function limiterTakeArg(code, limit, windowMs, param, times) {
+  const argv = [STATE_SLACK_MS, CLIENT_STATE_SLACK_MS, 1, code, limit, windowMs, param];
+  for (const t of times) argv.push(t, 1, 1, 1);
+  return JSON.stringify(argv);
 }

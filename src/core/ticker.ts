@@ -49,15 +49,11 @@ export interface Ticker {
  */
 export function nextTickAt(now: number, every: number, offset: number): number {
   // Milliseconds as numbers (ticker() reads durations into them): a string would concatenate.
-  if (typeof now !== 'number' || !Number.isFinite(now)) {
-    throw new InvalidArgumentError('now', 'a finite number of milliseconds', now);
-  }
-  if (typeof every !== 'number' || !Number.isFinite(every) || every <= 0) {
+  finiteMs('now', now);
+  if (finiteMs('every', every, 'a positive, finite number of milliseconds') <= 0) {
     throw new InvalidArgumentError('every', 'a positive, finite number of milliseconds', every);
   }
-  if (typeof offset !== 'number' || !Number.isFinite(offset)) {
-    throw new InvalidArgumentError('offset', 'a finite number of milliseconds', offset);
-  }
+  finiteMs('offset', offset);
   const phase = (((now - offset) % every) + every) % every;
   return now - phase + every;
 }
@@ -136,4 +132,11 @@ export function ticker(options: TickerOptions): Ticker {
       if (timer !== undefined) clearTimeout(timer);
     },
   };
+}
+
+function finiteMs(name: string, value: unknown, expected = 'a finite number of milliseconds'): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InvalidArgumentError(name, expected, value);
+  }
+  return value;
 }

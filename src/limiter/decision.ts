@@ -74,26 +74,6 @@ export function decide(
   };
 }
 
-/** {@link decide} for a decision of one limit, as the store answered it (its verdict is the bound). */
-export function decideAlone(at: number, part: LimitDecision): Decision {
-  const { allowed, retryAfterMs } = part;
-  return {
-    allowed,
-    limit: part.limit,
-    remaining: part.remaining,
-    resetAt: part.resetAt,
-    retryAfterMs: allowed ? 0 : retryAfterMs,
-    reason: allowed
-      ? 'allowed'
-      : retryAfterMs === Number.POSITIVE_INFINITY
-        ? 'cost-exceeds-limit'
-        : 'limited',
-    bound: part.id,
-    at,
-    limits: [part],
-  };
-}
-
 function betterBound(p: LimitDecision, pick: LimitDecision): boolean {
   if (p.allowed) return false;
   if (pick.allowed) return true;

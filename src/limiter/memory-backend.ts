@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
 import { MATH } from './algorithms.js';
 import { limiterCost } from './cost.js';
-import { type Decision, decide, decideAlone } from './decision.js';
+import { type Decision, decide } from './decision.js';
 import { checkSpec } from './options.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
 import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitSpec, LimitVerdict } from './types.js';
@@ -64,8 +64,7 @@ export class MemoryLimiterBackend {
 
   /** One multi-limit decision, answered as a store reply. */
   take({ limits, cost, now: given }: LimiterTakeCommand): LimiterTakeReply {
-    // A store command may come from any caller: its time is checked as the limiter checks its clock.
-    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    const now = this.#timeOf(given);
     limiterCost(cost);
     for (let i = 0; i < limits.length; i++) {
       const spec = (limits[i] as LimitCall).spec;
@@ -74,7 +73,7 @@ export class MemoryLimiterBackend {
         checkedSpecs.add(spec);
       }
     }
-    const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
+    const verdicts = this.#settle(limits, cost, now, this.#slackOf(given));
     return { now, allowed: allAllowed(verdicts), verdicts };
   }
 
@@ -85,9 +84,9 @@ export class MemoryLimiterBackend {
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
     // A direct caller's time and cost are checked too (the limiter's own are checked already; a
     // NaN cost would never fit a bucket, and a sliding window would loop on it).
-    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    const now = this.#timeOf(given);
     limiterCost(cost);
-    const verdicts = this.#settle(limits, cost, now, given === undefined ? STATE_SLACK_MS : this.#givenSlack);
+    const verdicts = this.#settle(limits, cost, now, this.#slackOf(given));
     return decide(now, allAllowed(verdicts), verdicts, undefined);
   }
 
@@ -96,7 +95,7 @@ export class MemoryLimiterBackend {
    * itself instead of a list, and no second pass over the limits (one limit has no other to ask).
    */
   decideOne(call: LimitCall, cost: number, given: number | undefined): Decision {
-    const now = given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+    const now = this.#timeOf(given);
     limiterCost(cost);
     this.#sweepWhenDue(now);
     // The entry is found once and its live state read once, for the verdict and the charge.
@@ -106,14 +105,9 @@ export class MemoryLimiterBackend {
     const state = liveState(entry, now);
     const verdict = math.decide(spec, state, now, cost);
     if (verdict.allowed && cost > 0) {
-      this.#keep(
-        call,
-        entry,
-        math.commit(spec, state, now, cost),
-        given === undefined ? STATE_SLACK_MS : this.#givenSlack,
-      );
+      this.#keep(call, entry, math.commit(spec, state, now, cost), this.#slackOf(given));
     }
-    return decideAlone(now, verdict);
+    return decide(now, verdict.allowed, [verdict], undefined);
   }
 
   /** Drops every state whose key lies in `namespace`'s key space; returns how many. */
@@ -140,6 +134,17 @@ export class MemoryLimiterBackend {
       n++;
     }
     return n;
+  }
+
+  // A decision's time: the store's clock, or the one a caller passed in (checked, as the limiter
+  // checks its clock: a store command may come from any caller).
+  #timeOf(given: number | undefined): number {
+    return given === undefined ? storeNow(this.#clock) : limiterTime(given, 'now');
+  }
+
+  // How long past its expiry a state written at that time is kept (see the constructor).
+  #slackOf(given: number | undefined): number {
+    return given === undefined ? STATE_SLACK_MS : this.#givenSlack;
   }
 
   // The entry of a call: its memo when valid (the common case: a hot subject), else the map.

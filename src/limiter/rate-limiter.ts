@@ -163,12 +163,9 @@ export class RateLimiter implements Limiter {
       cost = costOf(takeOptions);
       // A plain key seen before was checked then: its calls are cached under it (only valid keys
       // are). Not for a limiter that counts by named subjects: its cache holds subject values,
-      // and a plain string key must still be refused there. (A limiter with #oneCalls found its
-      // keys seen before above: its #keyCache stays empty.)
-      const seen =
-        this.#plainKeys && this.#oneCalls === undefined && typeof key === 'string'
-          ? this.#keyCache.get(key)
-          : undefined;
+      // and a plain string key must still be refused there. (A string key of a limiter with
+      // #oneCalls went to #takeOne above: its #keyCache stays empty.)
+      const seen = this.#plainKeys && typeof key === 'string' ? this.#keyCache.get(key) : undefined;
       if (seen !== undefined) {
         subjects = key as string;
         calls = seen;
@@ -231,11 +228,7 @@ export class RateLimiter implements Limiter {
     let given: number | undefined;
     try {
       cost = costOf(takeOptions);
-      call = oneCalls.get(key);
-      if (call === undefined) {
-        call = this.#callsFor(this.#subjectsOf(key), this.#specs)[0] as LimitCall;
-        oneCalls.set(key, call);
-      }
+      call = oneCalls.get(key) ?? this.#newOneCall(oneCalls, this.#subjectsOf(key) as string);
       given = this.#passIn?.now();
     } catch (err) {
       return Promise.reject(err);
@@ -280,12 +273,7 @@ export class RateLimiter implements Limiter {
   #callsOf(subjects: Subjects): LimitCall[] {
     if (typeof subjects !== 'string') return this.#callsFor(subjects, this.#specs);
     if (this.#oneCalls !== undefined) {
-      let call = this.#oneCalls.get(subjects);
-      if (call === undefined) {
-        call = this.#callsFor(subjects, this.#specs)[0] as LimitCall;
-        this.#oneCalls.set(subjects, call);
-      }
-      return [call];
+      return [this.#oneCalls.get(subjects) ?? this.#newOneCall(this.#oneCalls, subjects)];
     }
     let calls = this.#keyCache.get(subjects);
     if (calls === undefined) {
@@ -293,6 +281,13 @@ export class RateLimiter implements Limiter {
       this.#keyCache.set(subjects, calls);
     }
     return calls;
+  }
+
+  // The call of a checked subject not in #oneCalls yet, made and kept there.
+  #newOneCall(oneCalls: BoundedMap<string, LimitCall>, subject: string): LimitCall {
+    const call = this.#callsFor(subject, this.#specs)[0] as LimitCall;
+    oneCalls.set(subject, call);
+    return call;
   }
 
   #callsFor(subjects: Subjects, forSpecs: readonly LimitSpec[]): LimitCall[] {
