@@ -100,10 +100,13 @@ describe('README and docs/ examples', () => {
 
   it('every block typechecks under the project strict settings (one tsc run)', () => {
     // Name each failing block by document and line, not by its temporary file.
-    const located = compiled.output.replace(/^(?:\S*\/)?([\w-]+)\.ts\((\d+),(\d+)\)/gm, (whole, name: string, l: string) => {
-      const b = all.find((x) => x.name === name);
-      return b ? `${b.document}:${b.line + Number(l)} (${name}.ts:${l})` : whole;
-    });
+    const located = compiled.output.replace(
+      /^(?:\S*\/)?([\w-]+)\.ts\((\d+),(\d+)\)/gm,
+      (whole, name: string, l: string) => {
+        const b = all.find((x) => x.name === name);
+        return b ? `${b.document}:${b.line + Number(l)} (${name}.ts:${l})` : whole;
+      },
+    );
     expect(located).toBe('');
     expect(compiled.ok).toBe(true);
   });
