@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -125,4 +125,38 @@ describe('README and docs/ examples', () => {
       expect(stderr).toBe('');
     });
   }
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+/** The anchors of a Markdown file's headings (outside code fences). */
+function anchors(file: string): Set<string> {
+  const text = readFileSync(join(root, file), 'utf8').replace(/^```[\s\S]*?^```$/gm, '');
+  return new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1] as string)));
+}
+
+describe('README and docs/ links', () => {
+  it('every relative link reaches a file, and every #anchor a heading in it', () => {
+    const broken: string[] = [];
+    for (const document of [...DOCUMENTS, 'BENCHMARKS.md', 'docs/DESIGN.md']) {
+      const text = readFileSync(join(root, document), 'utf8').replace(/^```[\s\S]*?^```$/gm, '');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target as string)) continue; // https:, mailto:
+        const [path, anchor] = (target as string).split('#') as [string, string | undefined];
+        const file = path === '' ? document : normalize(join(dirname(document), path));
+        if (!existsSync(join(root, file))) broken.push(`${document}: ${target} (no ${file})`);
+        else if (anchor !== undefined && file.endsWith('.md') && !anchors(file).has(anchor)) {
+          broken.push(`${document}: ${target} (no heading #${anchor} in ${file})`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
+  });
 });
