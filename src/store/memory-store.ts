@@ -8,7 +8,7 @@ import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter
 import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
-import { checkCapacity, checkDeltaPairs } from './apply-command.js';
+import { checkCapacity, checkCommandSizes, checkDeltaPairs } from './apply-command.js';
 import type {
   Balances,
   JournalEntry,
@@ -262,6 +262,7 @@ class MemoryStore implements Store {
     // happens whole or not at all (DESIGN §3.3).
     checkDeltaPairs(cmd.deltas);
     checkCapacity(cmd.capacity);
+    checkCommandSizes(cmd);
     const at = this.#maxEntries > 0 ? journalTime(this.#clock) : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
