@@ -31,7 +31,10 @@ const option = (name) => {
   return value;
 };
 const scriptFile = option('--script');
-const sizes = (option('--sizes') ?? '262144,1048576').split(',').map(Number);
+const sizes = (option('--sizes') ?? '262144,1048576')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const capacity = Number(option('--capacity') ?? 64);
 let url = args[0];
 let server;
@@ -91,19 +94,18 @@ try {
   // The largest signature the ledger accepts, in a full window of signatures sharing all but
   // their last byte: every apply searches `capacity` entries of MAX_SIGNATURE_BYTES.
   const max = onceflow.LIMITS?.signatureBytes ?? 4096; // a build before the bounds: 4096 to compare
-  const head = 'x'.repeat(max - 1);
+  // The last 4 bytes tell them apart (a window of up to 10 000), the rest is one shared prefix.
+  const head = 'x'.repeat(max - 4);
+  const variant = (i) => head + String(i).padStart(4, '0');
   const owner = 'max';
   let worst = { us: 0, ms: 0, outcome: '' };
   for (let i = 0; i < capacity; i++) {
-    const r = await apply(owner, head + String.fromCharCode(33 + (i % 90)), capacity);
+    const r = await apply(owner, variant(i), capacity);
     if (r.us > worst.us) worst = r;
   }
-  row(`MAX_SIGNATURE_BYTES=${max}, window of ${capacity}: worst fill`, worst);
-  row(`  a new one into the full window`, await apply(owner, `${head}~`, capacity));
-  row(
-    `  the newest again (duplicate)`,
-    await apply(owner, head + String.fromCharCode(33 + ((capacity - 1) % 90)), capacity),
-  );
+  row(`${max} B signatures (the bound), window of ${capacity}: worst fill`, worst);
+  row('  a new one into the full window', await apply(owner, variant(capacity), capacity));
+  row('  the newest again (duplicate)', await apply(owner, variant(capacity), capacity));
 } finally {
   await unlinkPrefix(client, prefix);
   client.disconnect();

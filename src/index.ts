@@ -12,7 +12,7 @@ export {
   OnceflowError,
   StoreError,
 } from './core/errors.js';
-export { type LimitName, LIMITS } from './core/limits.js';
+export { LIMITS, type LimitName } from './core/limits.js';
 export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';
 export type { Order } from './core/validate.js';
 export { isWindowConfig, type WindowConfig, window } from './core/window-config.js';

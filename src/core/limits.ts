@@ -26,9 +26,9 @@ export const LIMITS = Object.freeze({
    * (`v1|room=lobby-7|round=42|net=-300|final=true`) is ~45 bytes, a hashed one
    * (`{ hash: true }`) exactly 47: 1024 leaves room for a readable signature over a dozen ids
    * (a UUID is 36 bytes); longer payloads should be hashed. A window holds `capacity` of them,
-   * and an apply on Redis reads and rewrites its owner's window once (linear in its bytes):
-   * at capacity 64, a full window of 1 KB signatures is ~65 KB, ~0.5 ms of Redis time per apply
-   * (scripts/signature-cost.mjs).
+   * and an apply on Redis reads, searches and rewrites its owner's window once (linear in its
+   * bytes): a full window of 1 KB signatures sharing all but their last bytes costs ~0.4 ms of
+   * Redis time per apply at capacity 64, ~1.5 ms at 256 (scripts/signature-cost.mjs).
    */
   signatureBytes: 1024,
   /**

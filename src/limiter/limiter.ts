@@ -1,9 +1,9 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { optionWithinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
-import { optionWithinLimit } from '../core/limits.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';

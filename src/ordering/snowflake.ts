@@ -1,8 +1,8 @@
 import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { timerDelay } from '../core/timer-delay.js';
 import { optionWithinLimit } from '../core/limits.js';
+import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { SnowflakeLease } from './snowflake-lease.js';
