@@ -64,16 +64,24 @@ const cases: Case[] = [
   },
 ];
 
+/** A wrapper of `fn` that counts its calls in `counter`. */
+function counting<A extends unknown[], R>(counter: { n: number }, fn: (...args: A) => R): (...args: A) => R {
+  return (...args) => {
+    counter.n++;
+    return fn(...args);
+  };
+}
+
 function counted(store: Store): { store: Store; calls: () => number } {
-  let calls = 0;
+  const counter = { n: 0 };
   const spy = wrapStore(store, {
-    ledgerApply: (cmd) => (calls++, store.ledgerApply(cmd)),
-    ledgerBalances: (l, o) => (calls++, store.ledgerBalances(l, o)),
-    ledgerWindow: (l, o) => (calls++, store.ledgerWindow(l, o)),
-    ledgerJournal: (l, q) => (calls++, store.ledgerJournal(l, q)),
-    ledgerScopeTotals: (l, s) => (calls++, store.ledgerScopeTotals(l, s)),
+    ledgerApply: counting(counter, (cmd) => store.ledgerApply(cmd)),
+    ledgerBalances: counting(counter, (l, o) => store.ledgerBalances(l, o)),
+    ledgerWindow: counting(counter, (l, o) => store.ledgerWindow(l, o)),
+    ledgerJournal: counting(counter, (l, q) => store.ledgerJournal(l, q)),
+    ledgerScopeTotals: counting(counter, (l, sc) => store.ledgerScopeTotals(l, sc)),
   });
-  return { store: spy, calls: () => calls };
+  return { store: spy, calls: () => counter.n };
 }
 
 describe('ledger input bounds (LIMITS)', () => {
@@ -178,9 +186,13 @@ describe('names and keys of the other parts (LIMITS.nameBytes, keyBytes, valueBy
   });
 
   it('a limiter subject over keyBytes is refused before any store call', async () => {
-    let calls = 0;
+    const counter = { n: 0 };
     const base = memoryStore();
-    const store = wrapStore(base, { limiterTake: (cmd) => (calls++, base.limiterTake?.(cmd) as never) });
+    const store = wrapStore(base, {
+      limiterTake: counting(counter, (cmd: Parameters<NonNullable<Store['limiterTake']>>[0]) =>
+        (base.limiterTake as NonNullable<Store['limiterTake']>)(cmd),
+      ),
+    });
     const limiter = createLimiter({ store, algorithm: 'gcra', limit: 5, window: '1s' });
     const key = ofBytes(LIMITS.keyBytes + 1);
     expect(await rejected(limiter.take(key))).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', path: 'key' });
@@ -188,17 +200,21 @@ describe('names and keys of the other parts (LIMITS.nameBytes, keyBytes, valueBy
       code: 'ERR_INVALID_ARGUMENT',
       path: 'key.key',
     });
-    expect(calls).toBe(0);
+    expect(counter.n).toBe(0);
     expect((await limiter.take(ofBytes(LIMITS.keyBytes))).allowed).toBe(true);
-    expect(calls).toBe(1);
+    expect(counter.n).toBe(1);
   });
 
   it('a version gate key over keyBytes and a value over valueBytes are refused before any store call', async () => {
-    let calls = 0;
+    const counter = { n: 0 };
     const base = memoryStore();
     const store = wrapStore(base, {
-      versionUpsert: (...a) => (calls++, base.versionUpsert?.(...a) as never),
-      versionGet: (...a) => (calls++, base.versionGet?.(...a) as never),
+      versionUpsert: counting(counter, (g: string, k: string, v: string, value: string) =>
+        (base.versionUpsert as NonNullable<Store['versionUpsert']>)(g, k, v, value),
+      ),
+      versionGet: counting(counter, (g: string, k: string) =>
+        (base.versionGet as NonNullable<Store['versionGet']>)(g, k),
+      ),
     });
     const gate = new VersionGate({ store });
     const key = ofBytes(LIMITS.keyBytes + 1);
@@ -212,7 +228,7 @@ describe('names and keys of the other parts (LIMITS.nameBytes, keyBytes, valueBy
       code: 'ERR_INVALID_ARGUMENT',
       path: 'value',
     });
-    expect(calls).toBe(0);
+    expect(counter.n).toBe(0);
     expect((await gate.upsert('k', 1, value.slice(1))).outcome).toBe('applied');
   });
 });
