@@ -11,6 +11,7 @@ export {
   isOnceflowError,
   OnceflowError,
   StoreError,
+  type StoreOutcome,
 } from './core/errors.js';
 export { LIMITS, type LimitName } from './core/limits.js';
 export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';

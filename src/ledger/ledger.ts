@@ -1,4 +1,4 @@
-import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError, type StoreError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
 import { optionWithinLimit, withinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
@@ -69,7 +69,35 @@ export interface Ledger {
   readonly name: string;
   readonly capacity: number;
   readonly store: Store;
-  /** Window check, balance change and journal append in one atomic step of the store. */
+  /**
+   * Window check, balance change and journal append in one atomic step of the store.
+   *
+   * Invalid input (a float amount, a missing owner, a size over `LIMITS`) rejects with
+   * `ERR_INVALID_ARGUMENT` before the store is called: nothing changed. A store failure rejects
+   * with a {@link StoreError} (`ERR_STORE`) that says what is safe: `outcome: 'not-applied'`
+   * (nothing happened) or `'unknown'` (the entry **may have been applied**: the command reached
+   * the store and its reply was lost, or it timed out), and `retriable` (whether trying again may
+   * succeed). A retry with the same entry is always safe: an entry that was applied answers
+   * `duplicate`, or `stale` once it has left the window, which `ledger.resolve` settles.
+   *
+   * @example
+   * ```ts
+   * const ledger = createLedger({ capacity: 4 });
+   * const entry = { owner: 'p1', signature: 's1', deltas: { coins: 5 } };
+   * async function applyWithRetry(attempts = 3) {
+   *   for (let i = 1; ; i++) {
+   *     try {
+   *       return await ledger.apply(entry); // the same entry every time: never booked twice
+   *     } catch (err) {
+   *       if (!isOnceflowError(err, 'ERR_STORE') || !(err as StoreError).retriable || i === attempts) throw err;
+   *       await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+   *     }
+   *   }
+   * }
+   * (await applyWithRetry()).outcome; // 'applied'
+   * (await applyWithRetry()).outcome; // 'duplicate'
+   * ```
+   */
   apply(entry: LedgerEntry): Promise<ApplyResult>;
   /** An owner's balances (`{}` when it never had an entry). */
   balances(owner: string): Promise<Balances>;
@@ -86,7 +114,9 @@ export interface Ledger {
  * delivery does (repeats, replays after a queue recovery, late arrivals from another room).
  *
  * Duplicates and stale entries are outcomes, not errors. Invalid input (a float amount, NaN, a
- * missing owner) throws an `ERR_INVALID_ARGUMENT` that names the field and changes nothing.
+ * missing owner, a signature over `LIMITS.signatureBytes`) throws an `ERR_INVALID_ARGUMENT` that
+ * names the field and changes nothing. An `ERR_STORE` may mean the entry was applied (see
+ * {@link Ledger.apply}): retry with the same entry.
  *
  * @example
  * ```ts

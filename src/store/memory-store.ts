@@ -20,6 +20,10 @@ import type {
   WindowState,
 } from './store.js';
 
+// A memory store's operation checks what can fail (the clock, the copy of meta) before it changes
+// anything, so a failure took no effect; what failed (a broken clock) stays broken until fixed.
+const NOT_APPLIED = { outcome: 'not-applied', retriable: false } as const;
+
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
   /** Time source for journal timestamps (and, later, limiter decisions). Default: the wall clock. */
@@ -144,7 +148,11 @@ class MemoryStore implements Store {
       return Promise.resolve(this.#apply(cmd));
     } catch (err) {
       // Nothing was changed (#apply reads and copies what can fail first): a store failure.
-      return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
+      return Promise.reject(
+        err instanceof InvalidArgumentError || err instanceof StoreError
+          ? err
+          : new StoreError('ledgerApply', err, NOT_APPLIED),
+      );
     }
   }
 
@@ -158,7 +166,7 @@ class MemoryStore implements Store {
       return Promise.reject(
         err instanceof InvalidArgumentError || err instanceof StoreError
           ? err
-          : new StoreError('limiterTake', err),
+          : new StoreError('limiterTake', err, NOT_APPLIED),
       );
     }
   }
@@ -315,7 +323,7 @@ function journalTime(clock: Clock): number {
   try {
     return wholeMs(clock.now(), 'store clock.now()');
   } catch (err) {
-    throw new StoreError('ledgerApply', err);
+    throw new StoreError('ledgerApply', err, NOT_APPLIED);
   }
 }
 
