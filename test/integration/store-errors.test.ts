@@ -20,10 +20,6 @@ async function storeError(promise: Promise<unknown>): Promise<StoreError> {
   return err;
 }
 
-const until = async (check: () => boolean) => {
-  for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-};
-
 describe('Redis: a reply lost after the script ran', () => {
   it("is outcome 'unknown', retriable; the apply happened, and the same entry sent again is a duplicate", async () => {
     const server = await startRedis();
