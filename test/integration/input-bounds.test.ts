@@ -6,9 +6,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   createLedger,
   createLimiter,
+  createReorderer,
+  createTenantRegistry,
   type LedgerEntry,
   LIMITS,
   memoryStore,
+  Snowflake,
   type Store,
   VersionGate,
 } from '../../src/index.js';
@@ -183,6 +186,40 @@ describe('names and keys of the other parts (LIMITS.nameBytes, keyBytes, valueBy
     expect(() => new VersionGate({ store, name })).toThrow(
       expect.objectContaining({ code: 'ERR_INVALID_OPTION', option: 'name' }),
     );
+  });
+
+  it('a checkpoint, snowflake clock and tenant named over nameBytes are refused before any store call', async () => {
+    const name = ofBytes(LIMITS.nameBytes + 1);
+    const counter = { n: 0 };
+    const base = memoryStore();
+    const store = wrapStore(base, {
+      checkpointLoad: counting(counter, (n: string) =>
+        (base.checkpointLoad as NonNullable<Store['checkpointLoad']>)(n),
+      ),
+      leaseRenew: counting(counter, (n: string, run: string, ms: number, takeover: number | undefined) =>
+        (base.leaseRenew as NonNullable<Store['leaseRenew']>)(n, run, ms, takeover),
+      ),
+    });
+    const reorderer = createReorderer<string>({
+      capacity: 4,
+      gapTimeout: 1000,
+      onRelease: () => {},
+      checkpoint: { store, name },
+    });
+    expect(await rejected(reorderer)).toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      option: 'checkpoint.name',
+    });
+    expect(await rejected(Snowflake.start({ worker: 1, store, name }))).toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      option: 'name',
+    });
+    expect(counter.n).toBe(0);
+    const tenants = createTenantRegistry({ store });
+    expect(() => tenants.init(name, { algorithm: 'gcra', limit: 2, window: '1s' })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARGUMENT', path: 'tenant' }),
+    );
+    expect(() => tenants.init(name.slice(1), { algorithm: 'gcra', limit: 2, window: '1s' })).not.toThrow();
   });
 
   it('a limiter subject over keyBytes is refused before any store call', async () => {
