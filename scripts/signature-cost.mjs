@@ -11,10 +11,9 @@
 // It starts its own redis-server on a free port (a quadratic script would hold a shared server
 // for seconds, and commandstats there count other clients' scripts too), unless a URL is given.
 // `--script file.lua` measures another build's script (a whole script as Redis runs it), e.g. the
-// one before a change:
-//   git show <commit>:src/redis/scripts.generated.ts > /tmp/old.ts &&
-//     node -e "import('/tmp/old.ts').then((m) => process.stdout.write(m.scripts.ledgerApply.text))" > /tmp/old.lua
-// Usage: npm run build && node scripts/signature-cost.mjs [redis-url] [--script file.lua] [--sizes 262144,1048576]
+// one before the delimited search (commit ffd9c46's parent):
+//   git show ffd9c46~1:src/redis/scripts.generated.ts | node -e "let t='';process.stdin.on('data',(d)=>t+=d).on('end',()=>process.stdout.write(JSON.parse(/ledgerApply: Object.freeze\(\{[\s\S]*?text: (\".*\"),\n/.exec(t)[1])))" > /tmp/old.lua
+// Usage: npm run build && node scripts/signature-cost.mjs [redis-url] [--script file.lua] [--sizes 262144,1048576] [--capacity 64]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
