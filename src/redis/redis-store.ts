@@ -26,6 +26,7 @@ import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
 import { scripts } from './scripts.generated.js';
+import { isClosedClient, type RedisCallKind, redisFailure, redisStoreError } from './store-error.js';
 
 // At most this many applies per script call. A ledger step costs ~15-20 µs of Redis time (on the
 // 2-core machine of BENCHMARKS.md), so 128 of them hold the server for ~2-3 ms at most (other
@@ -138,6 +139,10 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ordered: true,
     maxBatch: MAX_BATCH,
     async send(items) {
+      // Whether the script was given to the client, and whether the client was closed then (it
+      // refuses a command in the same synchronous run, never sends it): what a failure means.
+      let sent = false;
+      let closed = isClosedClient(client);
       try {
         // Owners this process had registered before: if the script finds no state for one of
         // them, Redis lost it (a restart without persistence, a failover to a lagging replica),
@@ -154,6 +159,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           for (const value of item.entry) entries.push(value);
         }
         // One JSON argument in, one JSON string out (see ledger-apply.lua).
+        closed = isClosedClient(client);
+        sent = true;
         const reply = await evalScript(client, scripts.ledgerApply, keys, [
           JSON.stringify(entries),
           maxEntries,
@@ -183,7 +190,10 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         }
         return replies.map(toApplyResult);
       } catch (err) {
-        throw new StoreError('ledgerApply', err);
+        if (sent) throw redisStoreError('ledgerApply', err, closed, 'script');
+        // The registration (or the batch's encoding) failed: the script never went out.
+        const { retriable } = redisFailure(err, closed, 'write');
+        throw new StoreError('ledgerApply', err, { outcome: 'not-applied', retriable });
       }
     },
   });
@@ -234,11 +244,17 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     timer.unref?.();
   }
 
-  async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  // A read or a delete: `kind` says which, for what its failure may have left (see redisFailure).
+  async function guarded<T>(
+    operation: string,
+    fn: () => Promise<T>,
+    kind: RedisCallKind = 'read',
+  ): Promise<T> {
+    const closed = isClosedClient(client);
     try {
       return await fn();
     } catch (err) {
-      throw new StoreError(operation, err);
+      throw redisStoreError(operation, err, closed, kind);
     }
   }
 
@@ -288,11 +304,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         return limiter.take(cmd);
       } catch (err) {
         // A malformed command is the caller's error, as in the memory store; anything else the store's.
-        return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('limiterTake', err));
+        return Promise.reject(
+          err instanceof InvalidArgumentError
+            ? err
+            : new StoreError('limiterTake', err, { outcome: 'not-applied', retriable: false }),
+        );
       }
     },
-    limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace)),
-    limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys)),
+    limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
+    limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
     ...redisOrderingOps(client, prefix),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
@@ -303,7 +323,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           enqueueApply(cmd, resolve, reject);
         } catch (err) {
           // A malformed command is the caller's error, as in the memory store; anything else the store's.
-          reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
+          // Thrown before it was queued: nothing was sent.
+          reject(
+            err instanceof InvalidArgumentError
+              ? err
+              : new StoreError('ledgerApply', err, { outcome: 'not-applied', retriable: false }),
+          );
         }
       }),
 

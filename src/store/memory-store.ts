@@ -8,7 +8,7 @@ import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter
 import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
-import { checkCapacity, checkDeltaPairs } from './apply-command.js';
+import { checkCapacity, checkCommandSizes, checkDeltaPairs } from './apply-command.js';
 import type {
   Balances,
   JournalEntry,
@@ -19,6 +19,10 @@ import type {
   Store,
   WindowState,
 } from './store.js';
+
+// A memory store's operation checks what can fail (the clock, the copy of meta) before it changes
+// anything, so a failure took no effect; what failed (a broken clock) stays broken until fixed.
+const NOT_APPLIED = { outcome: 'not-applied', retriable: false } as const;
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -144,7 +148,11 @@ class MemoryStore implements Store {
       return Promise.resolve(this.#apply(cmd));
     } catch (err) {
       // Nothing was changed (#apply reads and copies what can fail first): a store failure.
-      return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
+      return Promise.reject(
+        err instanceof InvalidArgumentError || err instanceof StoreError
+          ? err
+          : new StoreError('ledgerApply', err, NOT_APPLIED),
+      );
     }
   }
 
@@ -158,7 +166,7 @@ class MemoryStore implements Store {
       return Promise.reject(
         err instanceof InvalidArgumentError || err instanceof StoreError
           ? err
-          : new StoreError('limiterTake', err),
+          : new StoreError('limiterTake', err, NOT_APPLIED),
       );
     }
   }
@@ -262,6 +270,7 @@ class MemoryStore implements Store {
     // happens whole or not at all (DESIGN §3.3).
     checkDeltaPairs(cmd.deltas);
     checkCapacity(cmd.capacity);
+    checkCommandSizes(cmd);
     const at = this.#maxEntries > 0 ? journalTime(this.#clock) : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
@@ -314,7 +323,7 @@ function journalTime(clock: Clock): number {
   try {
     return wholeMs(clock.now(), 'store clock.now()');
   } catch (err) {
-    throw new StoreError('ledgerApply', err);
+    throw new StoreError('ledgerApply', err, NOT_APPLIED);
   }
 }
 
