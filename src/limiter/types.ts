@@ -71,6 +71,13 @@ export interface LimiterTakeCommand {
   readonly cost: number;
   /** Decision time; `undefined`: the store's own clock (Redis `TIME`, the memory store's clock). */
   readonly now?: number | undefined;
+  /**
+   * How long the caller waits for the answer (ms from the call; `undefined`: as long as the
+   * store takes). Past it the caller answers without the store (its degraded policy), so a remote
+   * store must never charge the take later: the Redis store fences the command (see
+   * src/redis/limiter-backend.ts). An in-process store answers at once and may ignore it.
+   */
+  readonly timeoutMs?: number | undefined;
 }
 
 /**
