@@ -170,16 +170,13 @@ export class ReorderBuffer<T> {
 
   /** Accepts one item; see {@link PushOutcome}. `now` defaults to the clock. */
   push(seq: number, item: T, now?: number): PushResult<T> {
-    const ahead = seq - this.#next;
+    // The type first: `seq - next` throws a raw TypeError for a bigint or a symbol, and calls an
+    // object's valueOf. NaN for anything not a number fails the window test below, and the
+    // check after it refuses it with a typed error before any state changes.
+    const ahead = typeof seq === 'number' ? seq - this.#next : Number.NaN;
     // A number at most 2^53 - 1 whose offset from `next` (a safe integer) is an integer in
     // (0, capacity) is a safe integer: the same test as Number.isSafeInteger, without the call.
-    if (
-      typeof seq === 'number' &&
-      ahead > 0 &&
-      ahead < this.#capacity &&
-      (ahead | 0) === ahead &&
-      seq <= Number.MAX_SAFE_INTEGER
-    ) {
+    if (ahead > 0 && ahead < this.#capacity && (ahead | 0) === ahead && seq <= Number.MAX_SAFE_INTEGER) {
       // Inside the window, behind a hole: the most common case of a disordered stream, first.
       // The common `now`: a number not behind the latest time seen (else #time decides and checks).
       const t =
