@@ -207,7 +207,7 @@ export class ReorderBuffer<T> {
     const learn = this.#learn;
     if (seq < next) return this.#pushBelow(seq, item, t, learn);
     let gaps = NO_GAPS;
-    let out: Release<T>[] | undefined;
+    let out: Release<T, false>[] | undefined;
     if (seq - next >= this.#capacity) {
       if (this.#overflow === 'reject') return REJECTED;
       out = [];
@@ -262,7 +262,7 @@ export class ReorderBuffer<T> {
    */
   tick(now?: number): TickResult<T> {
     const t = this.#time(now);
-    const released: Release<T>[] = [];
+    const released: Release<T, false>[] = [];
     const gaps: GapRange[] = [];
     for (;;) {
       const since = this.#holeSince();
@@ -361,7 +361,7 @@ export class ReorderBuffer<T> {
   }
 
   /** Moves `next` up to `target`: buffered items on the way are released, holes become missing. */
-  #advanceTo(target: number, out: Release<T>[], openedAt: number): GapRange[] {
+  #advanceTo(target: number, out: Release<T, false>[], openedAt: number): GapRange[] {
     const gaps: GapRange[] = [];
     while (this.#next < target) {
       const s = this.#next;
@@ -381,7 +381,7 @@ export class ReorderBuffer<T> {
   }
 
   /** Releases the contiguous buffered run starting at `next`. */
-  #releaseRun(out: Release<T>[]): void {
+  #releaseRun(out: Release<T, false>[]): void {
     const first = this.#next;
     const mask = this.#mask;
     const items = this.#items;
