@@ -11,23 +11,20 @@ import { connect as tlsConnect } from 'node:tls';
 // a connection across continents; a server that says nothing in 1 s is not answering this protocol.
 const PROBE_TIMEOUT_MS = 1000;
 
-/** The errors a TLS mismatch shows as, for a URL that asks for TLS (`tls`) or does not. */
-function looksLikeMismatch(error: unknown, tls: boolean): boolean {
+/** An error's code and message, as one string to match. */
+function errorText(error: unknown): string {
   const e = error as { code?: unknown; message?: unknown } | undefined;
-  const code = typeof e?.code === 'string' ? e.code : '';
-  const message = typeof e?.message === 'string' ? e.message : '';
-  if (tls) {
-    return (
-      ['ETIMEDOUT', 'ECONNRESET', 'EPROTO', 'ERR_SSL_WRONG_VERSION_NUMBER'].includes(code) ||
-      /ETIMEDOUT|ECONNRESET|wrong version number|packet length too long|socket disconnected before secure/i.test(
-        message,
-      )
-    );
-  }
-  return ['ECONNRESET', 'EPIPE'].includes(code) || /ECONNRESET|EPIPE|Protocol error/i.test(message);
+  return `${typeof e?.code === 'string' ? e.code : ''} ${typeof e?.message === 'string' ? e.message : ''}`;
 }
 
-/** What a probe of host:port found: the protocol it tried answered, or a connection and no answer, or no connection. */
+// The errors a TLS mismatch shows as: for a URL that asks for TLS, a handshake that times out or
+// is answered with something that is not TLS; for one that does not, a connection the TLS server
+// resets or answers with bytes that are not RESP.
+const TLS_URL_MISMATCH =
+  /ETIMEDOUT|ECONNRESET|EPROTO|wrong version number|packet length too long|before secure/i;
+const PLAIN_URL_MISMATCH = /ECONNRESET|EPIPE|Protocol error/i;
+
+/** What a probe found: its protocol answered, or a connection and no answer, or no connection. */
 type Probe = 'answered' | 'silent' | 'unreachable';
 
 /** Whether host:port answers a plain RESP `PING` (with any reply: PONG, NOAUTH, an error). */
@@ -41,6 +38,7 @@ function probePlain(host: string, port: number): Promise<Probe> {
     };
     socket.setTimeout(PROBE_TIMEOUT_MS, () => done(false));
     socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
     // A RESP reply starts with one of these type bytes (RESP2 and RESP3).
     socket.once('data', (d: Buffer) => done('+-:$*%_#,(=!|>~'.includes(String.fromCharCode(d[0] ?? 0))));
     socket.connect(port, host, () => {
@@ -64,14 +62,16 @@ function probeTls(host: string, port: number): Promise<Probe> {
       connected = true;
     });
     socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
     socket.once('secureConnect', () => done(true));
   });
 }
 
 /**
- * A sentence to add to a connection error of `url` when TLS may not match on both ends, or `''`.
- * Confirmed with one probe of the server when it answers (`the server ... answers without TLS`);
- * otherwise said as a possibility.
+ * A sentence to add to a connection error of `url` when TLS does not match on both ends, or `''`.
+ * Said when one probe of the server bears it out (`the server ... answers without it`), or as a
+ * possibility when a rediss:// handshake timed out on a server that answers neither protocol.
+ * Never for a server that closes connections for another reason (too many clients, a proxy).
  *
  * Usage (the demo is internal to the CLI, not public API):
  *
@@ -85,21 +85,21 @@ export async function tlsMismatchHint(url: string, error: unknown): Promise<stri
     return '';
   }
   const tls = parsed.protocol === 'rediss:';
-  if (!looksLikeMismatch(error, tls)) return '';
+  const text = errorText(error);
+  if (!(tls ? TLS_URL_MISMATCH : PLAIN_URL_MISMATCH).test(text)) return '';
   const host = parsed.hostname.replace(/^\[|\]$/g, '') || 'localhost';
   const port = parsed.port === '' ? 6379 : Number(parsed.port);
   const where = `${host}:${port}`;
-  // A server that cannot be reached at all is not a TLS question: the error says enough.
-  if (tls) {
-    const probe = await probePlain(host, port);
-    if (probe === 'unreachable') return '';
-    return probe === 'answered'
-      ? `; TLS does not match: the URL asks for TLS (rediss://) and the server at ${where} answers without it: use redis://`
-      : '; TLS may not match: the URL asks for TLS (rediss://); if the server does not use TLS, use redis://';
+  if (!tls) {
+    return (await probeTls(host, port)) === 'answered'
+      ? `; TLS does not match: the server at ${where} speaks TLS and the URL does not ask for it: use rediss://`
+      : '';
   }
-  const probe = await probeTls(host, port);
-  if (probe === 'unreachable') return '';
-  return probe === 'answered'
-    ? `; TLS does not match: the server at ${where} speaks TLS and the URL does not ask for it: use rediss://`
-    : '; TLS may not match: the URL does not ask for TLS (redis://); if the server uses TLS, use rediss://';
+  const probe = await probePlain(host, port);
+  if (probe === 'answered') {
+    return `; TLS does not match: the URL asks for TLS (rediss://) and the server at ${where} answers without it: use redis://`;
+  }
+  return probe === 'silent' && text.includes('ETIMEDOUT')
+    ? '; TLS may not match: the URL asks for TLS (rediss://); if the server does not use TLS, use redis://'
+    : '';
 }
