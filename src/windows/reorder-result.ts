@@ -16,8 +16,9 @@ export const STALE = constant('stale');
 export const REJECTED = constant('rejected');
 
 /**
- * `out` as a push result. The caller passes what the union says for `outcome` (a non-empty run
- * for `released`, the one late release for `late`): the push code holds it, the type cannot.
+ * `out` as a push result. The caller passes what the union says for `outcome` (only in-order
+ * releases, or for `late` the one late release and no gaps): the push code holds it, the type
+ * cannot.
  */
 export function result<T>(out: Release<T>[], outcome: PushOutcome, gaps: readonly GapRange[]): PushResult<T> {
   // Plain stores, not Object.assign: every result array then shares one hidden class.
