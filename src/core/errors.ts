@@ -149,7 +149,6 @@ export class InvalidDurationError extends OnceflowError {
  * ```ts
  * // A store whose server is down (here: a memory store made to fail, from onceflow/testing).
  * const down = wrapStore(memoryStore(), {
- *   limiterDecideSync: undefined,
  *   limiterTake: () => Promise.reject(new Error('connection refused')),
  * });
  * const limiter = createLimiter({ store: down, algorithm: 'gcra', limit: 5, window: '1s' });
