@@ -725,12 +725,9 @@ describe('createLimiter', () => {
 
   it("a store with an earlier build's limiterTakeSync(command) is not mistaken for a synchronous one", async () => {
     // The earlier contract: limiterTakeSync(command) answered a reply, not a decision.
-    const store = Object.assign(
-      wrapStore(memoryStore({ clock: new FakeClock(0) }), {}),
-      {
-        limiterTakeSync: () => ({ now: 0, allowed: true, verdicts: [] }),
-      },
-    );
+    const store = Object.assign(wrapStore(memoryStore({ clock: new FakeClock(0) }), {}), {
+      limiterTakeSync: () => ({ now: 0, allowed: true, verdicts: [] }),
+    });
     const limiter = createLimiter({ store, algorithm: 'fixed-window', limit: 1, window: '1s' });
     expect(await limiter.take('u')).toMatchObject({
       allowed: true,

@@ -221,8 +221,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
   // a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
-  const timeoutMs =
-    timeoutOption ?? (inProcess !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
+  const timeoutMs = timeoutOption ?? (inProcess !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   return new RateLimiter({
     store,
     inProcess,

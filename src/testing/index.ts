@@ -15,8 +15,8 @@ export type {
   LimiterStep,
 } from './limiter-cases.js';
 export type { OrderingCase, OrderingStep, StoredVersion } from './ordering-cases.js';
-export type { AnyCase, KitOptions, OutageHook, Suite, SuiteCaseResult, SuiteName } from './suites.js';
 export { freePort, pingable, type StartedRedis, startCluster, startRedis } from './redis-servers.js';
+export type { AnyCase, KitOptions, OutageHook, Suite, SuiteCaseResult, SuiteName } from './suites.js';
 export { startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcp-proxy.js';
 export { wrapStore } from './wrap-store.js';
 

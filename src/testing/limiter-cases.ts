@@ -87,7 +87,12 @@ const v = (allowed: boolean, remaining: number, resetAt: number, retryAfterMs: n
   retryAfterMs,
 });
 /** A take of `cost` at `at` whose every limit answers as listed (allowed iff all of them allow). */
-const take = (at: number | 'store', cost: number, verdicts: ExpectedVerdict[], extra: Partial<Take> = {}): Take => ({
+const take = (
+  at: number | 'store',
+  cost: number,
+  verdicts: ExpectedVerdict[],
+  extra: Partial<Take> = {},
+): Take => ({
   op: 'take',
   at,
   cost,
@@ -232,7 +237,12 @@ export const limiterCases: readonly LimiterCase[] = deepFreeze<LimiterCase[]>([
     // Resets relative to the reply's `now`; an hour's window, so no real time passed ends it.
     limits: [{ id: 'h', algorithm: 'fixed-window', limit: 2, windowMs: 3_600_000 }],
     steps: [
-      { op: 'take', at: 'store', cost: 2, expect: { allowed: true, verdicts: [{ allowed: true, remaining: 0 }] } },
+      {
+        op: 'take',
+        at: 'store',
+        cost: 2,
+        expect: { allowed: true, verdicts: [{ allowed: true, remaining: 0 }] },
+      },
       {
         op: 'take',
         at: 'store',
@@ -258,7 +268,11 @@ export const limiterCases: readonly LimiterCase[] = deepFreeze<LimiterCase[]>([
       { op: 'take-invalid', now: 2 ** 52, code: 'ERR_INVALID_ARGUMENT' },
       { op: 'take-invalid', spec: { field: 'limit', value: 0 }, code: 'ERR_INVALID_ARGUMENT' },
       { op: 'take-invalid', spec: { field: 'windowMs', value: 1.5 }, code: 'ERR_INVALID_ARGUMENT' },
-      { op: 'take-invalid', spec: { field: 'algorithm', value: 'leaky-bucket' }, code: 'ERR_INVALID_ARGUMENT' },
+      {
+        op: 'take-invalid',
+        spec: { field: 'algorithm', value: 'leaky-bucket' },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
       { op: 'take-invalid', spec: { field: 'id', value: '' }, code: 'ERR_INVALID_ARGUMENT' },
       // Unchanged by all of that.
       take(0, 0, [v(true, 2, 1000)]),

@@ -41,6 +41,8 @@ export async function pingable(port: number, host = '127.0.0.1', timeoutMs = 500
     };
     socket.setTimeout(timeoutMs, () => done(false));
     socket.once('error', () => done(false));
+    // Closed by the other end before a reply (a proxy refusing connections): no timeout fires then.
+    socket.once('close', () => done(false));
     socket.connect(port, host, () => socket.write('PING\r\n'));
     socket.once('data', (d) => done(d.toString().startsWith('+PONG')));
   });

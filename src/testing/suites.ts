@@ -90,7 +90,8 @@ export const suites: readonly Suite[] = Object.freeze(
     },
     {
       name: 'limiter',
-      description: 'each algorithm at window edges, exact waits, costs, multi-limit all-or-nothing, malformed takes',
+      description:
+        'each algorithm at window edges, exact waits, costs, multi-limit all-or-nothing, malformed takes',
       ops: ['limiterTake'],
       cases: byName('limiter', limiterCases),
     },
@@ -251,7 +252,8 @@ async function runLimiter(
       case 'take-invalid': {
         const spec = specs[0] as LimitSpec;
         const bad = step.spec;
-        const broken = bad === undefined ? spec : Object.freeze({ ...spec, [bad.field]: badValue(bad.value) });
+        const broken =
+          bad === undefined ? spec : Object.freeze({ ...spec, [bad.field]: badValue(bad.value) });
         const command = {
           limits: callsOf('k', undefined, [broken, ...specs.slice(1)]),
           cost: step.cost === undefined ? 1 : badValue(step.cost),
@@ -265,7 +267,8 @@ async function runLimiter(
         }
         return pending.then(
           (reply) => `expected a rejection with ${step.code}, got an answer ${JSON.stringify(reply)}`,
-          (err: unknown) => (hasCode(err, step.code) ? undefined : `expected ${step.code}, got ${describe(err)}`),
+          (err: unknown) =>
+            hasCode(err, step.code) ? undefined : `expected ${step.code}, got ${describe(err)}`,
         );
       }
       case 'outage-begin':
@@ -285,8 +288,10 @@ async function runLimiter(
           return `threw synchronously (a store rejects, never throws): ${String(err)}`;
         }
         return pending.then(
-          (reply) => `expected a rejection with ${step.code} while unreachable, got an answer ${JSON.stringify(reply)}`,
-          (err: unknown) => (hasCode(err, step.code) ? undefined : `expected ${step.code}, got ${describe(err)}`),
+          (reply) =>
+            `expected a rejection with ${step.code} while unreachable, got an answer ${JSON.stringify(reply)}`,
+          (err: unknown) =>
+            hasCode(err, step.code) ? undefined : `expected ${step.code}, got ${describe(err)}`,
         );
       }
       case 'delete': {
@@ -304,8 +309,10 @@ async function runLimiter(
     expect: { allowed: boolean; verdicts?: ExpectedVerdict[] },
     base: number,
   ): string | undefined {
-    if (!isPlainObject(reply) || !Array.isArray(reply.verdicts)) return `expected a reply, got ${describe(reply)}`;
-    if (now !== undefined && reply.now !== now) return `reply now: expected ${now} (the command's), got ${reply.now}`;
+    if (!isPlainObject(reply) || !Array.isArray(reply.verdicts))
+      return `expected a reply, got ${describe(reply)}`;
+    if (now !== undefined && reply.now !== now)
+      return `reply now: expected ${now} (the command's), got ${reply.now}`;
     if (reply.verdicts.length !== specs.length) {
       return `expected one verdict per limit (${specs.length}), got ${reply.verdicts.length}`;
     }
@@ -334,7 +341,11 @@ function shown(verdict: LimiterTakeReply['verdicts'][number], expected: Expected
 
 function toLimitSpec(l: LimiterCaseLimit): LimitSpec {
   const param =
-    l.algorithm === 'sliding-window' ? (l.granularityMs ?? l.windowMs) : l.algorithm === 'gcra' ? (l.burst ?? l.limit) : 0;
+    l.algorithm === 'sliding-window'
+      ? (l.granularityMs ?? l.windowMs)
+      : l.algorithm === 'gcra'
+        ? (l.burst ?? l.limit)
+        : 0;
   return Object.freeze({ id: l.id, algorithm: l.algorithm, limit: l.limit, windowMs: l.windowMs, param });
 }
 
@@ -370,24 +381,34 @@ async function runOrdering(store: Store, c: OrderingCase, prefix: string): Promi
         return differ('stored', (await ops.versionGet(nameOf(step.name), step.key)) ?? null, step.expect);
       case 'version-race': {
         const gate = nameOf(step.name);
-        const got = await Promise.all(step.values.map((value) => ops.versionUpsert(gate, step.key, step.version, value)));
+        const got = await Promise.all(
+          step.values.map((value) => ops.versionUpsert(gate, step.key, step.version, value)),
+        );
         const winners = step.values.filter((_, j) => got[j]?.outcome === 'applied');
-        if (winners.length !== 1) return `racing upserts: expected exactly one applied, got ${winners.length}`;
+        if (winners.length !== 1)
+          return `racing upserts: expected exactly one applied, got ${winners.length}`;
         const others = got.filter((r) => r.outcome !== 'applied');
         const wrong = others.find((r) => r.outcome !== 'duplicate' || r.version !== step.version);
-        if (wrong) return `racing upserts: the others must be duplicates of ${step.version}, got ${JSON.stringify(wrong)}`;
+        if (wrong)
+          return `racing upserts: the others must be duplicates of ${step.version}, got ${JSON.stringify(wrong)}`;
         return differ('stored after the race', await ops.versionGet(gate, step.key), {
           version: step.version,
           value: winners[0],
         });
       }
       case 'checkpoint-save':
-        return differ('save', await ops.checkpointSave(nameOf(step.name), step.revision, step.data), step.expect);
+        return differ(
+          'save',
+          await ops.checkpointSave(nameOf(step.name), step.revision, step.data),
+          step.expect,
+        );
       case 'checkpoint-load':
         return differ('loaded', (await ops.checkpointLoad(nameOf(step.name))) ?? null, step.expect);
       case 'checkpoint-race': {
         const name = nameOf(step.name);
-        const got = await Promise.all(step.datas.map((data) => ops.checkpointSave(name, step.revision, data)));
+        const got = await Promise.all(
+          step.datas.map((data) => ops.checkpointSave(name, step.revision, data)),
+        );
         const winners = step.datas.filter((_, j) => got[j] === 'saved');
         if (winners.length !== 1) return `racing saves: expected exactly one saved, got ${winners.length}`;
         return differ('loaded after the race', await ops.checkpointLoad(name), {
@@ -403,11 +424,15 @@ async function runOrdering(store: Store, c: OrderingCase, prefix: string): Promi
       }
       case 'lease-race': {
         const name = nameOf(step.name);
-        const got = await Promise.all(step.runs.map((run) => ops.leaseRenew(name, run, step.ms, step.takeover)));
+        const got = await Promise.all(
+          step.runs.map((run) => ops.leaseRenew(name, run, step.ms, step.takeover)),
+        );
         const held = got.filter((r) => r.held);
-        if (held.length !== 1) return `racing takeovers: expected exactly one to hold the name, got ${held.length}`;
+        if (held.length !== 1)
+          return `racing takeovers: expected exactly one to hold the name, got ${held.length}`;
         const wrong = got.find((r) => !r.held && r.ms !== held[0]?.ms);
-        if (wrong) return `racing takeovers: a refused run must be told the winner's lease, got ${JSON.stringify(wrong)}`;
+        if (wrong)
+          return `racing takeovers: a refused run must be told the winner's lease, got ${JSON.stringify(wrong)}`;
         return undefined;
       }
     }
@@ -470,7 +495,11 @@ function checkOptions(store: Store, options: KitOptions): void {
     const list = options[key];
     if (list === undefined || (key === 'require' && list === true)) continue;
     if (!Array.isArray(list) || !list.every((n) => SUITE_NAMES.has(n))) {
-      throw new InvalidArgumentError(`options.${key}`, `a list of suite names (${[...SUITE_NAMES].join(', ')})`, list);
+      throw new InvalidArgumentError(
+        `options.${key}`,
+        `a list of suite names (${[...SUITE_NAMES].join(', ')})`,
+        list,
+      );
     }
   }
   const outage = options.outage as Partial<OutageHook> | undefined;

@@ -185,7 +185,8 @@ export async function startTcpProxy(upstreamPort: number, options: TcpProxyOptio
       cut = false;
     },
     latency: (ms) => {
-      if (!Number.isSafeInteger(ms) || ms < 0) throw new InvalidArgumentError('ms', 'whole milliseconds >= 0', ms);
+      if (!Number.isSafeInteger(ms) || ms < 0)
+        throw new InvalidArgumentError('ms', 'whole milliseconds >= 0', ms);
       delayMs = ms;
     },
     async close() {

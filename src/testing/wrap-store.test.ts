@@ -51,8 +51,19 @@ describe('wrapStore', () => {
     expect((await limiter.take('k')).reason).toBe('degraded-deny');
     // A spy of limiterTake sees every take, with no override of anything else.
     let takes = 0;
-    const spied = wrapStore(base, { limiterTake: (cmd) => (takes++, base.limiterTake!(cmd)) });
-    const counted = createLimiter({ store: spied, algorithm: 'gcra', limit: 5, window: '1s', blockCache: false });
+    const spied = wrapStore(base, {
+      limiterTake: (cmd) => {
+        takes++;
+        return base.limiterTake!(cmd);
+      },
+    });
+    const counted = createLimiter({
+      store: spied,
+      algorithm: 'gcra',
+      limit: 5,
+      window: '1s',
+      blockCache: false,
+    });
     for (let i = 0; i < 3; i++) await counted.take('k');
     expect(takes).toBe(3);
   });

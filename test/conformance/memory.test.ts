@@ -20,7 +20,9 @@ describe('conformance: memory store', () => {
     let down = false;
     const cut = wrapStore(base, {
       limiterTake: (cmd) =>
-        down ? Promise.reject(new StoreError('limiterTake', new Error('unreachable'))) : base.limiterTake!(cmd),
+        down
+          ? Promise.reject(new StoreError('limiterTake', new Error('unreachable')))
+          : base.limiterTake!(cmd),
     });
     const outage = { begin: () => void (down = true), end: () => void (down = false) };
     const results = await conformance.run(cut, { suites: ['limiter-outage'], outage, require: true });
@@ -73,7 +75,10 @@ describe('conformance: memory store', () => {
       'checkpoint',
       'snowflake-clock',
     ]);
-    const required = await conformance.run(ledgerOnly, { suites: ['ledger', 'version-gate'], require: ['version-gate'] });
+    const required = await conformance.run(ledgerOnly, {
+      suites: ['ledger', 'version-gate'],
+      require: ['version-gate'],
+    });
     expect(required.filter((r) => r.suite === 'ledger').every((r) => r.failures.length === 0)).toBe(true);
     const gate = required.filter((r) => r.suite === 'version-gate');
     expect(gate.length).toBeGreaterThan(0);

@@ -47,7 +47,10 @@ const mutants: { name: string; suite: SuiteName; make: (base: Store) => Override
     make: (base) => ({
       async limiterTake(cmd) {
         if (cmd.limits.length < 2) return base.limiterTake!(cmd);
-        const reply = (await base.limiterTake!({ ...cmd, limits: cmd.limits.slice(0, -1) })) as LimiterTakeReply;
+        const reply = (await base.limiterTake!({
+          ...cmd,
+          limits: cmd.limits.slice(0, -1),
+        })) as LimiterTakeReply;
         const last = cmd.limits.at(-1)!.spec;
         const free = { allowed: true, remaining: last.limit, resetAt: reply.now, retryAfterMs: 0 };
         return { ...reply, verdicts: [...reply.verdicts, free] };
@@ -73,7 +76,9 @@ const mutants: { name: string; suite: SuiteName; make: (base: Store) => Override
         const reply = (await base.limiterTake!(cmd)) as LimiterTakeReply;
         return {
           ...reply,
-          verdicts: reply.verdicts.map((v) => (v.retryAfterMs > 0 ? { ...v, retryAfterMs: v.retryAfterMs + 1 } : v)),
+          verdicts: reply.verdicts.map((v) =>
+            v.retryAfterMs > 0 ? { ...v, retryAfterMs: v.retryAfterMs + 1 } : v,
+          ),
         };
       },
     }),
@@ -99,7 +104,9 @@ const mutants: { name: string; suite: SuiteName; make: (base: Store) => Override
   {
     name: 'limiterTake ignores the time in the command (decides on its own clock)',
     suite: 'limiter',
-    make: (base) => ({ limiterTake: (cmd: LimiterTakeCommand) => base.limiterTake!({ ...cmd, now: undefined }) }),
+    make: (base) => ({
+      limiterTake: (cmd: LimiterTakeCommand) => base.limiterTake!({ ...cmd, now: undefined }),
+    }),
   },
   {
     name: 'limiterDelete deletes nothing',
@@ -122,7 +129,12 @@ const mutants: { name: string; suite: SuiteName; make: (base: Store) => Override
     make: (base) => ({
       async limiterTake(cmd) {
         if (!outageState.down) return base.limiterTake!(cmd);
-        const verdicts = cmd.limits.map((l) => ({ allowed: true, remaining: l.spec.limit, resetAt: 0, retryAfterMs: 0 }));
+        const verdicts = cmd.limits.map((l) => ({
+          allowed: true,
+          remaining: l.spec.limit,
+          resetAt: 0,
+          retryAfterMs: 0,
+        }));
         return { now: cmd.now ?? 0, allowed: true, verdicts };
       },
     }),
@@ -152,8 +164,7 @@ const mutants: { name: string; suite: SuiteName; make: (base: Store) => Override
   {
     name: 'versionUpsert compares versions as text',
     suite: 'version-gate',
-    make: () =>
-      gateOverrides((_c, version, stored) => version > stored),
+    make: () => gateOverrides((_c, version, stored) => version > stored),
   },
   {
     name: 'versionUpsert reads, then writes in a second step (not atomic)',
@@ -206,7 +217,10 @@ const mutants: { name: string; suite: SuiteName; make: (base: Store) => Override
     name: 'leaseRenew lowers the lease',
     suite: 'snowflake-clock',
     make: () =>
-      leaseOverrides((stored, run, takeover) => stored.run === run || (takeover !== undefined && stored.ms <= takeover), true),
+      leaseOverrides(
+        (stored, run, takeover) => stored.run === run || (takeover !== undefined && stored.ms <= takeover),
+        true,
+      ),
   },
   {
     name: 'timestampAdvance lowers the timestamp',
@@ -239,7 +253,10 @@ function gateOverrides(
       const stored = gates.get(id);
       // A read, then the write in a second round trip: racing writers all read the same.
       if (twoSteps) await tick();
-      if (stored !== undefined && !applies(compareIntStrings(version, stored.version), version, stored.version)) {
+      if (
+        stored !== undefined &&
+        !applies(compareIntStrings(version, stored.version), version, stored.version)
+      ) {
         return { outcome: version === stored.version ? 'duplicate' : 'stale', version: stored.version };
       }
       gates.set(id, { version, value });
@@ -301,7 +318,12 @@ describe('the conformance kit catches one broken store operation at a time', () 
       const results = await conformance.run(store, { suites: [mutant.suite], outage, require: true });
       outageState.down = false;
       const failed = results.filter((r) => r.failures.length > 0);
-      if (process.env.SHOW_MUTANTS) console.log(mutant.name, '->', failed.map((r) => `${r.name}: ${r.failures[0]}`));
+      if (process.env.SHOW_MUTANTS)
+        console.log(
+          mutant.name,
+          '->',
+          failed.map((r) => `${r.name}: ${r.failures[0]}`),
+        );
       expect(failed.length, `no case of ${mutant.suite} failed`).toBeGreaterThan(0);
     });
   }

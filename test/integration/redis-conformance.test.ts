@@ -50,7 +50,8 @@ describe('conformance: Redis store cut off its server (limiter-outage)', () => {
       const outage = {
         begin: async () => {
           proxy.cut();
-          for (let i = 0; i < 250 && client.status === 'ready'; i++) await new Promise((r) => setTimeout(r, 5));
+          for (let i = 0; i < 250 && client.status === 'ready'; i++)
+            await new Promise((r) => setTimeout(r, 5));
         },
         end: async () => {
           proxy.restore();

@@ -1,2 +1,8 @@
 // The helpers ship in onceflow/testing; tests import them from here as before.
-export { freePort, pingable, type StartedRedis, startCluster, startRedis } from '../../src/testing/redis-servers.js';
+export {
+  freePort,
+  pingable,
+  type StartedRedis,
+  startCluster,
+  startRedis,
+} from '../../src/testing/redis-servers.js';
