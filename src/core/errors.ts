@@ -172,7 +172,6 @@ export type StoreOutcome = 'unknown' | 'not-applied';
  * ```ts
  * // A store whose server is down (here: a memory store made to fail, from onceflow/testing).
  * const down = wrapStore(memoryStore(), {
- *   limiterDecideSync: undefined,
  *   limiterTake: () => Promise.reject(new Error('connection refused')),
  * });
  * const limiter = createLimiter({ store: down, algorithm: 'gcra', limit: 5, window: '1s' });
@@ -297,10 +296,15 @@ export function describe(value: unknown): string {
  * isOnceflowError(err, 'ERR_INVALID_OPTION'); // true
  * isOnceflowError(err, 'ERR_STORE'); // false
  * isOnceflowError(new Error('capacity')); // false
+ * // With ERR_STORE it narrows to a StoreError: `outcome` and `retriable` are typed.
+ * const lost: unknown = new StoreError('ledgerApply', new Error('reset'), { outcome: 'unknown', retriable: true });
+ * isOnceflowError(lost, 'ERR_STORE') && lost.retriable; // true
  * // By shape, not instanceof: an error of another copy of the package passes too.
  * isOnceflowError({ name: 'OnceflowError', code: 'ERR_CLOSED', message: 'x is closed' }, 'ERR_CLOSED'); // true
  * ```
  */
+export function isOnceflowError(err: unknown, code: typeof ErrorCode.STORE): err is StoreError;
+export function isOnceflowError(err: unknown, code?: ErrorCode): err is OnceflowError;
 export function isOnceflowError(err: unknown, code?: ErrorCode): err is OnceflowError {
   return (
     typeof err === 'object' &&

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { inProcessSpy } from '../../test/support/in-process.js';
 import { thrown } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError, StoreError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
 import { VersionGate } from '../ordering/version-gate.js';
+import { type InProcessLimiter, inProcessLimiterOf } from '../store/in-process.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
@@ -21,10 +23,9 @@ const fixture = (options: Omit<LimiterOptions, 'store' | 'clock'>, start = 0) =>
 function spyStore(clock: FakeClock) {
   const inner = memoryStore({ clock });
   const state = { calls: 0, mode: 'ok' as 'ok' | 'fail' | 'hang' };
-  // Without the synchronous path, so every decision goes through the spied limiterTake.
+  // Wrapped, so every decision goes through the spied limiterTake (no in-process path).
   const store = wrapStore(inner, {
     kind: 'spy',
-    limiterDecideSync: undefined,
     limiterTake(cmd: LimiterTakeCommand) {
       state.calls++;
       if (state.mode === 'fail') return Promise.reject(new Error('connection refused'));
@@ -289,7 +290,6 @@ describe('createLimiter', () => {
     const clock = new FakeClock(0);
     const inner = memoryStore({ clock });
     const hanging = wrapStore(inner, {
-      limiterDecideSync: undefined,
       limiterTake: () => new Promise<never>(() => {}),
     });
     expect(hanging.kind).toBe('memory');
@@ -447,7 +447,10 @@ describe('createLimiter', () => {
   });
 
   it('an in-process store answering no decision: the degraded policy decides, take never throws', async () => {
-    const store = wrapStore(memoryStore(), { limiterDecideSync: (() => undefined) as never });
+    const store = inProcessSpy(memoryStore(), {
+      decide: (() => undefined) as never,
+      decideOne: (() => undefined) as never,
+    });
     const deny = createLimiter({ store, algorithm: 'gcra', limit: 5, window: '1s', degraded: 'deny' });
     let pending: Promise<unknown> | undefined;
     expect(() => {
@@ -476,7 +479,7 @@ describe('createLimiter', () => {
     expect(isOnceflowError(err, 'ERR_STORE')).toBe(true);
   });
 
-  it('the memory store called directly through its sync methods refuses a bad cost or time, and charges nothing', () => {
+  it('the memory store called directly through its in-process path refuses a bad cost or time, and charges nothing', () => {
     const clock = new FakeClock(5000);
     const store = memoryStore({ clock });
     const limiter = createLimiter({
@@ -487,8 +490,9 @@ describe('createLimiter', () => {
       granularity: 100,
     });
     const call = { spec: limiter.limits[0] as LimitSpec, key: '{direct}:k' };
-    const decideSync = (cost: number, now?: number) => store.limiterDecideSync!([call], cost, now);
-    const decideOne = (cost: number, now?: number) => store.limiterDecideOneSync!(call, cost, now);
+    const inProcess = inProcessLimiterOf(store) as InProcessLimiter;
+    const decideSync = (cost: number, now?: number) => inProcess.decide([call], cost, now);
+    const decideOne = (cost: number, now?: number) => inProcess.decideOne(call, cost, now);
     for (const take of [decideSync, decideOne]) {
       for (const cost of [-1, 1.5, Number.POSITIVE_INFINITY, Number.NaN]) {
         expect(
@@ -528,7 +532,6 @@ describe('createLimiter', () => {
     const inner = memoryStore({ clock });
     // A store whose answers take 50 ms to come back (decided on arrival, replied later).
     const slow = wrapStore(inner, {
-      limiterDecideSync: undefined,
       limiterTake: async (cmd) => {
         const reply = await inner.limiterTake?.(cmd);
         clock.advance(50);
@@ -561,7 +564,7 @@ describe('createLimiter', () => {
     // time, far from this process's wall clock.
     const storeClock = new FakeClock(10_000);
     const two = createLimiter({
-      store: wrapStore(memoryStore({ clock: storeClock }), { limiterDecideSync: undefined }),
+      store: wrapStore(memoryStore({ clock: storeClock }), {}),
       limits: [
         { id: 'a', algorithm: 'fixed-window', limit: 1, window: '1m' },
         { id: 'b', algorithm: 'fixed-window', limit: 5, window: '1h' },
@@ -583,12 +586,12 @@ describe('createLimiter', () => {
     const base = memoryStore();
     const calls = new Map<string, unknown>();
     let rebuilt = 0;
-    const store = wrapStore(base, {
-      limiterDecideOneSync(call, cost, now) {
+    const store = inProcessSpy(base, {
+      decideOne(call, cost, now) {
         const seen = calls.get(call.key);
         if (seen !== undefined && seen !== call) rebuilt++;
         calls.set(call.key, call);
-        return base.limiterDecideOneSync!(call, cost, now);
+        return inProcessLimiterOf(base)!.decideOne(call, cost, now);
       },
     });
     const limiter = createLimiter({
@@ -609,12 +612,12 @@ describe('createLimiter', () => {
     const base = memoryStore({ clock });
     let oneCalls = 0;
     let mode: 'ok' | 'throw' | 'no decision' = 'ok';
-    const store = wrapStore(base, {
-      limiterDecideOneSync(call, cost, now) {
+    const store = inProcessSpy(base, {
+      decideOne(call, cost, now) {
         oneCalls++;
         if (mode === 'throw') throw new Error('boom');
         if (mode === 'no decision') return undefined as never;
-        return base.limiterDecideOneSync!(call, cost, now);
+        return inProcessLimiterOf(base)!.decideOne(call, cost, now);
       },
     });
     const options = { algorithm: 'fixed-window', limit: 3, window: '1s', blockCache: false } as const;
@@ -646,14 +649,14 @@ describe('createLimiter', () => {
     // A key given as `{ key }` is found in the same cache: the same call, not one built anew
     // (a new one would cost a key string per take and drop the call's memo of its state).
     const seenCalls = new Set<unknown>();
-    const spied = wrapStore(base, {
-      limiterDecideSync(limits, cost, now) {
+    const spied = inProcessSpy(base, {
+      decide(limits, cost, now) {
         seenCalls.add(limits[0]);
-        return base.limiterDecideSync!(limits, cost, now);
+        return inProcessLimiterOf(base)!.decide(limits, cost, now);
       },
-      limiterDecideOneSync(call, cost, now) {
+      decideOne(call, cost, now) {
         seenCalls.add(call);
-        return base.limiterDecideOneSync!(call, cost, now);
+        return inProcessLimiterOf(base)!.decideOne(call, cost, now);
       },
     });
     const both = createLimiter({ store: spied, clock, ...options, name: 'both' });
@@ -722,12 +725,9 @@ describe('createLimiter', () => {
 
   it("a store with an earlier build's limiterTakeSync(command) is not mistaken for a synchronous one", async () => {
     // The earlier contract: limiterTakeSync(command) answered a reply, not a decision.
-    const store = Object.assign(
-      wrapStore(memoryStore({ clock: new FakeClock(0) }), { limiterDecideSync: undefined }),
-      {
-        limiterTakeSync: () => ({ now: 0, allowed: true, verdicts: [] }),
-      },
-    );
+    const store = Object.assign(wrapStore(memoryStore({ clock: new FakeClock(0) }), {}), {
+      limiterTakeSync: () => ({ now: 0, allowed: true, verdicts: [] }),
+    });
     const limiter = createLimiter({ store, algorithm: 'fixed-window', limit: 1, window: '1s' });
     expect(await limiter.take('u')).toMatchObject({
       allowed: true,

@@ -5,6 +5,7 @@ import { optionWithinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
+import { inProcessLimiterOf } from '../store/in-process.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { BlockCache } from './block-cache.js';
@@ -175,6 +176,8 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     passIn = checkedClock(clockOption as Clock);
   }
   const local: Clock = passIn ?? systemClock;
+  // Found once, here: a take reads the field, never the store's members.
+  const inProcess = inProcessLimiterOf(store);
 
   const cacheOption = options.blockCache ?? {};
   let cache: BlockCache | undefined;
@@ -185,7 +188,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     // A store that decides in this process (memory) keeps time on its own clock, which the cache
     // cannot read (a memory store on a fake clock): the cache needs the limiter's `clock` to sit in
     // front of it. Without one there is nothing to save anyway: the store answers as fast.
-    if (store.limiterDecideSync === undefined || passIn !== undefined) cache = new BlockCache(max);
+    if (inProcess === undefined || passIn !== undefined) cache = new BlockCache(max);
   }
 
   const policy: DegradedPolicy = options.degraded ?? 'throw';
@@ -216,17 +219,17 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   } else if (policy !== 'throw' && policy !== 'deny' && policy !== 'allow') {
     throw new InvalidOptionError('degraded', "'throw', 'deny', 'allow' or { mode: 'local', share }", policy);
   }
-  // No default timer for a store that decides in this process (limiterDecideSync: it answers
+  // No default timer for a store that decides in this process (see in-process.ts: it answers
   // synchronously, a timer per call would only cost; the same test as the block cache's, so a
   // wrapped memory store that answers through limiterTake is timed as any remote one) nor with the 'throw' policy (a timeout would only turn a slow answer into an error: the
   // driver's own timeouts, ioredis commandTimeout, do that already). A `timeout` given explicitly
   // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
   // a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
-  const timeoutMs =
-    timeoutOption ?? (store.limiterDecideSync !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
+  const timeoutMs = timeoutOption ?? (inProcess !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   return new RateLimiter({
     store,
+    inProcess,
     specs,
     namespace,
     passIn,

@@ -100,8 +100,8 @@ export class MemoryLimiterBackend {
   }
 
   /**
-   * The same decision, answered as the limiter's {@link Decision} (the path of `memoryStore()`'s
-   * `limiterDecideSync`): no command, reply or second list per take.
+   * The same decision, answered as the limiter's {@link Decision} (the memory store's
+   * in-process `decide`, see src/store/in-process.ts): no command, reply or second list per take.
    */
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
     // A direct caller's time and cost are checked too (the limiter's own are checked already; a
@@ -113,7 +113,7 @@ export class MemoryLimiterBackend {
   }
 
   /**
-   * {@link decide} for one limit (the path of `memoryStore()`'s `limiterDecideOneSync`): the call
+   * {@link decide} for one limit (the in-process `decideOne`): the call
    * itself instead of a list, and no second pass over the limits (one limit has no other to ask).
    */
   decideOne(call: LimitCall, cost: number, given: number | undefined): Decision {

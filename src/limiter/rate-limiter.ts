@@ -6,6 +6,7 @@ import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
 import { isPlainObject, isWellFormed } from '../core/validate.js';
+import type { InProcessLimiter } from '../store/in-process.js';
 import type { Store } from '../store/store.js';
 import { specSuffix } from './algorithms.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
@@ -31,6 +32,8 @@ type Subjects = string | string[];
 /** What {@link createLimiter} validated: everything a limiter needs to decide. */
 export interface LimiterConfig {
   readonly store: Store;
+  /** The store's in-process limiter (see in-process.ts), when it decides in this process. */
+  readonly inProcess: InProcessLimiter | undefined;
   readonly specs: SubjectSpec[];
   readonly namespace: string;
   /** The time passed to the store, when not the store's own. */
@@ -65,6 +68,7 @@ export class RateLimiter implements Limiter {
   // What every take reads, held as fields of their own (one load, not two); the rest stays in #config.
   readonly #specs: SubjectSpec[];
   readonly #store: Store;
+  readonly #inProcess: InProcessLimiter | undefined;
   readonly #cache: BlockCache | undefined;
   readonly #passIn: Clock | undefined;
   /** Distinct subject names (`by`), in first-use order; one entry: a single-subject limiter. */
@@ -81,7 +85,7 @@ export class RateLimiter implements Limiter {
   // walks the holes its deletes left: ~10 µs per new key once full).
   readonly #keyCache = new BoundedMap<string, LimitCall[]>(2 * KEY_CACHE);
   // A limiter of one limit, by the plain key, on a store that decides in this process
-  // (`limiterDecideOneSync`) and with no block cache in front: its calls per key, kept as the call
+  // (its in-process limiter's `decideOne`) and with no block cache in front: its calls per key, kept as the call
   // itself instead of a list (the same bound and eviction as #keyCache, which it replaces). A hot
   // key's take then reaches its state through one object fewer: with thousands of keys each
   // object reached is a likely cache miss (5-20% less per take: scripts/limiter-memory-ab.mjs).
@@ -95,6 +99,7 @@ export class RateLimiter implements Limiter {
     this.#specs = config.specs;
     this.limits = Object.freeze([...config.specs]);
     this.#store = config.store;
+    this.#inProcess = config.inProcess;
     this.#cache = config.cache;
     this.#passIn = config.passIn;
     this.#bys = [...new Set(config.specs.map((s) => s.by ?? 'key'))];
@@ -105,8 +110,7 @@ export class RateLimiter implements Limiter {
       this.#plainKeys &&
       config.specs.length === 1 &&
       config.cache === undefined &&
-      typeof config.store.limiterDecideSync === 'function' &&
-      typeof config.store.limiterDecideOneSync === 'function'
+      config.inProcess !== undefined
         ? new BoundedMap(2 * KEY_CACHE)
         : undefined;
   }
@@ -192,13 +196,13 @@ export class RateLimiter implements Limiter {
       const block = cache.get(cacheKey, cost, asked);
       if (block !== undefined) return Promise.resolve(blockedDecision(block, asked));
     }
-    const store = this.#store;
-    if (store.limiterDecideSync !== undefined) {
+    const inProcess = this.#inProcess;
+    if (inProcess !== undefined) {
       // An in-process store: its answer is the decision itself (no command, reply or promise
       // of its own), and a failure is handled on a microtask, as a remote one would be.
       let decision: Decision;
       try {
-        decision = inProcessDecision(store.limiterDecideSync(calls, cost, given), 'limiterDecideSync');
+        decision = inProcessDecision(inProcess.decide(calls, cost, given), 'the in-process decide');
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
@@ -237,8 +241,8 @@ export class RateLimiter implements Limiter {
     let decision: Decision;
     try {
       decision = inProcessDecision(
-        (this.#store.limiterDecideOneSync as NonNullable<Store['limiterDecideOneSync']>)(call, cost, given),
-        'limiterDecideOneSync',
+        (this.#inProcess as InProcessLimiter).decideOne(call, cost, given),
+        'the in-process decideOne',
       );
     } catch (err) {
       return Promise.resolve().then(() => this.#degrade(err, key, cost));

@@ -64,7 +64,6 @@ describe('limiter.reset(key)', () => {
     const inner = memoryStore();
     let down = false;
     const store = wrapStore(inner, {
-      limiterDecideSync: undefined,
       limiterTake: (cmd) => (down ? Promise.reject(new Error('down')) : inner.limiterTake!(cmd)),
     });
     const limiter = createLimiter({

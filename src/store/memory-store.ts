@@ -2,13 +2,13 @@ import { type Clock, systemClock, wholeMs } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { ownRecord } from '../core/own-record.js';
 import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
-import type { Decision } from '../limiter/decision.js';
 import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
-import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
+import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
 import { checkCapacity, checkCommandSizes, checkDeltaPairs } from './apply-command.js';
+import { IN_PROCESS_LIMITER, type InProcessLimiter, type InProcessStore } from './in-process.js';
 import type {
   Balances,
   JournalEntry,
@@ -110,8 +110,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
  * as that store's object, and every caller optimised with it is thrown away once the store is
  * collected (BENCHMARKS.md, limiter).
  */
-class MemoryStore implements Store {
+class MemoryStore implements InProcessStore {
   readonly kind = 'memory';
+  // The limiter's synchronous path (see in-process.ts): the backend itself, so a take reaches
+  // its state with no store method in between.
+  readonly [IN_PROCESS_LIMITER]: InProcessLimiter;
   readonly #clock: Clock;
   readonly #maxEntries: number;
   readonly #ledgers = new Map<string, LedgerState>();
@@ -141,6 +144,7 @@ class MemoryStore implements Store {
           ? Number.POSITIVE_INFINITY
           : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
     this.#limiter = new MemoryLimiterBackend(clock);
+    this[IN_PROCESS_LIMITER] = this.#limiter;
   }
 
   ledgerApply(cmd: LedgerApplyCommand): Promise<LedgerApplyResult> {
@@ -169,14 +173,6 @@ class MemoryStore implements Store {
           : new StoreError('limiterTake', err, NOT_APPLIED),
       );
     }
-  }
-
-  limiterDecideSync(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision {
-    return this.#limiter.decide(limits, cost, now);
-  }
-
-  limiterDecideOneSync(call: LimitCall, cost: number, now: number | undefined): Decision {
-    return this.#limiter.decideOne(call, cost, now);
   }
 
   limiterReset(namespace: string): Promise<number> {

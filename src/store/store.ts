@@ -1,6 +1,5 @@
 import type { Order } from '../core/validate.js';
-import type { Decision } from '../limiter/decision.js';
-import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
+import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 import type { OrderingStoreOps } from '../ordering/store-ops.js';
 
 /** A JSON value, as kept in a journal entry's `meta`. */
@@ -109,25 +108,13 @@ export interface Store extends OrderingStoreOps {
   /**
    * Rate limiting (DESIGN §3.5, src/limiter): one multi-limit decision in one atomic step; every
    * limit admits the cost and is charged, or none is. Optional: stores without it have no limiter.
+   * A malformed command (a cost or time out of range, a bad spec) rejects with an
+   * `InvalidArgumentError`, any other failure with a `StoreError`, and neither charges anything:
+   * the limiter answers those per its degraded policy, so a store must never answer a decision it
+   * did not make. (The memory store also decides in this process through an internal path, which
+   * is no part of this contract: a store implements this method only.)
    */
   limiterTake?(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
-  /**
-   * The same, answered synchronously and as the limiter's decision, by a store that decides in
-   * this process (memory): no promise, command or reply object per take. The arguments are the
-   * command's fields; `now` undefined means the store's clock. A store answering this must give
-   * whole `LimitVerdict`s (the decision lists them as they are). The limits are the limiter's own,
-   * checked when it was made: unlike `limiterTake`, this hot path does not check their specs again.
-   * (Named apart from `limiterTake`
-   * on purpose: an earlier development build had a `limiterTakeSync(command)` returning a reply;
-   * a store written to it is not mistaken for one of these.)
-   */
-  limiterDecideSync?(limits: readonly LimitCall[], cost: number, now: number | undefined): Decision;
-  /**
-   * `limiterDecideSync` for a limiter of one limit: the call itself, no list per take (a limiter
-   * keeps one call per subject instead of a list, one object fewer to reach on every take). Only
-   * used beside `limiterDecideSync`, with the same contract.
-   */
-  limiterDecideOneSync?(call: LimitCall, cost: number, now: number | undefined): Decision;
   /** Drops every limiter state in `namespace` (see src/limiter/keys.ts); returns how many keys. */
   limiterReset?(namespace: string): Promise<number>;
   /**

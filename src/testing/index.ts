@@ -1,23 +1,42 @@
-// onceflow/testing: the store conformance kit, runner-agnostic, and wrapStore for fault injection.
-// Re-exports only.
+// onceflow/testing: the store conformance kit, runner-agnostic, wrapStore for fault injection,
+// and the fault helpers (a TCP proxy, Redis servers of a test's own). Re-exports only.
 import { cases } from './cases.js';
-import { run, runCase } from './conformance.js';
+import { limiterCases } from './limiter-cases.js';
+import { orderingCases } from './ordering-cases.js';
+import { run, runCase, suites } from './suites.js';
 
 export type { ConformanceCase, ConformanceStep } from './cases.js';
 export type { CaseResult, RunOptions } from './conformance.js';
+export type {
+  BadNumber,
+  ExpectedVerdict,
+  LimiterCase,
+  LimiterCaseLimit,
+  LimiterStep,
+} from './limiter-cases.js';
+export type { OrderingCase, OrderingStep, StoredVersion } from './ordering-cases.js';
+export { freePort, pingable, type StartedRedis, startCluster, startRedis } from './redis-servers.js';
+export type { AnyCase, KitOptions, OutageHook, Suite, SuiteCaseResult, SuiteName } from './suites.js';
+export { startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcp-proxy.js';
 export { wrapStore } from './wrap-store.js';
 
 /**
- * The conformance kit every store must pass: `cases` as plain data, `run(store)` for all of
- * them, `runCase(store, case)` for one. Results list differences; nothing throws on a mismatch.
+ * The conformance kit every store must pass, over every operation of the Store contract:
+ * `suites` (each with the store operations it calls and its cases, as plain data), `run(store)`
+ * for all of them (or `{ suites: [...] }`), `runCase(store, case)` for one. Results list
+ * differences; nothing throws on a mismatch. A suite whose optional operations the store lacks is
+ * reported as `unsupported`, not failed, unless `require` names it. `cases` are the ledger's,
+ * `limiterCases` and `orderingCases` the others'.
  *
  * @example
  * ```ts
  * import { conformance } from 'onceflow/testing';
- * // In a test runner, one test per case: `for (const c of conformance.cases) test(c.name, ...)`.
+ * // In a test runner, one test per case:
+ * // for (const s of conformance.suites) for (const c of s.cases) test(`${s.name}: ${c.name}`, ...)
  * const store = memoryStore();
  * const [first] = conformance.cases;
  * (await conformance.runCase(store, first)).failures; // []
+ * conformance.suites.map((s) => s.name); // ['ledger', 'limiter', 'limiter-state', 'limiter-outage', 'version-gate', 'checkpoint', 'snowflake-clock']
  * ```
  */
-export const conformance = { cases, run, runCase } as const;
+export const conformance = { suites, cases, limiterCases, orderingCases, run, runCase } as const;

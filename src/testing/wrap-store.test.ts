@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isOnceflowError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
 import { createLimiter } from '../limiter/limiter.js';
+import { IN_PROCESS_LIMITER, inProcessLimiterOf } from '../store/in-process.js';
 import { memoryStore } from '../store/memory-store.js';
 import { conformance } from './index.js';
 import { wrapStore } from './wrap-store.js';
@@ -15,13 +16,13 @@ describe('wrapStore', () => {
         applies++;
         return base.ledgerApply(cmd);
       },
-      limiterDecideSync: undefined,
+      limiterDelete: undefined,
     });
     expect(spy.kind).toBe('memory');
     expect('ledgerApply' in spy).toBe(true);
     expect('ledgerBalances' in spy).toBe(true);
-    expect('limiterDecideSync' in spy).toBe(false);
-    expect(spy.limiterDecideSync).toBeUndefined();
+    expect('limiterDelete' in spy).toBe(false);
+    expect(spy.limiterDelete).toBeUndefined();
     const ledger = createLedger({ store: spy, capacity: 4 });
     await ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 3 }, scope: 'r' });
     expect(applies).toBe(1);
@@ -34,10 +35,12 @@ describe('wrapStore', () => {
     });
   });
 
-  it('overriding limiterTake alone routes every take through it (the sync fast path is hidden)', async () => {
+  it('a wrapped store is taken through limiterTake only: the in-process path is never passed on', async () => {
     const base = memoryStore();
+    expect(inProcessLimiterOf(base)).toBeDefined();
+    expect(inProcessLimiterOf(wrapStore(base, {}))).toBeUndefined();
+    expect(IN_PROCESS_LIMITER in wrapStore(base, {})).toBe(false);
     const failing = wrapStore(base, { limiterTake: () => Promise.reject(new Error('down')) });
-    expect('limiterDecideSync' in failing).toBe(false);
     const limiter = createLimiter({
       store: failing,
       algorithm: 'gcra',
@@ -46,22 +49,23 @@ describe('wrapStore', () => {
       degraded: 'deny',
     });
     expect((await limiter.take('k')).reason).toBe('degraded-deny');
-    // Both given: both kept as given.
-    const sync = base.limiterDecideSync;
-    const both = wrapStore(base, {
-      limiterTake: () => Promise.reject(new Error('down')),
-      limiterDecideSync: sync,
+    // A spy of limiterTake sees every take, with no override of anything else.
+    let takes = 0;
+    const spied = wrapStore(base, {
+      limiterTake: (cmd) => {
+        takes++;
+        return base.limiterTake!(cmd);
+      },
     });
-    expect(both.limiterDecideSync).toBe(sync);
-    expect('limiterDecideOneSync' in both).toBe(false);
-    // Overriding limiterDecideSync hides limiterDecideOneSync (the limiter would call it instead).
-    const decideOnly = wrapStore(base, { limiterDecideSync: sync });
-    expect('limiterDecideOneSync' in decideOnly).toBe(false);
-    expect('limiterDecideOneSync' in wrapStore(base, {})).toBe(true);
-    const one = base.limiterDecideOneSync;
-    expect(wrapStore(base, { limiterDecideSync: sync, limiterDecideOneSync: one }).limiterDecideOneSync).toBe(
-      one,
-    );
+    const counted = createLimiter({
+      store: spied,
+      algorithm: 'gcra',
+      limit: 5,
+      window: '1s',
+      blockCache: false,
+    });
+    for (let i = 0; i < 3; i++) await counted.take('k');
+    expect(takes).toBe(3);
   });
 
   it('an explicit timeout holds on a memory store that hangs (wrapped): the degraded policy answers', async () => {
@@ -101,11 +105,11 @@ describe('wrapStore', () => {
     expect(codeOf(() => wrapStore(base, { limiterTake: undefined }))).toBe('no error');
     // Members of the contract the store lacks may still be given: added, hidden, or given back by
     // a second wrap over one that hid them.
-    const noDelete = wrapStore(base, { limiterDelete: undefined, limiterDecideSync: undefined });
+    const noDelete = wrapStore(base, { limiterDelete: undefined, limiterReset: undefined });
     expect('limiterDelete' in noDelete).toBe(false);
     const again = wrapStore(noDelete, {
       limiterDelete: (keys) => base.limiterDelete!(keys),
-      limiterDecideSync: undefined,
+      limiterReset: undefined,
     });
     expect('limiterDelete' in again).toBe(true);
     expect(codeOf(() => wrapStore(noDelete, { close: async () => {} }))).toBe('no error');

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
+import { IN_PROCESS_LIMITER } from '../store/in-process.js';
 import type { Store } from '../store/store.js';
 
 // Every member of the Store contract (src/store/store.ts, with the ordering operations it
@@ -12,8 +13,6 @@ const CONTRACT: Record<keyof Store, true> = {
   ledgerJournal: true,
   ledgerScopeTotals: true,
   limiterTake: true,
-  limiterDecideSync: true,
-  limiterDecideOneSync: true,
   limiterReset: true,
   limiterDelete: true,
   close: true,
@@ -29,10 +28,10 @@ const CONTRACT: Record<keyof Store, true> = {
  * A store that answers like `store` except where `overrides` says otherwise: for fault injection
  * and spies in tests. The memory store is a class instance, so `{ ...store, ledgerApply }` would
  * copy none of its methods; this delegates every other member to `store` (methods called on it). An
- * override set to `undefined` hides that member. Overriding `limiterTake` alone also hides the
- * store's synchronous `limiterDecideSync` and `limiterDecideOneSync` (the memory store's fast paths,
- * which the limiter would otherwise call instead), and overriding `limiterDecideSync` hides
- * `limiterDecideOneSync`, so the override is what every take goes through.
+ * override set to `undefined` hides that member. The wrapped store is a store of the documented
+ * contract only: a limiter over it takes through `limiterTake` (the memory store's in-process
+ * path is not passed on), so an override or spy of `limiterTake` sees every take, and the
+ * limiter treats it as any remote store (block cache, default timeout).
  *
  * @example
  * ```ts
@@ -50,29 +49,24 @@ export function wrapStore(store: Store, given: { [K in keyof Store]?: Store[K] |
   if (!isPlainObject(given)) throw new InvalidArgumentError('overrides', 'an object of store members', given);
   // A name that is no member of the store contract and none of this store's is a typo
   // (`limiterTak`): the fault it was meant to inject would never happen. An optional member the
-  // store lacks may be given (a `limiterDelete` to add, a fast path to hide, a second wrap).
+  // store lacks may be given (a `limiterDelete` to add, a second wrap).
   for (const name of Object.keys(given)) {
     if (!Object.hasOwn(CONTRACT, name) && !(name in store)) {
       throw new InvalidArgumentError('overrides', `members of a store (${name} is not one)`, name);
     }
   }
   const overrides: { [K in keyof Store]?: Store[K] | undefined } = { ...given };
-  // The limiter's paths, slowest first: overriding one hides the faster ones not given with it.
-  if (Object.hasOwn(given, 'limiterTake') && !Object.hasOwn(given, 'limiterDecideSync')) {
-    overrides.limiterDecideSync = undefined;
-  }
-  if (Object.hasOwn(overrides, 'limiterDecideSync') && !Object.hasOwn(given, 'limiterDecideOneSync')) {
-    overrides.limiterDecideOneSync = undefined;
-  }
   return new Proxy(store, {
     get(target, name) {
       if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store];
+      if (name === IN_PROCESS_LIMITER) return undefined;
       // The store itself as `this`: its private fields are not on the proxy.
       const value = Reflect.get(target, name, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
     has(target, name) {
       if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store] !== undefined;
+      if (name === IN_PROCESS_LIMITER) return false;
       return Reflect.has(target, name);
     },
   });

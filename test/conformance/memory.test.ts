@@ -1,20 +1,48 @@
 import { describe, expect, it } from 'vitest';
-import { memoryStore } from '../../src/index.js';
+import { memoryStore, StoreError } from '../../src/index.js';
 import { conformance, wrapStore } from '../../src/testing/index.js';
 
 describe('conformance: memory store', () => {
   const store = memoryStore();
-  for (const c of conformance.cases) {
-    it(`${c.name}: ${c.rule}`, async () => {
-      const { failures } = await conformance.runCase(store, c);
-      expect(failures).toEqual([]);
-    });
+  for (const suite of conformance.suites) {
+    if (suite.needs === 'outage') continue; // run below, with a store that can be cut off
+    for (const c of suite.cases) {
+      it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
+        const result = await conformance.runCase(store, c, { require: true });
+        expect(result.failures).toEqual([]);
+        expect(result.unsupported).toBeUndefined();
+      });
+    }
   }
 
-  it('run() covers every case and reports a broken store', async () => {
+  it('limiter-outage: a store that fails while cut off charges nothing afterwards', async () => {
+    const base = memoryStore();
+    let down = false;
+    const cut = wrapStore(base, {
+      limiterTake: (cmd) =>
+        down
+          ? Promise.reject(new StoreError('limiterTake', new Error('unreachable')))
+          : base.limiterTake!(cmd),
+    });
+    const outage = { begin: () => void (down = true), end: () => void (down = false) };
+    const results = await conformance.run(cut, { suites: ['limiter-outage'], outage, require: true });
+    expect(results.length).toBeGreaterThan(0);
+    expect(results.flatMap((r) => r.failures)).toEqual([]);
+  });
+
+  it('run() covers every case of every suite and reports a broken store', async () => {
     const results = await conformance.run(memoryStore());
-    expect(results.map((r) => r.name)).toEqual(conformance.cases.map((c) => c.name));
+    expect(results.map((r) => `${r.suite}/${r.name}`)).toEqual(
+      conformance.suites.flatMap((s) => s.cases.map((c) => `${s.name}/${c.name}`)),
+    );
     expect(results.every((r) => r.failures.length === 0)).toBe(true);
+    // Without an outage hook that suite did not run, and says why.
+    expect(results.filter((r) => r.unsupported !== undefined).map((r) => [r.suite, r.unsupported])).toEqual([
+      ['limiter-outage', ['options.outage']],
+    ]);
+    expect(results.filter((r) => r.suite === 'ledger').map((r) => r.name)).toEqual(
+      conformance.cases.map((c) => c.name),
+    );
 
     // A store that forgets duplicates must fail the kit: the kit can fail.
     const base = memoryStore();
@@ -22,8 +50,42 @@ describe('conformance: memory store', () => {
       ledgerApply: async (cmd: Parameters<typeof base.ledgerApply>[0]) =>
         base.ledgerApply({ ...cmd, signature: `${cmd.signature}#${Math.random()}` }),
     });
-    const broken = await conformance.run(forgetful);
+    const broken = await conformance.run(forgetful, { suites: ['ledger'] });
     expect(broken.find((r) => r.name === 'fresh-then-duplicate')?.failures.length).toBeGreaterThan(0);
+  });
+
+  it('a store without the optional operations: those suites are unsupported, or failed when required', async () => {
+    const base = memoryStore();
+    const ledgerOnly = wrapStore(base, {
+      limiterTake: undefined,
+      limiterDelete: undefined,
+      limiterReset: undefined,
+      versionUpsert: undefined,
+      checkpointSave: undefined,
+      leaseRenew: undefined,
+    });
+    const results = await conformance.run(ledgerOnly);
+    expect(results.every((r) => r.failures.length === 0)).toBe(true);
+    const unsupported = new Set(results.filter((r) => r.unsupported).map((r) => r.suite));
+    expect([...unsupported]).toEqual([
+      'limiter',
+      'limiter-state',
+      'limiter-outage',
+      'version-gate',
+      'checkpoint',
+      'snowflake-clock',
+    ]);
+    const required = await conformance.run(ledgerOnly, {
+      suites: ['ledger', 'version-gate'],
+      require: ['version-gate'],
+    });
+    expect(required.filter((r) => r.suite === 'ledger').every((r) => r.failures.length === 0)).toBe(true);
+    const gate = required.filter((r) => r.suite === 'version-gate');
+    expect(gate.length).toBeGreaterThan(0);
+    for (const r of gate) expect(r.failures).toEqual(['required, but the store has no versionUpsert']);
+    // Misspelt suites would run nothing: refused.
+    await expect(conformance.run(base, { suites: ['limiters' as never] })).rejects.toThrow(/options\.suites/);
+    await expect(conformance.run(base, { outage: {} as never })).rejects.toThrow(/options\.outage/);
   });
 
   it('a store numbering journal seqs other than 1, 2, 3... per owner fails the kit', async () => {
@@ -39,7 +101,7 @@ describe('conformance: memory store', () => {
           (e) => ({ ...e, seq: e.seq + 100 }),
         ),
     });
-    const results = await conformance.run(shifted);
+    const results = await conformance.run(shifted, { suites: ['ledger'] });
     expect(results.filter((r) => r.failures.some((f) => f.includes('seq'))).length).toBeGreaterThan(5);
   });
 });

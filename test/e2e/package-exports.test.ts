@@ -30,7 +30,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Pack
 // What each entry point must offer, by name (a sample: enough to catch a wrong target file).
 const ENTRY_POINTS: Record<string, string[]> = {
   onceflow: ['createLedger', 'createLimiter', 'ReorderBuffer', 'Snowflake', 'memoryStore'],
-  'onceflow/testing': ['conformance', 'wrapStore'],
+  'onceflow/testing': ['conformance', 'wrapStore', 'startTcpProxy', 'startRedis', 'startCluster'],
   'onceflow/redis': ['createRedisStore'],
 };
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRedisStore } from '../../src/redis/index.js';
-import { conformance } from '../../src/testing/index.js';
+import { conformance, startTcpProxy } from '../../src/testing/index.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
 for (const mode of ['standalone', 'cluster'] as const) {
@@ -14,11 +14,58 @@ for (const mode of ['standalone', 'cluster'] as const) {
       client.disconnect();
     });
 
-    for (const c of conformance.cases) {
-      it(`${c.name}: ${c.rule}`, async () => {
-        const { failures } = await conformance.runCase(store, c, { prefix: 'c:' });
-        expect(failures).toEqual([]);
-      });
+    for (const suite of conformance.suites) {
+      if (suite.needs === 'outage') continue; // below, through a proxy that can cut the server off
+      for (const c of suite.cases) {
+        it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
+          const result = await conformance.runCase(store, c, { prefix: 'c:', require: true });
+          expect(result.failures).toEqual([]);
+        });
+      }
     }
   });
 }
+
+describe('conformance: Redis store cut off its server (limiter-outage)', () => {
+  it('rejects with a StoreError while the proxy is cut, and charges nothing once it is back', async () => {
+    const url = new URL(REDIS_URL);
+    const proxy = await startTcpProxy(Number(url.port || 6379), { host: url.hostname });
+    // No offline queue: a command sent while the connection is down fails at once, as a client
+    // configured for a limiter should (it never runs later).
+    const client = new Redis({
+      port: proxy.port,
+      host: '127.0.0.1',
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 20,
+    });
+    const prefix = runPrefix('conf-outage');
+    const store = createRedisStore({ client, prefix });
+    const ready = async () => {
+      for (let i = 0; i < 250 && client.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(client.status).toBe('ready');
+    };
+    try {
+      await ready();
+      const outage = {
+        begin: async () => {
+          proxy.cut();
+          for (let i = 0; i < 250 && client.status === 'ready'; i++)
+            await new Promise((r) => setTimeout(r, 5));
+        },
+        end: async () => {
+          proxy.restore();
+          await ready();
+        },
+      };
+      const results = await conformance.run(store, { suites: ['limiter-outage'], outage, require: true });
+      expect(results.length).toBeGreaterThan(0);
+      expect(results.flatMap((r) => r.failures)).toEqual([]);
+      expect(proxy.killed).toBeGreaterThan(0);
+    } finally {
+      await cleanupPrefix(client, prefix).catch(() => {});
+      client.disconnect();
+      await proxy.close();
+    }
+  });
+});

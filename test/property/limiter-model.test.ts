@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Algorithm, createLimiter, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
-import { wrapStore } from '../../src/testing/index.js';
+import { inProcessLimiterOf } from '../../src/store/in-process.js';
+import { inProcessSpy } from '../support/in-process.js';
 import { ALGORITHMS, GRANULARITY, limitOf, steps, WINDOW } from './limiter-sequences.js';
 
 type Admitted = { t: number; cost: number }[];
@@ -195,10 +196,10 @@ describe('memory limiter properties', () => {
     );
   });
 
-  it('one limit: the one-call path (limiterDecideOneSync) decides every take as the general path', async () => {
+  it('one limit: the one-call path (decideOne) decides every take as the general path', async () => {
     // A limiter of one limit on the memory store reaches a key's state through its cached call
-    // (rate-limiter.ts #oneCalls); the same limiter on a store without that method goes the general
-    // way (a list of calls, limiterDecideSync). Both, on one clock, must answer alike at every step.
+    // (rate-limiter.ts #oneCalls) and the in-process decideOne; the general way takes a list of
+    // calls (decide). Both, on one clock, must answer alike at every step.
     const oneLimit = fc
       .tuple(fc.constantFrom(...ALGORITHMS), fc.integer({ min: 1, max: 10 }), fc.boolean())
       .map(([a, l, coarse]) =>
@@ -209,13 +210,16 @@ describe('memory limiter properties', () => {
         const clock = new FakeClock(10_000);
         let oneCalls = 0;
         const base = memoryStore({ clock });
-        const counted = wrapStore(base, {
-          limiterDecideOneSync: (call, cost, now) => {
+        const counted = inProcessSpy(base, {
+          decideOne: (call, cost, now) => {
             oneCalls++;
-            return base.limiterDecideOneSync?.(call, cost, now) as never;
+            return inProcessLimiterOf(base)?.decideOne(call, cost, now) as never;
           },
         });
-        const general = wrapStore(memoryStore({ clock }), { limiterDecideOneSync: undefined });
+        const other = memoryStore({ clock });
+        const general = inProcessSpy(other, {
+          decideOne: (call, cost, now) => inProcessLimiterOf(other)?.decide([call], cost, now) as never,
+        });
         const options = { ...limit, clock, blockCache: false } as const;
         const fast = createLimiter({ store: counted, ...options });
         const slow = createLimiter({ store: general, ...options });
