@@ -21,6 +21,7 @@ export {
   type Ledger,
   type LedgerEntry,
   type LedgerOptions,
+  type ResolveResult,
 } from './ledger/ledger.js';
 export * from './limiter/index.js';
 export {
@@ -50,6 +51,8 @@ export type {
   JsonValue,
   LedgerApplyCommand,
   LedgerApplyResult,
+  LedgerResolveResult,
+  ResolveOutcome,
   Store,
   WindowState,
 } from './store/store.js';

@@ -14,6 +14,7 @@ import type {
   JournalQuery,
   LedgerApplyCommand,
   LedgerApplyResult,
+  LedgerResolveResult,
   Store,
   WindowState,
 } from '../store/store.js';
@@ -25,6 +26,7 @@ import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.j
 import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
+import { resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
 import { scripts } from './scripts.generated.js';
 
 // At most this many applies per script call. A ledger step costs ~15-20 µs of Redis time (on the
@@ -40,6 +42,14 @@ type ApplyEntry = (string | number)[];
 
 /** One entry's reply: outcome, journal seq ('' unless applied), the owner's balances. */
 type ApplyReply = [LedgerApplyResult['outcome'], string, Record<string, string>, 1?];
+
+/** Whose registry entries a script that may book needs first: the owner's, and its scope's. */
+interface Registration {
+  readonly memo: OwnerMemo;
+  readonly ledger: string;
+  readonly owner: string;
+  readonly scope: string | undefined;
+}
 
 /** One queued apply: the script's keys and entry, and whose registry entries it needs first. */
 interface ApplyItem extends BatchItem<LedgerApplyResult> {
@@ -191,7 +201,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   // Registers the owners (and their scopes) of a batch that this process has not registered yet,
   // before the script that books under them runs: a crash in between leaves an owner registered
   // with nothing booked (adds 0). Registered pairs are remembered, so this is rarely a round trip.
-  async function register(items: readonly ApplyItem[]): Promise<void> {
+  async function register(items: readonly Registration[]): Promise<void> {
     // One SADD per registry key with every owner the batch adds to it (a batch of first contacts
     // is then a few commands, not one per owner and scope); marks run once all have succeeded.
     const members = new Map<string, Set<string>>();
@@ -227,7 +237,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   // the owners' own next batch made them (register() skips what is registered). Unref'd: a
   // process that exits meanwhile leaves them to the owners' next apply in any process that has
   // not registered them (README, per-scope reconciliation).
-  function registerLater(items: readonly ApplyItem[], delayMs: number): void {
+  function registerLater(items: readonly Registration[], delayMs: number): void {
     const timer = setTimeout(() => {
       register(items).catch(() => registerLater(items, Math.min(delayMs * 2, REGISTER_RETRY_MAX_MS)));
     }, delayMs);
@@ -277,6 +287,28 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     )) as string[];
   }
 
+  /**
+   * ledgerResolve: the owner (and scope) registered first, as for an apply (a resolve may book);
+   * then the script's steps, each in call order with this process's applies of the owner.
+   */
+  async function resolveOne(cmd: LedgerApplyCommand, meta: string | undefined): Promise<LedgerResolveResult> {
+    const memo = owners.get(cmd.ledger, cmd.owner);
+    const item: Registration = { memo, ledger: cmd.ledger, owner: cmd.owner, scope: cmd.scope };
+    const known = memo.inLedger;
+    const before = generation.value;
+    await register([item]);
+    const reply = await resolveSteps(client, memo.keys, resolveEntry(cmd, meta), maxEntries, (call) =>
+      enqueue.barrier(memo.keys[0], call),
+    );
+    if (reply[0] === 'applied' && (generation.value !== before || (known && reply[3] === 1))) {
+      // As after an apply: Redis may have lost the registrations with the owner's state.
+      memo.inLedger = false;
+      memo.scopes.clear();
+      await register([item]).catch(() => registerLater([item], REGISTER_RETRY_MS));
+    }
+    return toResolveResult(reply, balancesOf);
+  }
+
   const limiter = createRedisLimiterBackend(client, prefix);
 
   return {
@@ -306,6 +338,17 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
         }
       }),
+
+    ledgerResolve: (cmd: LedgerApplyCommand) => {
+      let meta: string | undefined;
+      try {
+        meta = checkApplyCommand(cmd);
+      } catch (err) {
+        // A malformed command is the caller's error, as in the memory store; anything else the store's.
+        return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerResolve', err));
+      }
+      return guarded('ledgerResolve', () => resolveOne(cmd, meta));
+    },
 
     ledgerBalances: (ledger, owner) =>
       guarded('ledgerBalances', async () => {
