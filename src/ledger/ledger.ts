@@ -218,7 +218,11 @@ class ExactLedger implements Ledger {
     try {
       const cmd = this.#toCommand(entry);
       if (typeof this.#store.ledgerResolve !== 'function') {
-        throw new InvalidOptionError('store', 'a Store with ledgerResolve (to resolve entries)', this.#store.kind);
+        throw new InvalidOptionError(
+          'store',
+          'a Store with ledgerResolve (to resolve entries)',
+          this.#store.kind,
+        );
       }
       return this.#store.ledgerResolve(cmd);
     } catch (error) {

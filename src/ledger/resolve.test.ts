@@ -30,14 +30,17 @@ describe('Ledger.resolve on the memory store', () => {
   });
 
   it('a store without ledgerResolve: resolve rejects with a typed error naming the store', async () => {
-    const ledger = createLedger({ store: wrapStore(memoryStore(), { ledgerResolve: undefined }), capacity: 2 });
+    const ledger = createLedger({
+      store: wrapStore(memoryStore(), { ledgerResolve: undefined }),
+      capacity: 2,
+    });
     const err = coded(await rejected(ledger.resolve({ owner: 'p', signature: 's', deltas: {} })));
     expect(err.code).toBe('ERR_INVALID_OPTION');
     expect(err.message).toContain('`store`');
     // Invalid input is still named first.
-    expect(coded(await rejected(ledger.resolve({ owner: '', signature: 's', deltas: {} }))).message).toContain(
-      '`owner`',
-    );
+    expect(
+      coded(await rejected(ledger.resolve({ owner: '', signature: 's', deltas: {} }))).message,
+    ).toContain('`owner`');
   });
 
   it('the memory store called directly: a command it cannot book whole changes nothing', async () => {
@@ -65,12 +68,16 @@ describe('Ledger.resolve on the memory store', () => {
     );
     expect(bad.code).toBe('ERR_INVALID_ARGUMENT');
     broken = true;
-    const clock = coded(await rejected(store.ledgerResolve({ ...base, signature: 's1', deltas: [['a', 1n]] })));
+    const clock = coded(
+      await rejected(store.ledgerResolve({ ...base, signature: 's1', deltas: [['a', 1n]] })),
+    );
     expect(clock.code).toBe('ERR_STORE');
     expect(clock.message).toContain('ledgerResolve');
     expect(await store.ledgerBalances('L', 'p')).toEqual({});
     expect((await store.ledgerWindow('L', 'p')).signatures).toEqual([]);
     broken = false;
-    expect((await store.ledgerResolve({ ...base, signature: 's1', deltas: [['a', 1n]] })).outcome).toBe('applied');
+    expect((await store.ledgerResolve({ ...base, signature: 's1', deltas: [['a', 1n]] })).outcome).toBe(
+      'applied',
+    );
   });
 });

@@ -345,7 +345,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         meta = checkApplyCommand(cmd);
       } catch (err) {
         // A malformed command is the caller's error, as in the memory store; anything else the store's.
-        return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerResolve', err));
+        return Promise.reject(
+          err instanceof InvalidArgumentError ? err : new StoreError('ledgerResolve', err),
+        );
       }
       return guarded('ledgerResolve', () => resolveOne(cmd, meta));
     },

@@ -313,7 +313,13 @@ class MemoryStore implements Store {
   }
 
   /** Books an admitted entry: balances, scope totals, journal (and its retention). Returns its seq. */
-  #book(state: LedgerState, owner: OwnerState, cmd: LedgerApplyCommand, at: number, meta: JsonValue | undefined): number {
+  #book(
+    state: LedgerState,
+    owner: OwnerState,
+    cmd: LedgerApplyCommand,
+    at: number,
+    meta: JsonValue | undefined,
+  ): number {
     for (const [field, amount] of cmd.deltas) {
       owner.balances.set(field, (owner.balances.get(field) ?? 0n) + amount);
     }

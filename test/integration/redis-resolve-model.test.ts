@@ -38,7 +38,8 @@ for (const mode of ['standalone', 'cluster'] as const) {
         { numRuns: mode === 'cluster' ? 40 : 100 },
       );
       expect(stale).toBeGreaterThan(mode === 'cluster' ? 100 : 300);
-      for (const outcome of ['applied', 'duplicate', 'unknown']) expect(resolved[outcome]).toBeGreaterThan(10);
+      for (const outcome of ['applied', 'duplicate', 'unknown'])
+        expect(resolved[outcome]).toBeGreaterThan(10);
     });
   });
 }

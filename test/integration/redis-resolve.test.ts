@@ -25,17 +25,21 @@ for (const mode of ['standalone', 'cluster'] as const) {
       const ledger = createLedger({ store: storeWith(2), capacity: 1, name: `own-${mode}` });
       await ledger.apply({ owner: 'p1', signature: 'a', deltas: { coins: 1 }, order: 1 });
       await ledger.apply({ owner: 'p1', signature: 'b', deltas: { coins: 1 }, order: 2 });
-      for (const n of [1, 2, 3]) await ledger.apply({ owner: 'p2', signature: `q${n}`, deltas: {}, order: n });
+      for (const n of [1, 2, 3])
+        await ledger.apply({ owner: 'p2', signature: `q${n}`, deltas: {}, order: n });
       const late = { owner: 'p1', signature: 'late', deltas: { coins: 1 }, order: 1 };
       expect((await ledger.apply(late)).outcome).toBe('stale');
       expect((await ledger.resolve(late)).outcome).toBe('applied');
       // p2 dropped q1: at or below order 1 it cannot tell.
-      expect((await ledger.resolve({ owner: 'p2', signature: 'x', deltas: {}, order: 1 })).outcome).toBe('unknown');
+      expect((await ledger.resolve({ owner: 'p2', signature: 'x', deltas: {}, order: 1 })).outcome).toBe(
+        'unknown',
+      );
     });
 
     it('a journal longer than a step reads is read in steps, with applies in between, and decided exactly', async () => {
       const ledger = createLedger({ store: storeWith(), capacity: 1, name: `steps-${mode}` });
-      for (let n = 1; n <= 9; n++) await ledger.apply({ owner: 'p1', signature: `s${n}`, deltas: { coins: 1 }, order: n });
+      for (let n = 1; n <= 9; n++)
+        await ledger.apply({ owner: 'p1', signature: `s${n}`, deltas: { coins: 1 }, order: n });
       const [state, journal] = ownerKeys(prefix, `steps-${mode}`, 'p1');
       const cmd = (signature: string, order: number): LedgerApplyCommand => ({
         ledger: `steps-${mode}`,
@@ -52,11 +56,24 @@ for (const mode of ['standalone', 'cluster'] as const) {
       const step = async <T>(call: () => Promise<T>): Promise<T> => {
         steps++;
         const out = await call();
-        if (steps <= 3) await ledger.apply({ owner: 'p1', signature: `s${applied}`, deltas: { coins: 1 }, order: applied++ });
+        if (steps <= 3)
+          await ledger.apply({
+            owner: 'p1',
+            signature: `s${applied}`,
+            deltas: { coins: 1 },
+            order: applied++,
+          });
         return out;
       };
       // s1 is the oldest: found only after reading down the whole journal.
-      const dup = await resolveSteps(client, [state, journal], resolveEntry(cmd('s1', 1), undefined), '', step, 2);
+      const dup = await resolveSteps(
+        client,
+        [state, journal],
+        resolveEntry(cmd('s1', 1), undefined),
+        '',
+        step,
+        2,
+      );
       expect(dup[0]).toBe('duplicate');
       expect(steps).toBe(5);
       // `up` lands between steps of this one: found on the way up.
@@ -73,12 +90,28 @@ for (const mode of ['standalone', 'cluster'] as const) {
         }
         return out;
       };
-      expect((await resolveSteps(client, [state, journal], resolveEntry(cmd('up', 13), undefined), '', stepLate, 3))[0]).toBe(
-        'duplicate',
-      );
+      expect(
+        (
+          await resolveSteps(
+            client,
+            [state, journal],
+            resolveEntry(cmd('up', 13), undefined),
+            '',
+            stepLate,
+            3,
+          )
+        )[0],
+      ).toBe('duplicate');
       // 12 entries, 3 a step: 4 steps down (and an empty one), the last one up.
       expect(steps).toBe(5);
-      const fresh = await resolveSteps(client, [state, journal], resolveEntry(cmd('new', 0), undefined), '', (c) => c(), 2);
+      const fresh = await resolveSteps(
+        client,
+        [state, journal],
+        resolveEntry(cmd('new', 0), undefined),
+        '',
+        (c) => c(),
+        2,
+      );
       expect(fresh[0]).toBe('applied');
       expect(fresh[1]).toBe('15');
       expect(await ledger.balances('p1')).toEqual({ coins: 15n });
@@ -87,8 +120,10 @@ for (const mode of ['standalone', 'cluster'] as const) {
     it('state written before the journal trail was kept: unknown once anything was dropped, decided while nothing was', async () => {
       const name = `legacy-${mode}`;
       const ledger = createLedger({ store: storeWith(2), capacity: 1, name });
-      for (let n = 1; n <= 3; n++) await ledger.apply({ owner: 'p1', signature: `s${n}`, deltas: { coins: 1 }, order: n });
-      for (let n = 1; n <= 2; n++) await ledger.apply({ owner: 'p2', signature: `s${n}`, deltas: { coins: 1 }, order: n });
+      for (let n = 1; n <= 3; n++)
+        await ledger.apply({ owner: 'p1', signature: `s${n}`, deltas: { coins: 1 }, order: n });
+      for (let n = 1; n <= 2; n++)
+        await ledger.apply({ owner: 'p2', signature: `s${n}`, deltas: { coins: 1 }, order: n });
       // What the script before the trail left: no field m, no field p on the entries.
       for (const owner of ['p1', 'p2']) {
         const [state, journal] = ownerKeys(prefix, name, owner);
@@ -97,18 +132,27 @@ for (const mode of ['standalone', 'cluster'] as const) {
         await client.del(journal);
         for (const [, fields] of entries) {
           const kept: string[] = [];
-          for (let i = 0; i < fields.length; i += 2) if (fields[i] !== 'p') kept.push(fields[i] as string, fields[i + 1] as string);
+          for (let i = 0; i < fields.length; i += 2)
+            if (fields[i] !== 'p') kept.push(fields[i] as string, fields[i + 1] as string);
           await client.xadd(journal, '*', ...kept);
         }
       }
       // p1 dropped s1 (the journal holds s2, s3): nothing recorded of what it was.
-      expect((await ledger.resolve({ owner: 'p1', signature: 'new', deltas: {}, order: 9 })).outcome).toBe('unknown');
-      expect((await ledger.resolve({ owner: 'p1', signature: 's3', deltas: {}, order: 3 })).outcome).toBe('duplicate');
+      expect((await ledger.resolve({ owner: 'p1', signature: 'new', deltas: {}, order: 9 })).outcome).toBe(
+        'unknown',
+      );
+      expect((await ledger.resolve({ owner: 'p1', signature: 's3', deltas: {}, order: 3 })).outcome).toBe(
+        'duplicate',
+      );
       // p2 dropped nothing (seqs 1, 2 retained): absence proves it.
-      expect((await ledger.resolve({ owner: 'p2', signature: 'new', deltas: {}, order: 0 })).outcome).toBe('applied');
+      expect((await ledger.resolve({ owner: 'p2', signature: 'new', deltas: {}, order: 0 })).outcome).toBe(
+        'applied',
+      );
       // Its next applies keep no trail either (m was missing): once s1 is dropped, unknown.
       await ledger.apply({ owner: 'p2', signature: 's4', deltas: {}, order: 4 });
-      expect((await ledger.resolve({ owner: 'p2', signature: 'later', deltas: {}, order: 5 })).outcome).toBe('unknown');
+      expect((await ledger.resolve({ owner: 'p2', signature: 'later', deltas: {}, order: 5 })).outcome).toBe(
+        'unknown',
+      );
     });
 
     it('a journal with a gap (an entry booked without one) or without its state proves nothing', async () => {
@@ -118,13 +162,19 @@ for (const mode of ['standalone', 'cluster'] as const) {
       const silent = createLedger({ store: storeWith(0), capacity: 1, name });
       await ledger.apply({ owner: 'p1', signature: 'a', deltas: {}, order: 1 });
       await silent.apply({ owner: 'p1', signature: 'b', deltas: {}, order: 2 });
-      expect((await ledger.resolve({ owner: 'p1', signature: 'x', deltas: {}, order: 5 })).outcome).toBe('unknown');
+      expect((await ledger.resolve({ owner: 'p1', signature: 'x', deltas: {}, order: 5 })).outcome).toBe(
+        'unknown',
+      );
       await ledger.apply({ owner: 'p1', signature: 'c', deltas: {}, order: 3 });
-      expect((await ledger.resolve({ owner: 'p1', signature: 'b', deltas: {}, order: 2 })).outcome).toBe('unknown');
+      expect((await ledger.resolve({ owner: 'p1', signature: 'b', deltas: {}, order: 2 })).outcome).toBe(
+        'unknown',
+      );
       // A journal whose state was lost.
       await ledger.apply({ owner: 'p3', signature: 'a', deltas: {}, order: 1 });
       await client.del(ownerKeys(prefix, name, 'p3')[0]);
-      expect((await ledger.resolve({ owner: 'p3', signature: 'z', deltas: {}, order: 0 })).outcome).toBe('unknown');
+      expect((await ledger.resolve({ owner: 'p3', signature: 'z', deltas: {}, order: 0 })).outcome).toBe(
+        'unknown',
+      );
     });
   });
 }

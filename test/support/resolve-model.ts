@@ -63,7 +63,12 @@ export interface Trace {
  * Runs `s` on `store` (a fresh ledger named `name`), asserting every resolve against the model;
  * `perOwner` says how the store's retention counts (Redis: per owner; memory: per ledger).
  */
-export async function runScenario(store: Store, name: string, s: Scenario, perOwner: boolean): Promise<Trace> {
+export async function runScenario(
+  store: Store,
+  name: string,
+  s: Scenario,
+  perOwner: boolean,
+): Promise<Trace> {
   const ledger = createLedger({ store, capacity: s.capacity, name });
   const entry = (owner: string, event: number): LedgerEntry => {
     const e: LedgerEntry = { owner, signature: `e${event}`, deltas: { coins: event + 1 } };
@@ -98,7 +103,9 @@ export async function runScenario(store: Store, name: string, s: Scenario, perOw
     const before = await ledger.balances(e.owner);
     const window = (await ledger.window(e.owner)).signatures;
     const { kept, dropped } = retained(e.owner);
-    expect((await ledger.journal({ owner: e.owner })).map((j) => j.signature)).toEqual(kept.map((k) => k.signature));
+    expect((await ledger.journal({ owner: e.owner })).map((j) => j.signature)).toEqual(
+      kept.map((k) => k.signature),
+    );
     const count = times.get(`${e.owner}\u0000${e.signature}`) ?? 0;
     const r = await ledger.resolve(e);
     outcomes.push(`resolve ${e.owner} ${e.signature}: ${r.outcome}`);
@@ -112,7 +119,10 @@ export async function runScenario(store: Store, name: string, s: Scenario, perOw
     if (window.includes(e.signature) || kept.some((k) => k.signature === e.signature)) want = 'duplicate';
     else if (dropped.length === 0) want = 'applied';
     else if (e.order === undefined) want = dropped.some((d) => d.order === undefined) ? 'unknown' : 'applied';
-    else want = dropped.every((d) => d.order === undefined || d.order < (e.order as Order)) ? 'applied' : 'unknown';
+    else
+      want = dropped.every((d) => d.order === undefined || d.order < (e.order as Order))
+        ? 'applied'
+        : 'unknown';
     expect(r.outcome).toBe(want);
     if (r.outcome === 'applied') book(e);
   };
@@ -141,8 +151,12 @@ export async function runScenario(store: Store, name: string, s: Scenario, perOw
     balances[owner] = await ledger.balances(owner);
     journals[owner] = (await ledger.journal({ owner })).map((j) => j.signature);
     // The balances are the truth's: every booking counted once, whoever booked it.
-    const sum = booked.filter((b) => b.owner === owner).reduce((t, b) => t + BigInt(Number(b.signature.slice(1)) + 1), 0n);
-    expect(balances[owner]).toEqual(sum === 0n && !booked.some((b) => b.owner === owner) ? {} : { coins: sum });
+    const sum = booked
+      .filter((b) => b.owner === owner)
+      .reduce((t, b) => t + BigInt(Number(b.signature.slice(1)) + 1), 0n);
+    expect(balances[owner]).toEqual(
+      sum === 0n && !booked.some((b) => b.owner === owner) ? {} : { coins: sum },
+    );
   }
   return { outcomes, balances, journals, stale, resolved };
 }
