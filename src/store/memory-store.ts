@@ -306,7 +306,10 @@ class MemoryStore implements Store {
     if (owner.window.has(cmd.signature) || journalHolds(state, owner, cmd)) {
       return { outcome: 'duplicate', balances: toRecord(owner.balances) };
     }
-    if (!coversAbsence(owner, cmd.order)) return { outcome: 'unknown', balances: toRecord(owner.balances) };
+    // With no journal kept, nothing booked can be found again: only a new owner is provably new
+    // (as on Redis, where only a retention that keeps some entries keeps what they dropped).
+    const proven = this.#maxEntries === 0 ? owner.seq === 0 : coversAbsence(owner, cmd.order);
+    if (!proven) return { outcome: 'unknown', balances: toRecord(owner.balances) };
     owner.window.insert(cmd.signature, cmd.horizon ? cmd.order : undefined);
     const seq = this.#book(state, owner, cmd, at, meta);
     return { outcome: 'applied', balances: toRecord(owner.balances), seq };

@@ -118,6 +118,8 @@ export async function runScenario(
     let want: string;
     if (window.includes(e.signature) || kept.some((k) => k.signature === e.signature)) want = 'duplicate';
     else if (dropped.length === 0) want = 'applied';
+    // A store keeping no journal proves nothing new once the owner booked an entry.
+    else if (s.keep === 0) want = 'unknown';
     else if (e.order === undefined) want = dropped.some((d) => d.order === undefined) ? 'unknown' : 'applied';
     else
       want = dropped.every((d) => d.order === undefined || d.order < (e.order as Order))

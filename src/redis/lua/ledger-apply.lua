@@ -7,8 +7,8 @@
   Entry i (1-based) uses KEYS[2i-1 .. 2i]:
   KEYS[2i-1]  state     hash    s: the owner's balances and window, in one string (format below)
                                 r: the last call of each of its recent runs (format below)
-                                m: what the owner's journal held so far, for ledger-resolve.lua
-                                   (format in lib/journal-trail.lua; each entry's field p too)
+                                m: the journal trail, for ledger-resolve.lua, kept when the
+                                   limit drops entries (lib/journal-trail.lua; entries' field p)
                                 t:<#scope>:<scope><field>: this owner's total booked under scope
   KEYS[2i]    journal   stream  one entry per applied signature
   ARGV[1]     entries   one flat JSON array; per entry, in order: call (this run's counter, increasing
@@ -55,10 +55,10 @@
 
 -- #include lib/decimal-add.lua
 
--- #include lib/journal-trail.lua
-
 -- Library functions as locals: a global and a field lookup fewer per call, in the hot path.
 local find, sub, match, byte = string.find, string.sub, string.match, string.byte
+
+-- #include lib/journal-trail.lua
 
 -- Runs remembered per owner: a lost reply is still recognised after 7 other processes wrote the
 -- owner while its run reconnected (one or two write an owner when consumers partition by owner);
@@ -68,6 +68,8 @@ local OUTCOME = { a = 'applied', d = 'duplicate', s = 'stale' }
 
 local args = cjson.decode(ARGV[1])
 local limit = ARGV[2]
+-- A limit that drops entries: the journal trail is kept (see lib/journal-trail.lua).
+local trimmed = limit ~= '' and limit ~= '0'
 local run = ARGV[3]
 local mark = '\254' .. run .. ' '
 
@@ -151,11 +153,11 @@ for k = 1, #KEYS, 2 do
   local first = a + 8 -- deltas: args[first .. first + 2n - 1]
   a = first + 2 * n
 
-  local got -- s, r, m, then the scope totals of the deltas
+  local got -- s, r, then the scope totals of the deltas, then m when trimmed
   local scope_prefix -- of the scope totals' fields ('t:<#scope>:<scope>'), when it books some
   local total_field -- the scope total's field of a lone delta
   if scope == '' or n == 0 then
-    got = redis.call('HMGET', state_key, 's', 'r', 'm')
+    got = trimmed and redis.call('HMGET', state_key, 's', 'r', 'm') or redis.call('HMGET', state_key, 's', 'r')
   else
     scope_prefix = scope_prefixes[scope]
     if not scope_prefix then
@@ -164,10 +166,12 @@ for k = 1, #KEYS, 2 do
     end
     if n == 1 then
       total_field = scope_prefix .. args[first]
-      got = redis.call('HMGET', state_key, 's', 'r', 'm', total_field)
+      got = trimmed and redis.call('HMGET', state_key, 's', 'r', total_field, 'm')
+        or redis.call('HMGET', state_key, 's', 'r', total_field)
     else
-      local wanted = { 'HMGET', state_key, 's', 'r', 'm' }
+      local wanted = { 'HMGET', state_key, 's', 'r' }
       for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
+      if trimmed then wanted[#wanted + 1] = 'm' end
       got = redis.call(unpack(wanted))
     end
   end
@@ -239,7 +243,8 @@ for k = 1, #KEYS, 2 do
     else
       count = 1 -- capacity >= 1: nothing to evict
     end
-    local prior, trail = next_trail(got[3], not state, seq, order)
+    local prior, trail
+    if trimmed then prior, trail = next_trail(got[#got], not state, seq, int(seq + 1), order) end
     seq = seq + 1
     reply_seq = int(seq)
 
@@ -250,15 +255,25 @@ for k = 1, #KEYS, 2 do
       .. judged .. ',' .. window .. signature .. '\255'
     runs = remember(runs, at, call, 'a', reply_seq)
     if scope == '' or n == 0 then
-      redis.call('HSET', state_key, 's', state, 'r', runs, 'm', trail)
+      if trail then
+        redis.call('HSET', state_key, 's', state, 'r', runs, 'm', trail)
+      else
+        redis.call('HSET', state_key, 's', state, 'r', runs)
+      end
     elseif n == 1 then
-      redis.call('HSET', state_key, 's', state, 'r', runs, 'm', trail, total_field, add(got[4] or '0', args[first + 1]))
+      local total = add(got[3] or '0', args[first + 1])
+      if trail then
+        redis.call('HSET', state_key, 's', state, 'r', runs, total_field, total, 'm', trail)
+      else
+        redis.call('HSET', state_key, 's', state, 'r', runs, total_field, total)
+      end
     else
-      local set = { 'HSET', state_key, 's', state, 'r', runs, 'm', trail }
+      local set = { 'HSET', state_key, 's', state, 'r', runs }
       for i = first, a - 1, 2 do
         set[#set + 1] = scope_prefix .. args[i]
-        set[#set + 1] = add(got[4 + (i - first) / 2] or '0', args[i + 1])
+        set[#set + 1] = add(got[3 + (i - first) / 2] or '0', args[i + 1])
       end
+      if trail then set[#set + 1] = 'm'; set[#set + 1] = trail end
       redis.call(unpack(set))
     end
 

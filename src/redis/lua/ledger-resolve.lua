@@ -29,7 +29,9 @@
   written in part, a stream deleted or a state recreated under it breaks that): else unknown.
 
   What was dropped: the oldest retained entry's p (or, with an empty journal, the field m) gives
-  whether a dropped entry had no order and the highest order dropped. Under the assumption that a
+  whether a dropped entry had no order and the highest order dropped. Only a store whose limit
+  drops entries keeps them: with every entry kept nothing is dropped, and with none kept nothing
+  is provable once the owner booked an entry (only the window's duplicates are found). Under the assumption that a
   signature always carries the same order (or always none), an absent entry with an order above
   that, or without an order when none without one was dropped, was never applied. Stored state
   from before m and p were kept, or written in part by such a version, has no trail: unknown
@@ -42,9 +44,9 @@
 
 -- #include lib/decimal-add.lua
 
--- #include lib/journal-trail.lua
-
 local find, sub, byte = string.find, string.sub, string.byte
+
+-- #include lib/journal-trail.lua
 
 local state_key, journal_key = KEYS[1], KEYS[2]
 local args = cjson.decode(ARGV[1])
@@ -159,27 +161,30 @@ else
     end
   end
 
-  -- Every retained entry was read. What was dropped: entries below the oldest retained one.
-  local u, max
+  -- Every retained entry was read. What was dropped: the entries below the oldest retained one,
+  -- whose trail is that entry's p; with no entry retained, all of them, whose trail is m.
+  local dropped -- their trail, when some were
   local oldest = redis.call('XRANGE', journal_key, '-', '+', 'COUNT', 1)
   if #oldest == 0 then
     if seq > 0 then
-      u, max = trail_at(got[2], false, seq)
-      if u == nil then return unknown() end
+      dropped = trail_at(got[2], false, seq)
+      if not dropped then return unknown() end
     end
   else
     -- The newest retained entry is the owner's last: no entry was booked without a journal entry.
     if not top or high[2] ~= seq then return unknown() end
-    local s0 = entry_fields(oldest[1][2])
-    if s0 ~= 1 then
-      local prior = field_of(oldest[1][2], 'p')
-      u, max = string.match(prior or '', '^([01]),(-?%d*)$')
-      if u == nil then return unknown() end
+    if entry_fields(oldest[1][2]) ~= 1 then
+      dropped = field_of(oldest[1][2], 'p')
+      if not dropped or not string.find(dropped, '^[01]%-?%d*$') then return unknown() end
     end
   end
-  if u ~= nil then
+  if dropped then
     local new
-    if order == '' then new = u == '0' else new = max == '' or cmp(order, max) > 0 end
+    if order == '' then
+      new = byte(dropped, 1) == 48
+    else
+      new = #dropped == 1 or trail_above(order, sub(dropped, 2))
+    end
     if not new then return unknown() end
   end
 end
@@ -206,7 +211,8 @@ if state then
 else
   count = 1
 end
-local prior, trail = next_trail(got[2], not state, seq, order)
+local prior, trail
+if limit ~= '' and limit ~= '0' then prior, trail = next_trail(got[2], not state, seq, int(seq + 1), order) end
 seq = seq + 1
 local reply_seq = int(seq)
 
@@ -230,8 +236,10 @@ end
 set[#set + 1] = 's'
 set[#set + 1] = balances .. '\255' .. reply_seq .. ',' .. int(count) .. ',' .. horizon .. ',' .. orders
   .. judged .. ',' .. window .. signature .. '\255'
-set[#set + 1] = 'm'
-set[#set + 1] = trail
+if trail then
+  set[#set + 1] = 'm'
+  set[#set + 1] = trail
+end
 redis.call(unpack(set))
 
 if limit ~= '0' then
