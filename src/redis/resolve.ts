@@ -6,10 +6,11 @@ import type { LedgerApplyCommand, LedgerResolveResult, ResolveOutcome } from '..
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
 
-// Journal entries one step reads at most. Reading a stream entry costs Redis about 1 µs (the
-// journal reader's page measure, journal-reader.ts), so a step of 1000 holds the server ~1 ms:
-// no longer than a batch of applies holds it (MAX_BATCH in redis-store.ts).
-export const RESOLVE_PAGE = 1000;
+// Journal entries one step reads at most. Inside a script, an entry read costs Redis ~5 µs (its
+// fields become Lua strings: 1000 entries took 4.6-7.4 ms, scripts/redis-resolve-cost.mjs), so a
+// step of 200 holds the server ~1 ms: no longer than a batch of applies holds it (MAX_BATCH in
+// redis-store.ts, ~2-3 ms).
+export const RESOLVE_PAGE = 200;
 
 /** A decided step: outcome, seq ('' unless applied), balances, 1 when the owner had no state. */
 type Decided = [ResolveOutcome, string, Record<string, string>, 1?];

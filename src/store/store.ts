@@ -125,7 +125,9 @@ export interface Store extends OrderingStoreOps {
    * proves the entry new. An entry with an order above every dropped order, or one without an
    * order when none without was dropped, is new if absent. This rests on one assumption: **an
    * event's signature always carries the same order (or always none)**; a signature delivered
-   * with different orders may be applied twice. The answer never depends on the window capacity.
+   * with different orders may be applied twice. It never relies on the window's capacity bound to
+   * call an entry new. A store that keeps no journal proves nothing new once the owner booked an
+   * entry. Stores that read the journal in steps (Redis) decide in the last one, atomically.
    */
   ledgerResolve(command: LedgerApplyCommand): Promise<LedgerResolveResult>;
   ledgerBalances(ledger: string, owner: string): Promise<Balances>;

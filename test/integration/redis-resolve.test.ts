@@ -3,7 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { ownerKeys } from '../../src/redis/keys.js';
-import { resolveEntry, resolveSteps } from '../../src/redis/resolve.js';
+import { RESOLVE_PAGE, resolveEntry, resolveSteps } from '../../src/redis/resolve.js';
+import { scripts } from '../../src/redis/scripts.generated.js';
 import type { LedgerApplyCommand } from '../../src/store/store.js';
 import { resolveScenarios } from '../support/resolve-scenarios.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
@@ -153,6 +154,43 @@ for (const mode of ['standalone', 'cluster'] as const) {
       expect((await ledger.resolve({ owner: 'p2', signature: 'later', deltas: {}, order: 5 })).outcome).toBe(
         'unknown',
       );
+    });
+
+    it('one script call reads a bounded part of a long journal: the server is never held for the whole of it', async () => {
+      const name = `long-${mode}`;
+      let calls = 0;
+      const counting = {
+        isCluster: mode === 'cluster',
+        call: (command: string, ...args: (string | number)[]) => {
+          if (command === 'EVALSHA' && args[0] === scripts.ledgerResolve.sha1) calls++;
+          return client.call(command, ...args);
+        },
+      };
+      const ledger = createLedger({
+        store: createRedisStore({ client: counting, prefix }),
+        capacity: 1,
+        name,
+      });
+      const total = 3 * RESOLVE_PAGE + 7;
+      for (let n = 1; n <= total; n++)
+        await ledger.apply({ owner: 'p1', signature: `s${n}`, deltas: {}, order: n });
+      // A repeat among the newest: one call.
+      expect(
+        (await ledger.resolve({ owner: 'p1', signature: `s${total - 3}`, deltas: {}, order: total - 3 }))
+          .outcome,
+      ).toBe('duplicate');
+      expect(calls).toBe(1);
+      // The oldest, and a new entry: read through in calls of at most RESOLVE_PAGE entries.
+      calls = 0;
+      expect((await ledger.resolve({ owner: 'p1', signature: 's1', deltas: {}, order: 1 })).outcome).toBe(
+        'duplicate',
+      );
+      expect(calls).toBe(4);
+      calls = 0;
+      expect((await ledger.resolve({ owner: 'p1', signature: 'new', deltas: {}, order: 0 })).outcome).toBe(
+        'applied',
+      );
+      expect(calls).toBe(4);
     });
 
     it('a journal with a gap (an entry booked without one) or without its state proves nothing', async () => {

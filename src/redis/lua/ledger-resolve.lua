@@ -53,6 +53,9 @@ local args = cjson.decode(ARGV[1])
 local signature, capacity, order, track = args[1], args[2], args[3], args[4] == 1
 local scope, meta, n = args[5], args[6], args[7]
 local limit, page = ARGV[2], tonumber(ARGV[4])
+-- The first read of a step: 16 entries (~80 µs) find a repeat among the newest, where a stale
+-- repeat usually is (just past the window), before reading further.
+local FIRST_READ = 16
 
 local got = redis.call('HMGET', state_key, 's', 'm')
 local state = got[1]
@@ -129,22 +132,31 @@ else
     end
   end
   if top and low[1] ~= '-' then
-    -- Downwards, from below the oldest entry read so far (or from the newest, first).
-    local from = low[1] == '+' and '+' or '(' .. low[1]
-    local entries = redis.call('XREVRANGE', journal_key, from, '-', 'COUNT', budget)
-    local expected = low[2] - 1
-    for _, e in ipairs(entries) do
-      local s, g = entry_fields(e[2])
-      if s ~= expected or expected < 1 then return unknown() end
-      if g == signature then return decided('duplicate', '', balances) end
-      expected = expected - 1
-      low = { e[1], s }
-    end
-    budget = budget - #entries
-    if #entries < page then
-      low = { '-', 0 }
-    else
-      return '["more","' .. top[1] .. ' ' .. top[2] .. ' ' .. low[1] .. ' ' .. low[2] .. ' ' .. high[1] .. ' ' .. high[2] .. '"]'
+    -- Downwards, from below the oldest entry read so far (or from the newest, first), in reads
+    -- that start small and double: a repeat among the newest entries costs a few of them (each
+    -- entry read costs ~5 µs: its fields become Lua strings), not a whole step's worth.
+    local want = FIRST_READ
+    while true do
+      if want > budget then want = budget end
+      local from = low[1] == '+' and '+' or '(' .. low[1]
+      local entries = redis.call('XREVRANGE', journal_key, from, '-', 'COUNT', want)
+      local expected = low[2] - 1
+      for _, e in ipairs(entries) do
+        local s, g = entry_fields(e[2])
+        if s ~= expected or expected < 1 then return unknown() end
+        if g == signature then return decided('duplicate', '', balances) end
+        expected = expected - 1
+        low = { e[1], s }
+      end
+      budget = budget - #entries
+      if #entries < want then
+        low = { '-', 0 }
+        break
+      end
+      if budget == 0 then
+        return '["more","' .. top[1] .. ' ' .. top[2] .. ' ' .. low[1] .. ' ' .. low[2] .. ' ' .. high[1] .. ' ' .. high[2] .. '"]'
+      end
+      want = want * 2
     end
   end
   if top then
