@@ -11,7 +11,9 @@ export {
   isOnceflowError,
   OnceflowError,
   StoreError,
+  type StoreOutcome,
 } from './core/errors.js';
+export { LIMITS, type LimitName } from './core/limits.js';
 export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';
 export type { Order } from './core/validate.js';
 export { isWindowConfig, type WindowConfig, window } from './core/window-config.js';

@@ -143,7 +143,30 @@ export class InvalidDurationError extends OnceflowError {
 }
 
 /**
- * A store call failed. The driver's error is in `cause`.
+ * What a failed store call may have left behind (see {@link StoreError.outcome}):
+ * `'not-applied'` it took no effect; `'unknown'` it may have taken effect, in full or in part.
+ */
+export type StoreOutcome = 'unknown' | 'not-applied';
+
+/**
+ * A store call failed. The driver's error is in `cause`; `outcome` and `retriable` say what is
+ * safe to do next.
+ *
+ * - `outcome: 'not-applied'`: the call took no effect (it never reached the store, such as a
+ *   closed client or one that is disconnected and queues nothing, or the store refused it before
+ *   changing anything).
+ * - `outcome: 'unknown'`: it may have taken effect, wholly or in part: the command was sent and
+ *   the connection dropped, the reply was lost, or it timed out (a client may even send it again
+ *   once it reconnects). A `ledger.apply` that failed so may well have been applied.
+ * - `retriable: true`: the failure is one that passes (a lost connection, a timeout, a server
+ *   loading, busy or failing over): trying again, with backoff, may succeed. `false`: it fails the
+ *   same way until someone fixes the cause (a closed client, a key of the wrong type, a script
+ *   error).
+ *
+ * For `ledger.apply`, a retry with the **same entry** is always safe, whatever the outcome: if the
+ * first attempt was applied, the window answers `duplicate` (or `stale`, once the entry has left
+ * the window: `ledger.resolve` tells which), and nothing is booked twice. A new signature for the
+ * same event would be booked again: keep the entry.
  *
  * @example
  * ```ts
@@ -156,12 +179,30 @@ export class InvalidDurationError extends OnceflowError {
  * const err = await limiter.take('u1').catch((e) => e);
  * err.code; // 'ERR_STORE'
  * err.cause.message; // 'connection refused'
+ * // A ledger apply whose reply was lost: it may have happened, and the same entry is safe to send again.
+ * const lost = new StoreError('ledgerApply', new Error('Connection is closed.'), { outcome: 'unknown', retriable: true });
+ * lost.outcome; // 'unknown'
+ * lost.retriable; // true
+ * lost.operation; // 'ledgerApply'
  * ```
  */
 export class StoreError extends OnceflowError {
-  constructor(operation: string, cause: unknown) {
+  /** The store operation that failed (`'ledgerApply'`, `'limiterTake'`, ...). */
+  readonly operation: string;
+  /** Whether the call may have taken effect: `'unknown'` unless the store knows it did not. */
+  readonly outcome: StoreOutcome;
+  /** Whether trying again may succeed (the cause passes): `false` unless the store knows it may. */
+  readonly retriable: boolean;
+  constructor(
+    operation: string,
+    cause: unknown,
+    facts: { readonly outcome?: StoreOutcome; readonly retriable?: boolean } = {},
+  ) {
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(ErrorCode.STORE, `Store operation \`${operation}\` failed: ${reason}`, { cause });
+    this.operation = operation;
+    this.outcome = facts.outcome ?? 'unknown';
+    this.retriable = facts.retriable ?? false;
   }
 }
 

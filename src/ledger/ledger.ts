@@ -1,5 +1,6 @@
-import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError, type StoreError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
+import { optionWithinLimit, withinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import {
   amount,
@@ -13,7 +14,7 @@ import {
   orderToString,
   positiveInt,
 } from '../core/validate.js';
-import { MAX_DELTAS } from '../store/apply-command.js';
+import { MAX_DELTAS, metaText, SIGNATURE_HINT } from '../store/apply-command.js';
 import { memoryStore } from '../store/memory-store.js';
 import type {
   Balances,
@@ -82,7 +83,35 @@ export interface Ledger {
   readonly name: string;
   readonly capacity: number;
   readonly store: Store;
-  /** Window check, balance change and journal append in one atomic step of the store. */
+  /**
+   * Window check, balance change and journal append in one atomic step of the store.
+   *
+   * Invalid input (a float amount, a missing owner, a size over `LIMITS`) rejects with
+   * `ERR_INVALID_ARGUMENT` before the store is called: nothing changed. A store failure rejects
+   * with a {@link StoreError} (`ERR_STORE`) that says what is safe: `outcome: 'not-applied'`
+   * (nothing happened) or `'unknown'` (the entry **may have been applied**: the command reached
+   * the store and its reply was lost, or it timed out), and `retriable` (whether trying again may
+   * succeed). A retry with the same entry is always safe: an entry that was applied answers
+   * `duplicate`, or `stale` once it has left the window, which `ledger.resolve` settles.
+   *
+   * @example
+   * ```ts
+   * const ledger = createLedger({ capacity: 4 });
+   * const entry = { owner: 'p1', signature: 's1', deltas: { coins: 5 } };
+   * async function applyWithRetry(attempts = 3) {
+   *   for (let i = 1; ; i++) {
+   *     try {
+   *       return await ledger.apply(entry); // the same entry every time: never booked twice
+   *     } catch (err) {
+   *       if (!isOnceflowError(err, 'ERR_STORE') || !(err as StoreError).retriable || i === attempts) throw err;
+   *       await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+   *     }
+   *   }
+   * }
+   * (await applyWithRetry()).outcome; // 'applied'
+   * (await applyWithRetry()).outcome; // 'duplicate'
+   * ```
+   */
   apply(entry: LedgerEntry): Promise<ApplyResult>;
   /**
    * The way out of a `stale` answer: settles `entry` from the owner's window and retained journal,
@@ -139,7 +168,9 @@ export interface Ledger {
  * delivery does (repeats, replays after a queue recovery, late arrivals from another room).
  *
  * Duplicates and stale entries are outcomes, not errors. Invalid input (a float amount, NaN, a
- * missing owner) throws an `ERR_INVALID_ARGUMENT` that names the field and changes nothing.
+ * missing owner, a signature over `LIMITS.signatureBytes`) throws an `ERR_INVALID_ARGUMENT` that
+ * names the field and changes nothing. An `ERR_STORE` may mean the entry was applied (see
+ * {@link Ledger.apply}): retry with the same entry.
  *
  * @example
  * ```ts
@@ -164,7 +195,10 @@ export function createLedger(options: LedgerOptions): Ledger {
   }
   const horizon = options.horizon ?? true;
   if (typeof horizon !== 'boolean') throw new InvalidOptionError('horizon', 'a boolean', horizon);
-  const name = options.name === undefined ? 'default' : nonEmptyString('name', options.name);
+  const name =
+    options.name === undefined
+      ? 'default'
+      : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
   return new ExactLedger(name, capacity, store, horizon);
 }
 
@@ -231,11 +265,11 @@ class ExactLedger implements Ledger {
   }
 
   async balances(owner: string): Promise<Balances> {
-    return this.#store.ledgerBalances(this.#name, nonEmptyStringArg('owner', owner));
+    return this.#store.ledgerBalances(this.#name, ownerArg('owner', owner));
   }
 
   async window(owner: string): Promise<WindowState> {
-    return this.#store.ledgerWindow(this.#name, nonEmptyStringArg('owner', owner));
+    return this.#store.ledgerWindow(this.#name, ownerArg('owner', owner));
   }
 
   async journal(query: JournalQuery = {}): Promise<JournalEntry[]> {
@@ -243,14 +277,20 @@ class ExactLedger implements Ledger {
   }
 
   async totals(scope: string): Promise<Balances> {
-    return this.#store.ledgerScopeTotals(this.#name, nonEmptyStringArg('scope', scope));
+    return this.#store.ledgerScopeTotals(this.#name, scopeArg('scope', scope));
   }
 
   // Validation happens before the store is called, so invalid input never changes state.
   #toCommand(entry: LedgerEntry): LedgerApplyCommand {
     if (!isPlainObject(entry)) throw new InvalidArgumentError('entry', 'an object', entry);
-    const owner = nonEmptyStringArg('owner', entry.owner);
-    const signature = nonEmptyStringArg('signature', entry.signature);
+    // Sizes too (LIMITS): a store pays for every byte, and on Redis other clients wait meanwhile.
+    const owner = ownerArg('owner', entry.owner);
+    const signature = withinLimit(
+      'signature',
+      nonEmptyStringArg('signature', entry.signature),
+      'signatureBytes',
+      SIGNATURE_HINT,
+    );
     const rawDeltas = entry.deltas;
     if (!isPlainObject(rawDeltas)) {
       throw new InvalidArgumentError('deltas', 'an object of field → bigint or safe integer', rawDeltas);
@@ -271,17 +311,19 @@ class ExactLedger implements Ledger {
           field,
         );
       }
+      withinLimit('deltas', field, 'fieldBytes');
       const value = rawDeltas[field];
       // The valid cases first: building the `deltas.<field>` path for every call cost ~4%.
       const exact = typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value));
       deltas.push([field, exact ? BigInt(value) : amount(`deltas.${field}`, value)]);
     }
-    const scope = entry.scope === undefined ? undefined : nonEmptyStringArg('scope', entry.scope);
+    const scope = entry.scope === undefined ? undefined : scopeArg('scope', entry.scope);
     const raw = optionalOrder('order', entry.order);
     // One representation per value (a safe integer when it fits, else a bigint), whatever the
     // caller passed: `0n` and `0` are the same order in every store.
     const order = raw === undefined ? undefined : orderFromString(orderToString(raw));
     const meta = entry.meta === undefined ? undefined : jsonCopy(entry.meta, 'meta');
+    if (meta !== undefined) metaText(meta);
     return {
       ledger: this.#name,
       capacity: this.#capacity,
@@ -296,10 +338,18 @@ class ExactLedger implements Ledger {
   }
 }
 
+function ownerArg(path: string, owner: unknown): string {
+  return withinLimit(path, nonEmptyStringArg(path, owner), 'ownerBytes');
+}
+
+function scopeArg(path: string, scope: unknown): string {
+  return withinLimit(path, nonEmptyStringArg(path, scope), 'scopeBytes');
+}
+
 function checkQuery(query: JournalQuery): JournalQuery {
   if (!isPlainObject(query)) throw new InvalidArgumentError('query', 'an object', query);
-  if (query.owner !== undefined) nonEmptyStringArg('query.owner', query.owner);
-  if (query.scope !== undefined) nonEmptyStringArg('query.scope', query.scope);
+  if (query.owner !== undefined) ownerArg('query.owner', query.owner);
+  if (query.scope !== undefined) scopeArg('query.scope', query.scope);
   for (const key of ['after', 'limit'] as const) {
     const v = query[key];
     if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) {

@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { optionWithinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
@@ -158,7 +159,11 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   }
   const namespace =
     internals.namespace ??
-    limiterNamespace(options.name === undefined ? 'default' : nonEmptyString('name', options.name));
+    limiterNamespace(
+      options.name === undefined
+        ? 'default'
+        : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes'),
+    );
 
   const clockOption = options.clock ?? 'store';
   let passIn: Clock | undefined;

@@ -249,7 +249,8 @@ function storeNow(clock: Clock): number {
   try {
     return limiterTime(clock.now(), 'store clock.now()');
   } catch (err) {
-    throw new StoreError('limiterTake', err);
+    // Read before anything is decided or charged: the take took no effect.
+    throw new StoreError('limiterTake', err, { outcome: 'not-applied', retriable: false });
   }
 }
 

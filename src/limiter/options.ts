@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { optionWithinLimit } from '../core/limits.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import { isWindowConfig, type WindowConfig } from '../core/window-config.js';
 import type { Algorithm, LimitSpec } from './types.js';
@@ -117,7 +118,9 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
   }
   const by = options.by === undefined ? undefined : nonEmptyString(at('by'), options.by);
   const id =
-    options.id === undefined ? `${limit}/${durationLabel(windowMs)}` : nonEmptyString(at('id'), options.id);
+    options.id === undefined
+      ? `${limit}/${durationLabel(windowMs)}`
+      : optionWithinLimit(at('id'), nonEmptyString(at('id'), options.id), 'nameBytes');
   return { id, algorithm: options.algorithm, limit, windowMs, param, by };
 }
 

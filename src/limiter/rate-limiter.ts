@@ -4,6 +4,7 @@
 import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { LIMITS, withinLimit } from '../core/limits.js';
 import { isPlainObject, isWellFormed } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { specSuffix } from './algorithms.js';
@@ -256,14 +257,15 @@ export class RateLimiter implements Limiter {
           throw new InvalidArgumentError('key', 'a non-empty, well-formed Unicode string', key);
         throw new InvalidArgumentError('key', `an object with ${bys.map((b) => `\`${b}\``).join(', ')}`, key);
       }
-      return key;
+      // Measured only when it might not fit (a UTF-16 unit is at most 3 bytes): the hot path.
+      return key.length * 3 > LIMITS.keyBytes ? withinLimit('key', key, 'keyBytes') : key;
     }
     if (!isPlainObject(key)) throw new InvalidArgumentError('key', 'a string or an object of subjects', key);
     const subjects = bys.map((by) => {
       const v = key[by];
       if (typeof v !== 'string' || v.length === 0 || !isWellFormed(v))
         throw new InvalidArgumentError(`key.${by}`, 'a non-empty, well-formed Unicode string', v);
-      return v;
+      return withinLimit(`key.${by}`, v, 'keyBytes');
     });
     return this.#multiSubject ? subjects : (subjects[0] as string);
   }

@@ -1,4 +1,5 @@
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { withinLimit } from '../core/limits.js';
 import { isPlainObject, nonEmptyStringArg } from '../core/validate.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
@@ -80,7 +81,7 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
     }
   };
   const open = (tenant: unknown): string => {
-    const id = nonEmptyStringArg('tenant', tenant);
+    const id = withinLimit('tenant', nonEmptyStringArg('tenant', tenant), 'nameBytes');
     if (closed.has(id)) throw new ClosedError(`tenant ${JSON.stringify(id)}`);
     return id;
   };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { optionWithinLimit } from '../core/limits.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
@@ -92,7 +93,11 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   if (cp !== undefined) {
     if (!isPlainObject(cp as unknown)) throw new InvalidOptionError('checkpoint', 'an object', cp);
     const ops = requireOps(cp.store, 'checkpoint.store', 'checkpointSave', 'checkpointLoad');
-    const name = nonEmptyString('checkpoint.name', cp.name);
+    const name = optionWithinLimit(
+      'checkpoint.name',
+      nonEmptyString('checkpoint.name', cp.name),
+      'nameBytes',
+    );
     every = positiveInt('checkpoint.every', cp.every ?? DEFAULT_EVERY);
     const saved = await ops.checkpointLoad(name);
     let revision = 0;

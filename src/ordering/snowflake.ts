@@ -1,6 +1,7 @@
 import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { optionWithinLimit } from '../core/limits.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
@@ -224,7 +225,7 @@ export class Snowflake {
   ): Promise<Snowflake> {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
     const ops = requireOps(options.store, 'store', 'timestampAdvance', 'leaseRenew');
-    const name = nonEmptyString('name', options.name);
+    const name = optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
     const every = parseDuration(options.lease ?? DEFAULT_LEASE, 'lease');
     // Checked before it is used to wait out a quick restart (a NaN would wait forever).
     const tolerance = nonNegativeInt(

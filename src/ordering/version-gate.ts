@@ -1,5 +1,6 @@
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
+import { LIMITS, optionWithinLimit, utf8Bytes, withinLimit } from '../core/limits.js';
 import { isPlainObject, nonEmptyString, nonEmptyStringArg, type Order } from '../core/validate.js';
 import type { JsonValue, Store } from '../store/store.js';
 import { type OrderingStoreOps, requireOps, type VersionUpsertReply } from './store-ops.js';
@@ -46,7 +47,11 @@ export class VersionGate {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
     this.#ops = requireOps(options.store, 'store', 'versionUpsert', 'versionGet');
     // `undefined` is the default; anything else (null included) must be a name, as for a ledger.
-    this.#name = nonEmptyString('name', options.name === undefined ? 'default' : options.name);
+    this.#name = optionWithinLimit(
+      'name',
+      nonEmptyString('name', options.name === undefined ? 'default' : options.name),
+      'nameBytes',
+    );
   }
 
   /** The gate's name (its key space on the store); fixed when made. */
@@ -56,18 +61,25 @@ export class VersionGate {
 
   /** Stores `value` under `key` iff `version` is newer than the stored one. */
   async upsert(key: string, version: Order, value: JsonValue): Promise<VersionGateResult> {
-    nonEmptyStringArg('key', key);
+    withinLimit('key', nonEmptyStringArg('key', key), 'keyBytes');
     const v = versionString(version);
     // Strict JSON, as a ledger's meta: what JSON.stringify would drop or change silently (NaN to
     // null, an undefined property dropped, a Date to a string) is refused, naming the place.
     const text = JSON.stringify(jsonCopy(value, 'value'));
+    if (text.length * 3 > LIMITS.valueBytes && utf8Bytes(text) > LIMITS.valueBytes) {
+      throw new InvalidArgumentError(
+        'value',
+        `at most ${LIMITS.valueBytes} bytes of UTF-8 as JSON (LIMITS.valueBytes; this one has ${utf8Bytes(text)})`,
+        value,
+      );
+    }
     const reply = await this.#ops.versionUpsert(this.#name, key, v, text);
     return { outcome: reply.outcome, version: storedVersion('versionUpsert', reply.version) };
   }
 
   /** The stored version and value under `key`, or `undefined`. */
   async get(key: string): Promise<{ version: bigint; value: JsonValue } | undefined> {
-    nonEmptyStringArg('key', key);
+    withinLimit('key', nonEmptyStringArg('key', key), 'keyBytes');
     const stored = await this.#ops.versionGet(this.#name, key);
     if (stored === undefined) return undefined;
     let value: JsonValue;

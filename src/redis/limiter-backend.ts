@@ -15,6 +15,7 @@ import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
 import { groupBySlot } from './slot.js';
+import { isClosedClient, redisStoreError } from './store-error.js';
 
 // At most this many decisions per script call: a decision is one to three redis.call()s (~10-30 µs
 // of server time here), so 128 hold the server for a few milliseconds at most.
@@ -73,8 +74,9 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     send(items) {
       // One StoreError for the batch, whatever failed (encoding, the script, the reply): each
       // caller's promise is settled straight from it, with no wrapper per take.
+      const closed = isClosedClient(client);
       return sendBatch(items).catch((err: unknown) => {
-        throw err instanceof StoreError ? err : new StoreError('limiterTake', err);
+        throw err instanceof StoreError ? err : redisStoreError('limiterTake', err, closed, 'script');
       });
     },
   });

@@ -1,8 +1,8 @@
-import { StoreError } from '../core/errors.js';
 import type { LeaseReply, OrderingStoreOps, VersionUpsertReply } from '../ordering/store-ops.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
 import { scripts } from './scripts.generated.js';
+import { isClosedClient, redisStoreError } from './store-error.js';
 
 /**
  * The ordering operations on Redis (DESIGN §3.4), one key and one script each, so every call is
@@ -18,11 +18,14 @@ export function redisOrderingOps(client: RedisLike, prefix: string): Required<Or
   const checkpointKey = (name: string) => `${prefix}{ord:${escapeId(name)}}:cp`;
   const versionKey = (gate: string, key: string) => `${prefix}{vg:${escapeId(gate)}:${escapeId(key)}}:v`;
   const timestampKey = (name: string) => `${prefix}{sf:${escapeId(name)}}:t`;
+  // The loads are reads; every other operation is one script (see redisFailure).
   const guarded = async <T>(operation: string, fn: () => Promise<T>): Promise<T> => {
+    const closed = isClosedClient(client);
     try {
       return await fn();
     } catch (err) {
-      throw new StoreError(operation, err);
+      const kind = operation === 'checkpointLoad' || operation === 'versionGet' ? 'read' : 'script';
+      throw redisStoreError(operation, err, closed, kind);
     }
   };
   return {

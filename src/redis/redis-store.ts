@@ -28,6 +28,7 @@ import { redisOrderingOps } from './ordering-store.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
 import { resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
 import { scripts } from './scripts.generated.js';
+import { isClosedClient, type RedisCallKind, redisFailure, redisStoreError } from './store-error.js';
 
 // At most this many applies per script call. A ledger step costs ~15-20 µs of Redis time (on the
 // 2-core machine of BENCHMARKS.md), so 128 of them hold the server for ~2-3 ms at most (other
@@ -151,6 +152,10 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ordered: true,
     maxBatch: MAX_BATCH,
     async send(items) {
+      // Whether the script was given to the client, and whether the client was closed then (it
+      // refuses a command in the same synchronous run, never sends it): what a failure means.
+      let sent = false;
+      let closed = isClosedClient(client);
       try {
         // Owners this process had registered before: if the script finds no state for one of
         // them, Redis lost it (a restart without persistence, a failover to a lagging replica),
@@ -167,6 +172,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           for (const value of item.entry) entries.push(value);
         }
         // One JSON argument in, one JSON string out (see ledger-apply.lua).
+        closed = isClosedClient(client);
+        sent = true;
         const reply = await evalScript(client, scripts.ledgerApply, keys, [
           JSON.stringify(entries),
           maxEntries,
@@ -196,7 +203,10 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         }
         return replies.map(toApplyResult);
       } catch (err) {
-        throw new StoreError('ledgerApply', err);
+        if (sent) throw redisStoreError('ledgerApply', err, closed, 'script');
+        // The registration (or the batch's encoding) failed: the script never went out.
+        const { retriable } = redisFailure(err, closed, 'write');
+        throw new StoreError('ledgerApply', err, { outcome: 'not-applied', retriable });
       }
     },
   });
@@ -247,11 +257,17 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     timer.unref?.();
   }
 
-  async function guarded<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  // A read or a delete: `kind` says which, for what its failure may have left (see redisFailure).
+  async function guarded<T>(
+    operation: string,
+    fn: () => Promise<T>,
+    kind: RedisCallKind = 'read',
+  ): Promise<T> {
+    const closed = isClosedClient(client);
     try {
       return await fn();
     } catch (err) {
-      throw new StoreError(operation, err);
+      throw redisStoreError(operation, err, closed, kind);
     }
   }
 
@@ -299,10 +315,24 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     const item: Registration = { memo, ledger: cmd.ledger, owner: cmd.owner, scope: cmd.scope };
     const known = memo.inLedger;
     const before = generation.value;
-    await register([item]);
-    const reply = await resolveSteps(client, memo.keys, resolveEntry(cmd, meta), maxEntries, (call) =>
-      enqueue.barrier(memo.keys[0], call),
-    );
+    let closed = isClosedClient(client);
+    try {
+      await register([item]);
+    } catch (err) {
+      // No script went out: nothing was booked.
+      const { retriable } = redisFailure(err, closed, 'write');
+      throw new StoreError('ledgerResolve', err, { outcome: 'not-applied', retriable });
+    }
+    closed = isClosedClient(client);
+    let reply: Awaited<ReturnType<typeof resolveSteps>>;
+    try {
+      reply = await resolveSteps(client, memo.keys, resolveEntry(cmd, meta), maxEntries, (call) =>
+        enqueue.barrier(memo.keys[0], call),
+      );
+    } catch (err) {
+      // Any step may have been the one that decides and books (the others change nothing).
+      throw redisStoreError('ledgerResolve', err, closed, 'script');
+    }
     if (reply[0] === 'applied' && (generation.value !== before || (known && reply[3] === 1))) {
       // As after an apply: Redis may have lost the registrations with the owner's state.
       memo.inLedger = false;
@@ -323,11 +353,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         return limiter.take(cmd);
       } catch (err) {
         // A malformed command is the caller's error, as in the memory store; anything else the store's.
-        return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('limiterTake', err));
+        return Promise.reject(
+          err instanceof InvalidArgumentError
+            ? err
+            : new StoreError('limiterTake', err, { outcome: 'not-applied', retriable: false }),
+        );
       }
     },
-    limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace)),
-    limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys)),
+    limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
+    limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
     ...redisOrderingOps(client, prefix),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
@@ -338,7 +372,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           enqueueApply(cmd, resolve, reject);
         } catch (err) {
           // A malformed command is the caller's error, as in the memory store; anything else the store's.
-          reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
+          // Thrown before it was queued: nothing was sent.
+          reject(
+            err instanceof InvalidArgumentError
+              ? err
+              : new StoreError('ledgerApply', err, { outcome: 'not-applied', retriable: false }),
+          );
         }
       }),
 
@@ -348,11 +387,14 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         meta = checkApplyCommand(cmd);
       } catch (err) {
         // A malformed command is the caller's error, as in the memory store; anything else the store's.
+        // Thrown before anything was sent.
         return Promise.reject(
-          err instanceof InvalidArgumentError ? err : new StoreError('ledgerResolve', err),
+          err instanceof InvalidArgumentError
+            ? err
+            : new StoreError('ledgerResolve', err, { outcome: 'not-applied', retriable: false }),
         );
       }
-      return guarded('ledgerResolve', () => resolveOne(cmd, meta));
+      return resolveOne(cmd, meta);
     },
 
     ledgerBalances: (ledger, owner) =>

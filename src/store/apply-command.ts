@@ -1,13 +1,11 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
+import { LIMITS, utf8Bytes, withinLimit } from '../core/limits.js';
 import { isPlainObject, nonEmptyStringArg, optionalOrder } from '../core/validate.js';
-import type { LedgerApplyCommand } from './store.js';
+import type { JsonValue, LedgerApplyCommand } from './store.js';
 
-// 1 000 fields per entry: an entry books a handful (coins, bonus, fees), and the Redis script
-// passes an entry's fields to XADD and HSET as arguments: Lua's unpack() stops near 8 000 values
-// (2 per field), and a script that fails half-way is not rolled back. The ledger and every store
-// refuse more.
-export const MAX_DELTAS = 1000;
+// Fields per entry (LIMITS.deltas gives the derivation). The ledger and every store refuse more.
+export const MAX_DELTAS = LIMITS.deltas;
 
 // Up to this many fields a repeat is found by comparing each field with those before it: at most
 // 120 string comparisons, below the cost of allocating and filling a Set (a measurable share of a
@@ -24,7 +22,7 @@ export function checkCapacity(capacity: unknown): number {
 
 /**
  * Checks a store command's deltas as a direct caller may have built them (the ledger builds them
- * right): at most MAX_DELTAS `[field, bigint]` pairs, each field once. A field twice would be added twice to the
+ * right): at most MAX_DELTAS `[field, bigint]` pairs, each field once and within LIMITS.fieldBytes. A field twice would be added twice to the
  * balance and, on Redis, once to the scope total (the script reads every total before it writes
  * any): refused, before anything changes, in every store alike.
  */
@@ -39,6 +37,7 @@ export function checkDeltaPairs(deltas: LedgerApplyCommand['deltas']): void {
       throw new InvalidArgumentError('deltas', '[field, bigint] pairs', pair);
     }
     const field = pair[0];
+    withinLimit('deltas', field, 'fieldBytes');
     let repeated = false;
     if (seen === undefined) {
       for (let j = 0; j < i && !repeated; j++)
@@ -62,8 +61,8 @@ export function checkApplyCommand(cmd: LedgerApplyCommand): string | undefined {
   nonEmptyStringArg('ledger', cmd.ledger);
   checkCapacity(cmd.capacity);
   if (typeof cmd.horizon !== 'boolean') throw new InvalidArgumentError('horizon', 'a boolean', cmd.horizon);
-  nonEmptyStringArg('owner', cmd.owner);
-  nonEmptyStringArg('signature', cmd.signature);
+  withinLimit('owner', nonEmptyStringArg('owner', cmd.owner), 'ownerBytes');
+  withinLimit('signature', nonEmptyStringArg('signature', cmd.signature), 'signatureBytes', SIGNATURE_HINT);
   if (!Array.isArray(cmd.deltas))
     throw new InvalidArgumentError('deltas', '[field, bigint] pairs', cmd.deltas);
   checkDeltaPairs(cmd.deltas);
@@ -72,7 +71,36 @@ export function checkApplyCommand(cmd: LedgerApplyCommand): string | undefined {
       throw new InvalidArgumentError('deltas', 'field names other than `__proto__`', field);
     nonEmptyStringArg('deltas', field);
   }
-  if (cmd.scope !== undefined) nonEmptyStringArg('scope', cmd.scope);
+  if (cmd.scope !== undefined) withinLimit('scope', nonEmptyStringArg('scope', cmd.scope), 'scopeBytes');
   optionalOrder('order', cmd.order);
-  return cmd.meta === undefined ? undefined : JSON.stringify(jsonCopy(cmd.meta, 'meta'));
+  return cmd.meta === undefined ? undefined : metaText(jsonCopy(cmd.meta, 'meta'));
+}
+
+/**
+ * The size bounds of a command's strings and meta (LIMITS), for a store that takes a command as a
+ * direct caller may have built it, without the rest of checkApplyCommand. Fields are bounded in
+ * checkDeltaPairs.
+ */
+export function checkCommandSizes(cmd: LedgerApplyCommand): void {
+  if (typeof cmd.owner === 'string') withinLimit('owner', cmd.owner, 'ownerBytes');
+  if (typeof cmd.signature === 'string')
+    withinLimit('signature', cmd.signature, 'signatureBytes', SIGNATURE_HINT);
+  if (typeof cmd.scope === 'string') withinLimit('scope', cmd.scope, 'scopeBytes');
+  if (cmd.meta !== undefined) metaText(cmd.meta);
+}
+
+/** What a too-long signature's error suggests instead. */
+export const SIGNATURE_HINT = ': a longer key can be hashed, defineSignature(schema, { hash: true })';
+
+/** An entry's `meta` (a fresh JSON copy) as the JSON text stores keep, within LIMITS.metaBytes. */
+export function metaText(meta: JsonValue): string {
+  const text = JSON.stringify(meta);
+  if (text.length > LIMITS.metaBytes / 3 && utf8Bytes(text) > LIMITS.metaBytes) {
+    throw new InvalidArgumentError(
+      'meta',
+      `at most ${LIMITS.metaBytes} bytes of UTF-8 as JSON (LIMITS.metaBytes; this one has ${utf8Bytes(text)})`,
+      meta,
+    );
+  }
+  return text;
 }

@@ -8,7 +8,7 @@ import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter
 import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
 import { memoryOrderingOps } from '../ordering/store-ops.js';
 import { SignatureWindow } from '../windows/signature-window.js';
-import { checkCapacity, checkDeltaPairs } from './apply-command.js';
+import { checkCapacity, checkCommandSizes, checkDeltaPairs } from './apply-command.js';
 import type {
   Balances,
   JournalEntry,
@@ -20,6 +20,10 @@ import type {
   Store,
   WindowState,
 } from './store.js';
+
+// A memory store's operation checks what can fail (the clock, the copy of meta) before it changes
+// anything, so a failure took no effect; what failed (a broken clock) stays broken until fixed.
+const NOT_APPLIED = { outcome: 'not-applied', retriable: false } as const;
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -154,7 +158,11 @@ class MemoryStore implements Store {
       return Promise.resolve(this.#apply(cmd));
     } catch (err) {
       // Nothing was changed (#apply reads and copies what can fail first): a store failure.
-      return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerApply', err));
+      return Promise.reject(
+        err instanceof InvalidArgumentError || err instanceof StoreError
+          ? err
+          : new StoreError('ledgerApply', err, NOT_APPLIED),
+      );
     }
   }
 
@@ -163,7 +171,11 @@ class MemoryStore implements Store {
       return Promise.resolve(this.#resolve(cmd));
     } catch (err) {
       // As for ledgerApply: what can fail is read first, so nothing was changed.
-      return Promise.reject(err instanceof InvalidArgumentError ? err : new StoreError('ledgerResolve', err));
+      return Promise.reject(
+        err instanceof InvalidArgumentError || err instanceof StoreError
+          ? err
+          : new StoreError('ledgerResolve', err, NOT_APPLIED),
+      );
     }
   }
 
@@ -177,7 +189,7 @@ class MemoryStore implements Store {
       return Promise.reject(
         err instanceof InvalidArgumentError || err instanceof StoreError
           ? err
-          : new StoreError('limiterTake', err),
+          : new StoreError('limiterTake', err, NOT_APPLIED),
       );
     }
   }
@@ -281,6 +293,7 @@ class MemoryStore implements Store {
     // happens whole or not at all (DESIGN §3.3).
     checkDeltaPairs(cmd.deltas);
     checkCapacity(cmd.capacity);
+    checkCommandSizes(cmd);
     const at = this.#maxEntries > 0 ? journalTime(this.#clock, 'ledgerApply') : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
@@ -299,6 +312,7 @@ class MemoryStore implements Store {
   #resolve(cmd: LedgerApplyCommand): LedgerResolveResult {
     checkDeltaPairs(cmd.deltas);
     checkCapacity(cmd.capacity);
+    checkCommandSizes(cmd);
     const at = this.#maxEntries > 0 ? journalTime(this.#clock, 'ledgerResolve') : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
@@ -418,7 +432,7 @@ function journalTime(clock: Clock, operation: string): number {
   try {
     return wholeMs(clock.now(), 'store clock.now()');
   } catch (err) {
-    throw new StoreError(operation, err);
+    throw new StoreError(operation, err, NOT_APPLIED);
   }
 }
 

@@ -39,7 +39,8 @@
   ('' when none), an order '' when the entry had none. The byte 0xFF never occurs in UTF-8, and
   field names and signatures are well-formed strings (the ledger refuses lone surrogates), so the
   first two 0xFF split the parts and `\255<signature>\255` occurs in the window exactly when the
-  signature is in it: the duplicate check is one plain string search, with nothing decoded.
+  signature is in it: the duplicate check is one plain string search, with nothing decoded, and
+  linear in the window's bytes (see in_window).
 
   Costs, measured (BENCHMARKS.md, redis-ledger): per entry, a script pays mostly for its
   redis.call()s and for turning values into Lua strings and back. So the batch travels as one JSON
@@ -124,19 +125,18 @@ local function add_balances(balances, args, first, last)
   return cjson.encode(amounts)
 end
 
--- Whether `\255<signature>\255` occurs in `state` from `from` on: found as the signature and the
--- bytes around it, so no string is made for the search (one less per entry).
-local function in_window(state, signature, from)
-  local len = #signature
-  -- The client never sends an empty signature; a direct call may, and find('') matches everywhere
-  -- (past the end too: the loop below would never end).
-  if len == 0 then return find(state, '\255\255', from, true) ~= nil end
-  local at = find(state, signature, from + 1, true)
-  while at do
-    if byte(state, at - 1) == 255 and byte(state, at + len) == 255 then return true end
-    at = find(state, signature, at + 1, true)
-  end
-  return false
+-- Whether `\255<signature>\255` occurs in `state` from `from` (the 0xFF before the first signature)
+-- on. The needle is searched with its delimiters, never the bare signature: a plain find tries
+-- every position where the needle's first byte occurs, and compares from there to the first byte
+-- that differs. With 0xFF first, the only candidates are the window's delimiters, and each compare
+-- stops by the next delimiter at the latest (0xFF occurs in no signature), so the search reads the
+-- window's bytes about once: linear in them. The bare signature would be tried at every position
+-- of every entry that starts like it, each compare running the length of the shared prefix:
+-- 'x' x N + '1' against a window holding 'x' x N and 'x' x N + '0' costs ~N^2 byte compares
+-- (seconds of Redis time at 256 KB; scripts/signature-cost.mjs). The needle costs one string per
+-- entry that has a window (~0.3-0.5 µs), the price of a bound that does not depend on the input.
+local function in_window(state, needle, from)
+  return find(state, needle, from, true) ~= nil
 end
 
 local scope_prefixes = {} -- scope -> 't:<#scope>:<scope>', made once per script
@@ -215,7 +215,7 @@ for k = 1, #KEYS, 2 do
   end
 
   if not replayed then
-    if state and in_window(state, signature, window_at) then outcome = 'duplicate' end
+    if state and in_window(state, '\255' .. signature .. '\255', window_at) then outcome = 'duplicate' end
     if outcome == 'applied' and judged ~= '' and horizon ~= '' and cmp(judged, horizon) <= 0 then
       outcome = 'stale'
     end
