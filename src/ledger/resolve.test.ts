@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveScenarios } from '../../test/support/resolve-scenarios.js';
 import { coded, rejected } from '../../test/support/thrown.js';
+import { LIMITS } from '../core/limits.js';
 import { memoryStore } from '../store/memory-store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { createLedger } from './ledger.js';
@@ -79,5 +80,26 @@ describe('Ledger.resolve on the memory store', () => {
     expect((await store.ledgerResolve({ ...base, signature: 's1', deltas: [['a', 1n]] })).outcome).toBe(
       'applied',
     );
+  });
+
+  it('input over the bounds is refused before any store call, as for apply', async () => {
+    const base = memoryStore();
+    let calls = 0;
+    const store = wrapStore(base, {
+      ledgerResolve: (cmd) => {
+        calls++;
+        return base.ledgerResolve(cmd);
+      },
+    });
+    const ledger = createLedger({ store, capacity: 2 });
+    const long = 'x'.repeat(LIMITS.signatureBytes + 1);
+    const err = coded(await rejected(ledger.resolve({ owner: 'p', signature: long, deltas: {} })));
+    expect(err.code).toBe('ERR_INVALID_ARGUMENT');
+    expect(err.message).toContain('`signature`');
+    expect(calls).toBe(0);
+    expect((await ledger.resolve({ owner: 'p', signature: long.slice(1), deltas: {} })).outcome).toBe(
+      'applied',
+    );
+    expect(calls).toBe(1);
   });
 });
