@@ -26,7 +26,8 @@ export async function evalshaStats(client) {
  * the scripts that call the script directly, as the Redis store's batches do.
  */
 export function limiterTakeArg(code, limit, windowMs, param, times) {
-  const argv = [STATE_SLACK_MS, CLIENT_STATE_SLACK_MS, 1, code, limit, windowMs, param];
-  for (const t of times) argv.push(t, 1, 1, 1);
+  const argv = [STATE_SLACK_MS, CLIENT_STATE_SLACK_MS, 0, 1, code, limit, windowMs, param];
+  // now, cost 1, no fence, one limit: spec 1.
+  for (const t of times) argv.push(t, 1, 0, 1, 1);
   return JSON.stringify(argv);
 }

@@ -7,6 +7,7 @@ import { DemoFailure } from '../demo/failure.js';
 import { SETTLEMENT_CAPACITY } from '../demo/onceflow-strategy.js';
 import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
 import { progressBar } from '../demo/progress.js';
+import { redactUrl } from '../demo/redact-url.js';
 import { redisStrategy } from '../demo/redis-strategy.js';
 import { formatReport, toJson } from '../demo/report.js';
 import { runDemo, STRATEGIES } from '../demo/run-demo.js';
@@ -14,12 +15,16 @@ import { runDemo, STRATEGIES } from '../demo/run-demo.js';
 const HELP = `Usage: onceflow <command> [options]
 
 Commands:
-  demo        run the exactly-once demo (see \`onceflow demo --help\`)
+  demo            run the exactly-once demo (see \`onceflow demo --help\`)
+  help [command]  this help, or a command's
 
 Options:
-  -h, --help  this help
-  --version   the version of onceflow
+  -h, --help      this help
+  -v, --version   the version of onceflow
 `;
+
+/** The help of each command, for \`onceflow help <command>\`. */
+const COMMAND_HELP: Readonly<Record<string, string>> = { demo: DEMO_HELP, help: HELP };
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -27,7 +32,20 @@ async function main(argv: string[]): Promise<number> {
     (command === undefined ? process.stderr : process.stdout).write(HELP);
     return command === undefined ? EXIT_USAGE : EXIT_OK;
   }
-  if (command === '--version') {
+  if (command === 'help') {
+    // \`onceflow help\` and \`onceflow help demo\`, as git and npm take them.
+    const [topic, ...extra] = rest;
+    const text =
+      topic === undefined ? HELP : Object.hasOwn(COMMAND_HELP, topic) ? COMMAND_HELP[topic] : undefined;
+    if (text === undefined || extra.length > 0) {
+      const what = extra.length > 0 ? `argument "${extra[0]}"` : `command "${topic}"`;
+      process.stderr.write(`onceflow help: unknown ${what}\n\n${HELP}`);
+      return EXIT_USAGE;
+    }
+    process.stdout.write(text);
+    return EXIT_OK;
+  }
+  if (command === '--version' || command === '-v') {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     process.stdout.write(`${pkg.version}\n`);
     return EXIT_OK;
@@ -103,7 +121,7 @@ function withNegativeValues(args: readonly string[]): string[] {
 }
 
 function usageError(err: unknown): number {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = redactUrl(err instanceof Error ? err.message : String(err));
   process.stderr.write(`onceflow demo: ${message}\nRun \`onceflow demo --help\` for the options.\n`);
   return EXIT_USAGE;
 }
@@ -121,7 +139,8 @@ main(process.argv.slice(2)).then(
         : err instanceof Error
           ? (err.stack ?? err.message)
           : String(err);
-    process.stderr.write(`onceflow: ${text}\n`);
+    // Redacted whatever it is: a stack or an error of ours may quote the --redis URL too.
+    process.stderr.write(`onceflow: ${redactUrl(text)}\n`);
     process.exitCode = EXIT_FAILED;
   },
 );

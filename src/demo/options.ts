@@ -1,5 +1,6 @@
 import { InvalidOptionError } from '../index.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
+import { redactUrl } from './redact-url.js';
 import { DEFAULT_SCENARIO, type ScenarioConfig } from './scenario.js';
 
 /** The option table of `onceflow demo`, in the shape `node:util` `parseArgs` takes. */
@@ -103,7 +104,8 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
     throw new InvalidOptionError(
       '--redis',
       'a Redis URL like redis://127.0.0.1:6379 or rediss://host:6380/2 (port 1-65535, database a number)',
-      values.redis,
+      // Echoed so the typo shows, with its password (if any) replaced: errors end up in CI logs.
+      redactUrl(values.redis),
     );
   }
   // 64 processes is far more than 2-8 cores can run usefully; beyond it is a typo.

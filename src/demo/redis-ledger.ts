@@ -1,6 +1,15 @@
 import { createLedger, type Ledger } from '../index.js';
 import { DemoFailure } from './failure.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
+import { redactUrl } from './redact-url.js';
+import { tlsMismatchHint } from './redis-tls-hint.js';
+
+// ioredis waits 10 s by default for a connection to open, TLS handshake included: the wait a
+// rediss:// URL against a plain server ends with (the server never answers the TLS hello). A TCP
+// connect plus a TLS handshake is 3 round trips: ~1 s at the ~300 ms of a connection across
+// continents, far less to a server in the same region; 3 s is 3x that, and a wrong URL is told
+// in 3 s instead of 10.
+const CONNECT_TIMEOUT_MS = 3000;
 
 /** The demo's settlement ledger on Redis, with what the run needs around it. */
 export interface RedisLedgerHandle {
@@ -14,8 +23,9 @@ export interface RedisLedgerHandle {
 /**
  * Opens the demo's settlement ledger on Redis. ioredis is an optional peer dependency of
  * onceflow, so it is loaded only here, when `--redis` is used, with a clear message if missing.
- * An unreachable server is a {@link DemoFailure} naming the URL, and leaves no client
- * reconnecting in the background (which would keep the process alive).
+ * An unreachable server is a {@link DemoFailure} naming the URL (its password replaced by `***`),
+ * saying when TLS may not match on both ends, and leaves no client reconnecting in the background
+ * (which would keep the process alive).
  */
 export async function openRedisLedger(url: string, prefix: string): Promise<RedisLedgerHandle> {
   let Redis: typeof import('ioredis').Redis;
@@ -25,7 +35,11 @@ export async function openRedisLedger(url: string, prefix: string): Promise<Redi
     throw new DemoFailure('`--redis` needs the ioredis package: npm install ioredis', { cause });
   }
   const { createRedisStore } = await import('../redis/index.js');
-  const client = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
+  const client = new Redis(url, {
+    maxRetriesPerRequest: 3,
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+  });
   // ioredis reports connection trouble as 'error' events; without a listener it prints them as
   // unhandled. The last one names the cause when connecting fails; later ones are retried by
   // ioredis itself (reconnect + resend), and a command that still fails rejects its own promise.
@@ -37,14 +51,19 @@ export async function openRedisLedger(url: string, prefix: string): Promise<Redi
     await client.connect();
   } catch (err) {
     client.disconnect();
-    const reason = (lastError ?? (err as Error)).message;
-    throw new DemoFailure(`cannot connect to Redis at ${url}: ${reason}`, { cause: lastError ?? err });
+    const cause = lastError ?? err;
+    const reason = (cause as Error).message;
+    const hint = await tlsMismatchHint(url, cause);
+    // Redacted as a whole: the URL's password, and any URL ioredis put in its own message.
+    throw new DemoFailure(redactUrl(`cannot connect to Redis at ${url}: ${reason}${hint}`), { cause });
   }
   // ioredis reports a failed SELECT of the URL's database (an index out of range) as an 'error'
   // event and still connects, to database 0: the run would write where it was not asked to.
   if (lastError !== undefined) {
     client.disconnect();
-    throw new DemoFailure(`cannot use Redis at ${url}: ${lastError.message}`, { cause: lastError });
+    throw new DemoFailure(redactUrl(`cannot use Redis at ${url}: ${lastError.message}`), {
+      cause: lastError,
+    });
   }
   // The journal is not read by the demo (it reads per-room totals): keep none, bounded memory.
   const store = createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: 0 } });

@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { roomName } from './delivery-log.js';
 import { DemoFailure } from './failure.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
+import { redactUrl } from './redact-url.js';
 import { openRedisLedger, type RedisLedgerHandle } from './redis-ledger.js';
-import type { WorkerConfig } from './redis-worker.js';
+import { WORKER_CONFIG_ENV, type WorkerConfig } from './redis-worker-config.js';
 import type { ScenarioConfig } from './scenario.js';
 import type { StrategyFactory } from './strategy.js';
 
@@ -128,9 +129,12 @@ interface Worker {
 
 function startWorker(config: WorkerConfig, onProgress: (n: number) => void): Worker {
   const script = fileURLToPath(new URL('./redis-worker.js', import.meta.url));
-  const child = spawn(process.execPath, [script, JSON.stringify(config)], {
+  const child = spawn(process.execPath, [script], {
     // The IPC channel only tells the worker when this process is gone (see redis-worker.ts).
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    // In the environment, not the arguments: the URL may hold a password, and any user of the
+    // machine can read a process's arguments (ps), only its owner its environment.
+    env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(config) },
   });
   // Piped as asked above (spawn's types cannot tell once an 'ipc' entry is in the list).
   const { stdout, stderr: errors } = child as typeof child & { stdout: Readable; stderr: Readable };
@@ -152,7 +156,8 @@ function startWorker(config: WorkerConfig, onProgress: (n: number) => void): Wor
     if (status === 0) return;
     const how = typeof status === 'number' ? `exited with ${status}` : `was killed (${status})`;
     const said = stderr.trim();
-    throw new DemoFailure(`demo worker ${config.index} ${how}${said ? `: ${said}` : ''}`);
+    // Redacted again here: whatever a worker printed (a crash's stack too) may hold the URL.
+    throw new DemoFailure(redactUrl(`demo worker ${config.index} ${how}${said ? `: ${said}` : ''}`));
   });
   done.catch(() => {}); // observed through Promise.all; never an unhandled rejection here
   return {

@@ -4,18 +4,10 @@
 // their deliveries to the shared Redis ledger, and writes one outcome byte per delivery to a file.
 import { writeFileSync } from 'node:fs';
 import { applySettlement } from './onceflow-strategy.js';
+import { redactUrl } from './redact-url.js';
 import { openRedisLedger } from './redis-ledger.js';
-import { generateLog, type ScenarioConfig } from './scenario.js';
-
-/** What the coordinator passes (as JSON in argv[2]). */
-export interface WorkerConfig {
-  readonly scenario: ScenarioConfig;
-  readonly url: string;
-  readonly prefix: string;
-  readonly index: number;
-  readonly workers: number;
-  readonly outFile: string;
-}
+import { WORKER_CONFIG_ENV, type WorkerConfig } from './redis-worker-config.js';
+import { generateLog } from './scenario.js';
 
 // Players applied at once per worker: each player's deliveries stay strictly in order (one owner's
 // deliveries never overtake each other, like one partition of a queue), different players overlap.
@@ -60,10 +52,11 @@ process.on('disconnect', () => process.exit(1));
 // Unref'd: the channel must not keep a worker that has finished alive.
 process.channel?.unref();
 
-const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
+const config = JSON.parse(process.env[WORKER_CONFIG_ENV] ?? '{}') as WorkerConfig;
 main(config).catch((err: unknown) => {
   // Exit once the message is written (a pipe's write can be asynchronous): a client still
   // reconnecting in the background would keep this process alive, and the coordinator is waiting
   // for the exit to stop the run.
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`, () => process.exit(1));
+  const message = redactUrl(err instanceof Error ? err.message : String(err));
+  process.stderr.write(`${message}\n`, () => process.exit(1));
 });

@@ -62,7 +62,18 @@ export interface LedgerEntry {
   meta?: JsonValue;
 }
 
-/** What {@link Ledger.apply} returns: an outcome, never an exception, for duplicates and stale. */
+/**
+ * What {@link Ledger.apply} returns: an outcome, never an exception, for duplicates and stale.
+ * A union on `outcome`: after `r.outcome === 'applied'`, `r.seq` is a `number`.
+ *
+ * @example
+ * ```ts
+ * const ledger = createLedger({ capacity: 4 });
+ * const r = await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } });
+ * const seq: number = r.outcome === 'applied' ? r.seq : 0; // no `?? 0` needed
+ * seq; // 1
+ * ```
+ */
 export type ApplyResult = LedgerApplyResult;
 
 /**

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { BlockCache } from './block-cache.js';
-import { type Decision, decide } from './decision.js';
+import { decide, type RefusedDecision } from './decision.js';
 
 /** A refusal of the store with a wait of `retryAfterMs`, decided at `at`. */
-function refusal(retryAfterMs: number, at = 0): Decision {
-  const part = { id: 'l', allowed: false, limit: 1, windowMs: 1000, remaining: 0, retryAfterMs };
+function refusal(retryAfterMs: number, at = 0): RefusedDecision {
+  const part = { id: 'l', allowed: false as const, limit: 1, windowMs: 1000, remaining: 0, retryAfterMs };
   return decide(at, false, [{ ...part, resetAt: at + retryAfterMs }], undefined);
 }
 

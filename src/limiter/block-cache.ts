@@ -1,11 +1,11 @@
 import { LruMap } from '../core/lru-map.js';
-import type { Decision } from './decision.js';
+import type { RefusedDecision } from './decision.js';
 import { verdict } from './verdict.js';
 
 /** A refusal remembered by the cache: the store's decision and the local time it was asked at. */
 export interface Block {
   /** The refused decision, as the store answered it (every limit's part, store time). */
-  readonly decision: Decision;
+  readonly decision: RefusedDecision;
   /** Local time read before the store was asked: the refusal holds until `asked + retryAfterMs`. */
   readonly asked: number;
 }
@@ -48,8 +48,8 @@ export class BlockCache {
    * Remembers `decision` (a refusal of `cost`, asked at local time `asked`) for `key`: a copy, as
    * the caller holds the decision itself and may change it.
    */
-  set(key: string, cost: number, asked: number, decision: Decision): void {
-    const kept: Decision = {
+  set(key: string, cost: number, asked: number, decision: RefusedDecision): void {
+    const kept: RefusedDecision = {
       ...decision,
       limits: decision.limits.map((p) => verdict(p, p.allowed, p.remaining, p.resetAt, p.retryAfterMs)),
     };
@@ -74,7 +74,7 @@ export class BlockCache {
  * The answer a block gives at local time `now`: the refusal as the store gave it, `elapsed` later
  * (decision time and waits moved by the time since it was asked), with reason `blocked`.
  */
-export function blockedDecision(block: Block, now: number): Decision {
+export function blockedDecision(block: Block, now: number): RefusedDecision {
   const d = block.decision;
   const elapsed = now - block.asked;
   // Every part a new object: what a caller does to its answer never reaches the cache.

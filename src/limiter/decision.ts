@@ -17,21 +17,50 @@ export type DecisionReason =
   /** The store failed or timed out; this node's local limiter decided, with its share of the limit. */
   | 'degraded-local';
 
+/**
+ * The reasons of an admitted decision (`allowed: true`): `'allowed'`, `'degraded-allow'`, or
+ * `'degraded-local'` when this node's local limiter admitted it.
+ *
+ * @example
+ * ```ts
+ * const limiter = createLimiter({ algorithm: 'fixed-window', limit: 1, window: '1m' });
+ * const d = await limiter.take('user-1');
+ * const why = d.allowed ? d.reason : 'refused'; // 'allowed' | 'degraded-allow' | 'degraded-local' | 'refused'
+ * why; // 'allowed'
+ * ```
+ */
+export type AllowingReason = Extract<DecisionReason, 'allowed' | 'degraded-allow' | 'degraded-local'>;
+
+/**
+ * The reasons of a refused decision (`allowed: false`): `'limited'`, `'blocked'`,
+ * `'cost-exceeds-limit'`, `'degraded-deny'`, or `'degraded-local'` when this node's local
+ * limiter refused it.
+ *
+ * @example
+ * ```ts
+ * const limiter = createLimiter({ algorithm: 'fixed-window', limit: 1, window: '1m' });
+ * await limiter.take('user-1');
+ * const d = await limiter.take('user-1');
+ * const why = d.allowed ? 'admitted' : d.reason;
+ * why; // 'limited'
+ * ```
+ */
+export type RefusingReason = Extract<
+  DecisionReason,
+  'limited' | 'blocked' | 'cost-exceeds-limit' | 'degraded-deny' | 'degraded-local'
+>;
+
 /** One limit's part of a decision: its verdict, with the limit it speaks for. */
 export type LimitDecision = LimitVerdict;
 
-/** The answer of `take`: expected outcomes are values, never exceptions. */
-export interface Decision {
-  readonly allowed: boolean;
+/** What every decision holds, admitted or refused. */
+interface DecisionFields {
   /** The bound limit's `limit`. */
   readonly limit: number;
   /** Cost still admissible now under the bound limit. */
   readonly remaining: number;
   /** When the bound limit is full again with no further requests (store time, ms). */
   readonly resetAt: number;
-  /** 0 when allowed; otherwise the exact wait (see {@link LimitVerdict.retryAfterMs}). */
-  readonly retryAfterMs: number;
-  readonly reason: DecisionReason;
   /**
    * The limit that decided: when refused, the refusing limit with the longest wait (waiting that
    * long satisfies every limit); when allowed, the one with the least remaining.
@@ -43,7 +72,78 @@ export interface Decision {
   readonly limits: readonly LimitDecision[];
 }
 
+/**
+ * A {@link Decision} that admitted the request: every limit was charged (or, degraded, none was
+ * asked). `retryAfterMs` is `0`, the `reason` one of {@link AllowingReason}.
+ *
+ * @example
+ * ```ts
+ * const limiter = createLimiter({ algorithm: 'gcra', limit: 5, window: '1s' });
+ * const d = await limiter.take('user-1');
+ * if (d.allowed) {
+ *   const admitted: AllowedDecision = d; // narrowed by `allowed`
+ *   admitted.retryAfterMs; // 0
+ * }
+ * ```
+ */
+export interface AllowedDecision extends DecisionFields {
+  readonly allowed: true;
+  /** Always 0: nothing to wait for. */
+  readonly retryAfterMs: 0;
+  readonly reason: AllowingReason;
+}
+
+/**
+ * A {@link Decision} that refused the request: nothing was charged. `retryAfterMs` is the exact
+ * wait (see {@link LimitVerdict.retryAfterMs}; `Infinity` for `'cost-exceeds-limit'`), the
+ * `reason` one of {@link RefusingReason}.
+ *
+ * @example
+ * ```ts
+ * const clock = new FakeClock(0);
+ * const limiter = createLimiter({ store: memoryStore({ clock }), clock, algorithm: 'fixed-window', limit: 1, window: '1m' });
+ * await limiter.take('user-1');
+ * clock.advance(1000);
+ * const d = await limiter.take('user-1');
+ * if (!d.allowed) {
+ *   const refused: RefusedDecision = d; // narrowed by `allowed`
+ *   [refused.reason, refused.retryAfterMs]; // ['limited', 59000]
+ * }
+ * ```
+ */
+export interface RefusedDecision extends DecisionFields {
+  readonly allowed: false;
+  /** The exact wait: the same request retried after it is admitted (if nothing else is meanwhile). */
+  readonly retryAfterMs: number;
+  readonly reason: RefusingReason;
+}
+
+/**
+ * The answer of `take`: expected outcomes are values, never exceptions. A union on `allowed`:
+ * after `if (d.allowed)`, `d.reason` is an {@link AllowingReason} and `d.retryAfterMs` is `0`;
+ * otherwise `d.reason` is a {@link RefusingReason} and `d.retryAfterMs` the wait.
+ */
+export type Decision = AllowedDecision | RefusedDecision;
+
 /** Builds the decision from per-limit parts. */
+export function decide(
+  at: number,
+  allowed: true,
+  parts: LimitDecision[],
+  reason: AllowingReason | undefined,
+): AllowedDecision;
+export function decide(
+  at: number,
+  allowed: false,
+  parts: LimitDecision[],
+  reason: RefusingReason | undefined,
+): RefusedDecision;
+export function decide(
+  at: number,
+  allowed: boolean,
+  parts: LimitDecision[],
+  reason: DecisionReason | undefined,
+): Decision;
 export function decide(
   at: number,
   allowed: boolean,
@@ -55,6 +155,9 @@ export function decide(
     const p = parts[i] as LimitDecision;
     if (allowed ? p.remaining < pick.remaining : betterBound(p, pick)) pick = p;
   }
+  // One object literal for both answers (one shape, as V8 sees it): its fields agree with
+  // `allowed` as the union says, by construction (retryAfterMs 0 and an allowing reason when
+  // allowed), which TypeScript cannot follow through the conditionals.
   return {
     allowed,
     limit: pick.limit,
@@ -71,7 +174,7 @@ export function decide(
     bound: pick.id,
     at,
     limits: parts,
-  };
+  } as Decision;
 }
 
 function betterBound(p: LimitDecision, pick: LimitDecision): boolean {

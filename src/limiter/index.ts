@@ -1,5 +1,13 @@
 // Rate limiting (DESIGN §3.5): re-exports only.
-export type { Decision, DecisionReason, LimitDecision } from './decision.js';
+export type {
+  AllowedDecision,
+  AllowingReason,
+  Decision,
+  DecisionReason,
+  LimitDecision,
+  RefusedDecision,
+  RefusingReason,
+} from './decision.js';
 export { rateLimitHeaders } from './headers.js';
 export { createLimiter, type DegradedPolicy, type Limiter, type LimiterOptions } from './limiter.js';
 export type { LimitOptions } from './options.js';

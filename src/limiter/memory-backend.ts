@@ -18,13 +18,22 @@ interface Entry {
   dead: boolean;
 }
 
-// Expired states are dropped by a full pass once the takes since the last pass reach the map's
-// size (at least SWEEP_MIN): amortised one entry visited per take, memory proportional to the
-// keys active within one window plus the slack (1 s; 10 min for times passed in: see time.ts, the
-// same as Redis's TTLs, so both stores forget a state at the same time), no timer per key
-// (rate-limiter-flexible's memory limiter pays one setTimeout per key) and no allocation per
-// visit (Map#forEach; an iterator stepped a few entries per take allocated two objects per
-// entry). The pass is O(keys): ~10 ms per million.
+// Expired states are dropped by a full pass, no timer per key (rate-limiter-flexible's memory
+// limiter pays one setTimeout per key) and no allocation per visit (Map#forEach; an iterator
+// stepped a few entries per take allocated two objects per entry). The pass is O(keys): ~10 ms per
+// million. It runs once the takes plus the entries created since the last pass reach
+// max(SWEEP_MIN, S), S the entries that pass left (its survivors: the states still counting, or
+// within their slack, then). Hence the bound, for any pattern of keys:
+//   size <= S + max(SWEEP_MIN, S) + (limits per take - 1) <= 2 * max(SWEEP_MIN, S) + limits - 1
+// (between two passes, fewer than max(SWEEP_MIN, S) entries were created, and a take creates its
+// entries, at most one per limit, after its check). S is the keys charged within one window plus
+// the slack before that pass (1 s; 10 min for times passed in: see time.ts, the same as Redis's
+// TTLs, so both stores forget a state at the same time). Amortised: a pass visits at most
+// 2 * max(SWEEP_MIN, S) + limits entries, and at least max(SWEEP_MIN, S) / (1 + limits) takes came
+// since the last (each counts 1, and 1 per entry it created): 2 (1 + limits) visits per take at
+// most, 2 for takes of keys already held.
+// (Counting against the map's current size instead, a stream of new keys never triggered a pass:
+// the size grows with every take that counts towards it.)
 const SWEEP_MIN = 1024;
 
 // Specs a direct `take` has checked (the limiter's own come from toSpec): each object once.
@@ -44,7 +53,10 @@ export class MemoryLimiterBackend {
   readonly #clock: Clock;
   readonly #entries = new Map<string, Entry>();
   readonly #givenSlack: number;
+  readonly #sweepMin: number;
+  // Takes and entries created since the last sweep, and the entries that sweep left (see SWEEP_MIN).
   #sinceSweep = 0;
+  #survivors = 0;
 
   /**
    * `givenSlack`: how long past its expiry a state is kept when the time was passed in (see
@@ -52,14 +64,24 @@ export class MemoryLimiterBackend {
    * limiter's local fallback, whose time is always its own, keeps states no longer than on the
    * store's own clock (during an outage it may hold one state per client IP).
    */
-  constructor(clock: Clock, givenSlack = CLIENT_STATE_SLACK_MS) {
+  constructor(clock: Clock, givenSlack = CLIENT_STATE_SLACK_MS, sweepMin = SWEEP_MIN) {
     this.#clock = clock;
     this.#givenSlack = givenSlack;
+    this.#sweepMin = sweepMin;
   }
 
-  /** Keys held (expired ones are dropped as the sweep passes them). */
+  /**
+   * Keys held (expired ones are dropped as the sweep passes them): at most
+   * `2 * max(1024, survivors) + limits per take - 1`, `survivors` the keys still counting (or
+   * within their slack) at the last sweep: see {@link MemoryLimiterBackend.sweepBound}.
+   */
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** Internal (tests): the bound `size` stays within until the next sweep, for one limit per take. */
+  get sweepBound(): number {
+    return 2 * Math.max(this.#sweepMin, this.#survivors);
   }
 
   /** One multi-limit decision, answered as a store reply. */
@@ -156,11 +178,13 @@ export class MemoryLimiterBackend {
     return entry;
   }
 
-  // One take more since the last sweep; a full pass once they reach the map's size (see SWEEP_MIN).
+  // One take more since the last sweep; a full pass once takes and creations reach the last
+  // pass's survivors (see SWEEP_MIN).
   #sweepWhenDue(now: number): void {
-    if (++this.#sinceSweep >= SWEEP_MIN && this.#sinceSweep >= this.#entries.size) {
+    if (++this.#sinceSweep >= this.#sweepMin && this.#sinceSweep >= this.#survivors) {
       this.#sinceSweep = 0;
       this.#entries.forEach(sweepEntry, now);
+      this.#survivors = this.#entries.size;
     }
   }
 
@@ -208,6 +232,7 @@ export class MemoryLimiterBackend {
       const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
       this.#entries.set(call.key, created);
       call.handle = created;
+      this.#sinceSweep++; // a creation counts towards the next sweep (see SWEEP_MIN)
     } else {
       entry.state = state;
       entry.expiresAt = expiresAt;

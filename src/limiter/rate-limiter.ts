@@ -350,7 +350,14 @@ export class RateLimiter implements Limiter {
     const timeoutMs = this.#config.timeoutMs;
     let pending: Promise<LimiterTakeReply>;
     try {
-      pending = (this.#store.limiterTake as NonNullable<Store['limiterTake']>)({ limits: calls, cost, now });
+      // The store is told how long this take waits: past it, the degraded answer below is given
+      // and a store must not charge the take when its command arrives late.
+      pending = (this.#store.limiterTake as NonNullable<Store['limiterTake']>)({
+        limits: calls,
+        cost,
+        now,
+        timeoutMs: timeoutMs === 0 ? undefined : timeoutMs,
+      });
     } catch (err) {
       // A store that throws instead of rejecting still ends in the degraded policy, never a throw.
       return Promise.reject(err);

@@ -13,30 +13,43 @@ export interface LimitSpec {
   readonly param: number;
 }
 
-/** What one limit says about one request at one instant. */
-export interface Verdict {
-  readonly allowed: boolean;
-  /** Cost still admissible right now, after this request if it was admitted. */
-  readonly remaining: number;
-  /** When, with no further requests, the limit is back to full (`remaining === limit`). */
-  readonly resetAt: number;
-  /**
-   * 0 when allowed. Otherwise the exact wait: the same request retried after `retryAfterMs` is
-   * admitted (if nothing else is admitted meanwhile), and one millisecond earlier it is not.
-   * `Infinity` when the cost exceeds what the limit can ever admit at once.
-   */
-  readonly retryAfterMs: number;
-}
+/**
+ * What one limit says about one request at one instant. A union on `allowed`: after
+ * `if (v.allowed)`, `v.retryAfterMs` is `0`; otherwise it is the wait.
+ */
+export type Verdict =
+  | {
+      readonly allowed: true;
+      /** Cost still admissible right now, after this request. */
+      readonly remaining: number;
+      /** When, with no further requests, the limit is back to full (`remaining === limit`). */
+      readonly resetAt: number;
+      /** Always 0 when allowed. */
+      readonly retryAfterMs: 0;
+    }
+  | {
+      readonly allowed: false;
+      /** Cost still admissible right now. */
+      readonly remaining: number;
+      /** When, with no further requests, the limit is back to full (`remaining === limit`). */
+      readonly resetAt: number;
+      /**
+       * The exact wait: the same request retried after `retryAfterMs` is admitted (if nothing
+       * else is admitted meanwhile), and one millisecond earlier it is not. `Infinity` when the
+       * cost exceeds what the limit can ever admit at once.
+       */
+      readonly retryAfterMs: number;
+    };
 
 /**
  * A verdict with the limit it speaks for: what a decision lists per limit. The math returns it
  * whole, so a decision needs no second object per limit.
  */
-export interface LimitVerdict extends Verdict {
+export type LimitVerdict = Verdict & {
   readonly id: string;
   readonly limit: number;
   readonly windowMs: number;
-}
+};
 
 /**
  * The pure math of one algorithm: no I/O, no clock, time passed in. A decision is two steps so a
@@ -71,6 +84,13 @@ export interface LimiterTakeCommand {
   readonly cost: number;
   /** Decision time; `undefined`: the store's own clock (Redis `TIME`, the memory store's clock). */
   readonly now?: number | undefined;
+  /**
+   * How long the caller waits for the answer (ms from the call; `undefined`: as long as the
+   * store takes). Past it the caller answers without the store (its degraded policy), so a remote
+   * store must never charge the take later: the Redis store fences the command (see
+   * src/redis/limiter-backend.ts). An in-process store answers at once and may ignore it.
+   */
+  readonly timeoutMs?: number | undefined;
 }
 
 /**

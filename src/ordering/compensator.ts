@@ -319,9 +319,14 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       // The whole list is checked before any of it is taken: a bad range changes nothing.
       for (const [i, g] of list.entries()) {
         const u = g as unknown as Record<string, unknown>;
-        const ok =
-          isPlainObject(u) && Number.isSafeInteger(u.from) && Number.isSafeInteger(u.to) && g.from <= g.to;
-        if (!ok) throw new InvalidArgumentError(`gaps[${i}]`, 'a range { from, to } with from <= to', g);
+        const ok = isPlainObject(u) && isSeq(u.from) && isSeq(u.to) && g.from <= g.to;
+        if (!ok) {
+          throw new InvalidArgumentError(
+            `gaps[${i}]`,
+            'a range { from, to } of sequence numbers with from <= to',
+            g,
+          );
+        }
       }
       for (const g of list) {
         // Newly open numbers that no job holds (one that came late and went missing again may
@@ -348,7 +353,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       schedulePump();
     },
     fill(seq) {
-      if (!Number.isSafeInteger(seq)) throw new InvalidArgumentError('seq', 'a safe integer', seq);
+      if (!isSeq(seq)) throw new InvalidArgumentError('seq', 'a non-negative safe integer', seq);
       removeOpen(seq, seq);
       for (const job of [...jobs]) {
         if (seq < job.from || seq > job.to) continue;
@@ -386,4 +391,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       settleIdle();
     },
   };
+}
+
+/** A sequence number as a reorder buffer takes it (the gaps a compensator gets come from one). */
+function isSeq(v: unknown): v is number {
+  return Number.isSafeInteger(v) && (v as number) >= 0;
 }

@@ -21,12 +21,50 @@ import { isClosedClient, redisStoreError } from './store-error.js';
 // of server time here), so 128 hold the server for a few milliseconds at most.
 const MAX_BATCH = 128;
 
+// Fencing: a take answered without the store (the limiter's timeout ran out, or the client
+// rejected the command) must never be charged when its command reaches Redis later: from
+// ioredis's offline queue once it reconnects, from its re-sent unfulfilled commands, from a
+// socket buffer a stalled server reads on waking, after a `commandTimeout` that rejected the
+// command but left it queued. Which of those applies depends on the client's options and version,
+// so none is relied on. Instead each take has a fence, the local instant past which its caller
+// may be answered without the store (now + the limiter's timeout, or the client's
+// commandTimeout, whichever is shorter; none when neither is set), and two rules hold:
+//   1. The script decides an entry only while Redis's TIME is before the entry's fence, which is
+//      sent in Redis time: fence + `offset` - FENCE_MARGIN_MS. `offset` is a lower bound of
+//      (Redis ms - performance.now()): a reply read TIME before it was received, so TIME minus
+//      the local time it arrived is at most the true offset. A later execution is a no-op.
+//   2. This backend never reports a failure of a fenced take before its fence, unless Redis
+//      answered (an error reply: the command ran and is gone). A failure the client reports
+//      earlier (a closed connection, a timeout) is held until the fence: the command may still
+//      be somewhere in the client.
+// So when the caller is answered without the store (at or after the fence), Redis can no longer
+// charge it. What no fence can help: a command Redis ran before its fence whose reply was lost
+// (the charge happened before the answer, not after). And a take made while the connection is
+// known lost (it was ready, and is not now) is not sent at all: refused at once, it never sits
+// in a queue and its caller need not wait for the fence.
+//
+// The margin covers what makes a late execution look early: Redis's TIME floored to the ms (1 ms),
+// a Node timer firing up to 1 ms before performance.now() says its delay passed (libuv's ms loop
+// time), the drift of two quartz clocks between replies (~100 ppm: 1 ms per 10 s without a reply),
+// and servers behind one client (cluster nodes, a promoted replica) whose NTP-kept clocks agree to
+// a ms or two. The offset is learned from the one that answered: the rule assumes the others'
+// clocks agree with it within the margin. Too large a margin only refuses takes that reached
+// Redis just before their caller gave up on them (their answer was about to be too late anyway).
+const FENCE_MARGIN_MS = 5;
+
 /** One queued decision: its calls, keys (with the prefix), time ('' for Redis TIME) and cost. */
 interface TakeItem extends BatchItem<LimiterTakeReply> {
   readonly limits: readonly LimitCall[];
   readonly now: number | '';
   readonly cost: number;
+  /** performance.now() past which its caller may be answered without the store; Infinity: none. */
+  readonly fence: number;
+  /** Settles it as not decided (Redis read it past its fence): at once, never held. */
+  readonly refuse: (err: unknown) => void;
 }
+
+// The reply given to a take settled by `refuse` (the batcher still resolves it: a no-op).
+const NOT_DECIDED: LimiterTakeReply = Object.freeze({ now: 0, allowed: false, verdicts: [] });
 
 /** The limiter side of the Redis store. */
 export interface RedisLimiterBackend {
@@ -58,6 +96,52 @@ function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | num
 /** Internal: one decision per queued item; decisions of one hash slot share a script call. */
 export function createRedisLimiterBackend(client: RedisLike, prefix: string): RedisLimiterBackend {
   const self = {};
+  // The client's own command timeout (ioredis `Redis`, or a `Cluster`'s redisOptions): it rejects a
+  // command that may still be sent later, so it bounds a take's fence too.
+  const options = (
+    client as { options?: { commandTimeout?: unknown; redisOptions?: { commandTimeout?: unknown } } }
+  ).options;
+  const commandTimeout = options?.commandTimeout ?? options?.redisOptions?.commandTimeout;
+  const clientTimeoutMs =
+    typeof commandTimeout === 'number' && commandTimeout > 0 ? commandTimeout : Number.POSITIVE_INFINITY;
+  // A lower bound of (Redis ms - performance.now()), from the last reply (see rule 1 above);
+  // undefined until one arrived.
+  let offset: number | undefined;
+  let probing: Promise<void> | undefined;
+  let wasReady = false;
+
+  // Learns the offset from TIME read by Redis between `sent` and `received` (local times): the
+  // true offset lies in [serverMs - received, serverMs - sent]. The largest lower bound seen is
+  // kept, unless a reply shows it above what the offset can be now (Redis's clock stepped back):
+  // then this reply's lower bound replaces it.
+  const learn = (serverMs: number, sent: number, received: number) => {
+    const low = serverMs - received;
+    if (offset === undefined || offset > serverMs - sent || low > offset) offset = low;
+  };
+  // The first fenced batch waits for one TIME: a fence cannot be sent in Redis time before the
+  // offset is known (guessed from the wall clock, a Redis clock behind this one would charge late
+  // commands). Shared by the batches sent meanwhile; a failure fails them (and is tried again).
+  const probe = (): Promise<void> => {
+    probing ??= (async () => {
+      const sent = performance.now();
+      const [seconds, micros] = (await client.call('TIME')) as [string, string];
+      learn(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), sent, performance.now());
+    })().finally(() => {
+      probing = undefined;
+    });
+    return probing;
+  };
+  // The connection is known lost: an ioredis client that was ready and is not (reconnecting, or
+  // ended). A client never seen ready (still connecting at startup) is not: its first commands
+  // wait in the offline queue, fenced.
+  const connectionLost = (): boolean => {
+    const status = (client as { status?: unknown }).status;
+    if (typeof status !== 'string' || status === 'ready') {
+      if (status === 'ready') wasReady = true;
+      return false;
+    }
+    return wasReady || status === 'end';
+  };
   const keyOf = (call: LimitCall): string => {
     const memo = call.handle as KeyMemo | undefined;
     if (memo !== undefined && memo.owner === self) return memo.key;
@@ -82,15 +166,38 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
   });
 
   async function sendBatch(items: readonly TakeItem[]): Promise<LimiterTakeReply[]> {
+    let fenceBase = 0;
+    for (const item of items) {
+      if (item.fence !== Number.POSITIVE_INFINITY) {
+        if (offset === undefined) await probe();
+        fenceBase = Number.POSITIVE_INFINITY;
+        break;
+      }
+    }
+    // Each fenced entry's fence in Redis ms (rule 1), sent as a difference from the batch's base
+    // (a few digits, where a whole time is 13).
+    const fences: number[] = [];
+    if (fenceBase !== 0) {
+      for (const item of items) {
+        const fence =
+          item.fence === Number.POSITIVE_INFINITY
+            ? 0
+            : Math.floor(item.fence + (offset as number) - FENCE_MARGIN_MS);
+        fences.push(fence);
+        if (fence !== 0 && fence - 1 < fenceBase) fenceBase = fence - 1;
+      }
+    }
     // The batch's distinct limit specs go first, once; each decision names them by index, so
     // a decision is 3 + limits values instead of 3 + 4 x limits (less to encode and parse).
     const specIndex = new Map<LimitSpec, number>();
     const specTable: (string | number)[] = [];
     const keys: string[] = [];
     const tail: (string | number)[] = [];
-    for (const item of items) {
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as TakeItem;
       for (const key of item.keys) keys.push(key);
-      tail.push(item.now, item.cost, item.limits.length);
+      const fence = fenceBase === 0 ? 0 : (fences[i] as number);
+      tail.push(item.now, item.cost, fence === 0 ? 0 : fence - fenceBase, item.limits.length);
       for (const { spec } of item.limits) {
         let index = specIndex.get(spec);
         if (index === undefined) {
@@ -107,15 +214,27 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     const args = JSON.stringify([
       STATE_SLACK_MS,
       CLIENT_STATE_SLACK_MS,
+      fenceBase,
       specIndex.size,
       ...specTable,
       ...tail,
     ]);
-    // One flat array of integers: each entry's 2 + 4 x limits values, in order.
+    // One flat array of integers: the server's TIME (0: not read), then each entry's 2 + 4 x
+    // limits values, in order.
+    const sent = performance.now();
     const flat = (await evalScript(client, scripts.limiterTake, keys, [args])) as number[];
+    if ((flat[0] as number) > 0) learn(flat[0] as number, sent, performance.now());
     const replies: LimiterTakeReply[] = [];
-    let at = 0;
+    let at = 1;
     for (const item of items) {
+      if (flat[at + 1] === 2) {
+        item.refuse(
+          new StoreError('limiterTake', new Error('reached Redis past its fence: not decided, not charged')),
+        );
+        replies.push(NOT_DECIDED);
+        at += 2 + 4 * item.limits.length;
+        continue;
+      }
       const verdicts: LimitVerdict[] = [];
       for (let j = 0; j < item.limits.length; j++) {
         const o = at + 2 + 4 * j;
@@ -138,7 +257,7 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
   }
 
   return {
-    take({ limits, cost, now }) {
+    take({ limits, cost, now, timeoutMs }) {
       // Checked before the call joins a batch: a time the script cannot number (see time.ts) or a
       // cost that is not a count would fail the script for every decision batched with it.
       const at = now === undefined ? '' : limiterTime(now, 'now');
@@ -149,8 +268,36 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
         argsOf(call.spec, `limits[${i}].spec`);
         keys.push(keyOf(call));
       }
+      const waitMs = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs : Number.POSITIVE_INFINITY;
+      const within = Math.min(waitMs, clientTimeoutMs);
+      if (within === Number.POSITIVE_INFINITY) {
+        // Unfenced: the caller waits for whatever the client answers, and a client without a
+        // timeout of its own rejects a command only once it dropped it (never to send it later).
+        return new Promise<LimiterTakeReply>((resolve, reject) =>
+          enqueue({ limits, keys, now: at, cost, fence: within, resolve, reject, refuse: reject }),
+        );
+      }
+      if (connectionLost()) {
+        const status = String((client as { status?: unknown }).status);
+        return Promise.reject(
+          new StoreError(
+            'limiterTake',
+            new Error(`the Redis connection is ${status}: the take was not sent`),
+          ),
+        );
+      }
+      const fence = performance.now() + within;
       return new Promise<LimiterTakeReply>((resolve, reject) =>
-        enqueue({ limits, keys, now: at, cost, resolve, reject }),
+        enqueue({
+          limits,
+          keys,
+          now: at,
+          cost,
+          fence,
+          resolve,
+          reject: (err) => holdUntil(fence, err, reject),
+          refuse: reject,
+        }),
       );
     },
 
@@ -198,6 +345,21 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     }
     return removed;
   }
+}
+
+/**
+ * Rejects with `err` once `fence` (performance.now()) has passed (rule 2 above), or at once when
+ * Redis answered it: an error reply means the command ran, and nothing of it is left to run later.
+ */
+function holdUntil(fence: number, err: unknown, reject: (err: unknown) => void): void {
+  const wait = fence - performance.now();
+  const cause = err instanceof StoreError ? err.cause : err;
+  if (wait <= 0 || (cause instanceof Error && cause.name === 'ReplyError')) {
+    reject(err);
+    return;
+  }
+  // +1: a timer may fire up to 1 ms early (see FENCE_MARGIN_MS).
+  setTimeout(() => reject(err), Math.ceil(wait) + 1);
 }
 
 /** Escapes the glob characters of SCAN MATCH. */

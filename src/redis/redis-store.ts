@@ -448,7 +448,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
 function toApplyResult([outcome, seq, amounts]: ApplyReply): LedgerApplyResult {
   const balances = balancesOf(amounts);
-  return seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) };
+  // ledger-apply.lua sends a seq exactly when the outcome is 'applied' (a replayed call too).
+  return (seq === '' ? { outcome, balances } : { outcome, balances, seq: Number(seq) }) as LedgerApplyResult;
 }
 
 /**

@@ -29,14 +29,26 @@ export interface LedgerApplyCommand {
   readonly meta?: JsonValue | undefined;
 }
 
-/** The result of a ledger apply. */
-export interface LedgerApplyResult {
-  readonly outcome: ApplyOutcome;
-  /** The owner's balances after the call (unchanged unless `applied`). */
-  readonly balances: Balances;
-  /** The journal sequence number of the entry written (see {@link JournalEntry.seq}), when `applied`. */
-  readonly seq?: number;
-}
+/**
+ * The result of a ledger apply, a union on `outcome`: after `r.outcome === 'applied'`, `r.seq`
+ * is the journal sequence number of the entry written; a `duplicate` or `stale` answer wrote
+ * nothing and has no `seq`.
+ */
+export type LedgerApplyResult =
+  | {
+      readonly outcome: 'applied';
+      /** The owner's balances after the call, the deltas added. */
+      readonly balances: Balances;
+      /** The journal sequence number of the entry written (see {@link JournalEntry.seq}). */
+      readonly seq: number;
+    }
+  | {
+      readonly outcome: 'duplicate' | 'stale';
+      /** The owner's balances, unchanged by the call. */
+      readonly balances: Balances;
+      /** Absent: nothing was written. */
+      readonly seq?: never;
+    };
 
 /** What {@link Store.ledgerResolve} decided for an entry an apply answered `stale` (or any entry). */
 export type ResolveOutcome = 'applied' | 'duplicate' | 'unknown';

@@ -170,16 +170,13 @@ export class ReorderBuffer<T> {
 
   /** Accepts one item; see {@link PushOutcome}. `now` defaults to the clock. */
   push(seq: number, item: T, now?: number): PushResult<T> {
-    const ahead = seq - this.#next;
+    // The type first: `seq - next` throws a raw TypeError for a bigint or a symbol, and calls an
+    // object's valueOf. NaN for anything not a number fails the window test below, and the
+    // check after it refuses it with a typed error before any state changes.
+    const ahead = typeof seq === 'number' ? seq - this.#next : Number.NaN;
     // A number at most 2^53 - 1 whose offset from `next` (a safe integer) is an integer in
     // (0, capacity) is a safe integer: the same test as Number.isSafeInteger, without the call.
-    if (
-      typeof seq === 'number' &&
-      ahead > 0 &&
-      ahead < this.#capacity &&
-      (ahead | 0) === ahead &&
-      seq <= Number.MAX_SAFE_INTEGER
-    ) {
+    if (ahead > 0 && ahead < this.#capacity && (ahead | 0) === ahead && seq <= Number.MAX_SAFE_INTEGER) {
       // Inside the window, behind a hole: the most common case of a disordered stream, first.
       // The common `now`: a number not behind the latest time seen (else #time decides and checks).
       const t =
@@ -210,7 +207,7 @@ export class ReorderBuffer<T> {
     const learn = this.#learn;
     if (seq < next) return this.#pushBelow(seq, item, t, learn);
     let gaps = NO_GAPS;
-    let out: Release<T>[] | undefined;
+    let out: Release<T, false>[] | undefined;
     if (seq - next >= this.#capacity) {
       if (this.#overflow === 'reject') return REJECTED;
       out = [];
@@ -265,7 +262,7 @@ export class ReorderBuffer<T> {
    */
   tick(now?: number): TickResult<T> {
     const t = this.#time(now);
-    const released: Release<T>[] = [];
+    const released: Release<T, false>[] = [];
     const gaps: GapRange[] = [];
     for (;;) {
       const since = this.#holeSince();
@@ -364,7 +361,7 @@ export class ReorderBuffer<T> {
   }
 
   /** Moves `next` up to `target`: buffered items on the way are released, holes become missing. */
-  #advanceTo(target: number, out: Release<T>[], openedAt: number): GapRange[] {
+  #advanceTo(target: number, out: Release<T, false>[], openedAt: number): GapRange[] {
     const gaps: GapRange[] = [];
     while (this.#next < target) {
       const s = this.#next;
@@ -384,7 +381,7 @@ export class ReorderBuffer<T> {
   }
 
   /** Releases the contiguous buffered run starting at `next`. */
-  #releaseRun(out: Release<T>[]): void {
+  #releaseRun(out: Release<T, false>[]): void {
     const first = this.#next;
     const mask = this.#mask;
     const items = this.#items;

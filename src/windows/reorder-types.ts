@@ -3,12 +3,15 @@ import type { Clock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
 import type { AdaptiveTimeout, AdaptiveTimeoutOptions, AdaptiveTimeoutStats } from './adaptive-timeout.js';
 
-/** One item let out of a reorder buffer, in sequence order. */
-export interface Release<T> {
+/**
+ * One item let out of a reorder buffer, in sequence order. `Late` narrows `late`: a push's
+ * result types its releases `Release<T, false>` (in order) or `Release<T, true>` (`'late'`).
+ */
+export interface Release<T, Late extends boolean = boolean> {
   readonly seq: number;
   readonly item: T;
   /** True for a sequence number that had been given up on (reported in a gap) and came after all. */
-  readonly late: boolean;
+  readonly late: Late;
 }
 
 /** A range of sequence numbers given up on, both ends included. */
@@ -32,16 +35,37 @@ export type PushOutcome = 'released' | 'buffered' | 'late' | 'duplicate' | 'stal
 
 /**
  * The releases of one push, in order (an array, so `for (const r of buffer.push(...))` works), with
- * the push's `outcome` and the `gaps` an overflow with `overflow: 'advance'` gave up on.
+ * the push's `outcome` and the `gaps` an overflow with `overflow: 'advance'` gave up on. A union
+ * on `outcome`:
+ * - `released`: at least one release (the pushed item, after any run an overflow released
+ *   first), none of them late; gaps when an overflow advanced.
+ * - `buffered`, `duplicate`: releases and gaps only when an overflow advanced first; none late.
+ * - `late`: exactly the pushed item (`length` is `1`), `late: true`; no gaps.
+ * - `stale`, `rejected`: nothing released (`length` is `0`), no gaps.
+ *
+ * Every member is an array type, none a tuple: TypeScript drops `undefined` from `r[0]` on a
+ * union that mixes tuples and arrays, even under `noUncheckedIndexedAccess`, so `r[0]` on an
+ * unnarrowed result would type as always present.
  */
-export type PushResult<T> = ReadonlyArray<Release<T>> & {
-  readonly outcome: PushOutcome;
-  readonly gaps: readonly GapRange[];
-};
+export type PushResult<T> =
+  | (ReadonlyArray<Release<T, false>> & {
+      readonly outcome: 'released' | 'buffered' | 'duplicate';
+      readonly gaps: readonly GapRange[];
+    })
+  | (ReadonlyArray<Release<T, true>> & {
+      readonly outcome: 'late';
+      readonly length: 1;
+      readonly gaps: readonly [];
+    })
+  | (ReadonlyArray<never> & {
+      readonly outcome: 'stale' | 'rejected';
+      readonly length: 0;
+      readonly gaps: readonly [];
+    });
 
-/** What {@link ReorderBuffer.tick} let out: released items and the gaps force-advanced over. */
+/** What {@link ReorderBuffer.tick} let out: released items (none late) and the gaps force-advanced over. */
 export interface TickResult<T> {
-  readonly released: Release<T>[];
+  readonly released: Release<T, false>[];
   readonly gaps: GapRange[];
 }
 

@@ -9,6 +9,8 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
 
 interface Run {
+  /** The coordinator's process id: its keys are `onceflow-demo:<time>:<pid>:...`. */
+  pid: number;
   code: number;
   stdout: string;
   stderr: string;
@@ -17,13 +19,13 @@ interface Run {
 /** Runs the built CLI and resolves with its exit code and output (a non-zero exit is not an error). */
 function onceflow(args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [cli, ...args],
       { cwd: root, maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) => {
         if (err !== null && typeof err.code !== 'number') reject(err);
-        else resolve({ code: err === null ? 0 : (err.code as number), stdout, stderr });
+        else resolve({ pid: child.pid ?? -1, code: err === null ? 0 : (err.code as number), stdout, stderr });
       },
     );
   });
@@ -32,6 +34,26 @@ function onceflow(args: string[]): Promise<Run> {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A loopback port nothing listens on (bound, then released). */
+/**
+ * The keys a run left under its own prefix. Only its own: the shared Redis may hold other runs'
+ * keys (a killed run leaves its keys behind), and other test files run demos at the same time.
+ */
+async function keysOfRun(url: string, pid: number): Promise<string[]> {
+  const client = new Redis(url);
+  const found: string[] = [];
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 10_000);
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+  return found;
+}
+
 function closedPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer().listen(0, '127.0.0.1', () => {
@@ -190,12 +212,7 @@ describe('onceflow demo (built CLI)', () => {
     expect(redis.applied).toBe(memory.applied);
     expect(redis.blocked).toBe(memory.blocked);
     // The run's keys were under its own prefix and are gone.
-    const client = new Redis(url);
-    try {
-      expect((await client.scan('0', 'MATCH', 'onceflow-demo:*', 'COUNT', 100_000))[1]).toEqual([]);
-    } finally {
-      client.disconnect();
-    }
+    expect(await keysOfRun(url, run.pid)).toEqual([]);
   });
 
   it('--redis to a server that is not there: exit 1 with one line naming the URL, no hang', async () => {
@@ -215,12 +232,7 @@ describe('onceflow demo (built CLI)', () => {
     const run = await onceflow(['demo', '--settlements', '2000', '--redis', url, '--workers', '2']);
     expect(run.code).toBe(1);
     expect(run.stderr.trim()).toBe(`onceflow: cannot use Redis at ${url}: ERR DB index is out of range`);
-    const client = new Redis(inject('redisUrl'));
-    try {
-      expect((await client.scan('0', 'MATCH', 'onceflow-demo:*', 'COUNT', 100_000))[1]).toEqual([]);
-    } finally {
-      client.disconnect();
-    }
+    expect(await keysOfRun(inject('redisUrl'), run.pid)).toEqual([]);
   });
 
   it('a worker killed mid-run: the others are stopped, the run fails with exit 1 and leaves no keys', async () => {

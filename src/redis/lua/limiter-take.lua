@@ -22,16 +22,21 @@
                                      can have expired)
   ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slacks in ms added to
              every key's TTL, for entries on the server's time and for entries on a caller's
-             time (see redis/limiter-backend.ts); S, the number of distinct limit specs
+             time (see redis/limiter-backend.ts); the fence base F (server ms); S, the number of distinct limit specs
              in the batch, then S specs of 4 values: algorithm (a string: 'd' sliding-log as a
              string, 'z' sliding-log as a sorted set, 'w' sliding-window, 'f' fixed-window, 'g'
              gcra), limit, window ms, param (bucket ms for 'w', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
-             n (number of limits), then n spec numbers (1-based, into the specs above), one per
-             limit, in key order. One JSON argument: cjson decodes it into numbers at once, where
+             fence (0: none; else the entry is not decided, and charges nothing, once the server's
+             TIME is past F + fence: its caller has been answered without the store, see
+             redis/limiter-backend.ts), n (number of limits), then n spec numbers (1-based, into
+             the specs above), one per limit, in key order. One JSON argument: cjson decodes it into numbers at once, where
              ~4 arguments per entry were each a Lua string to convert (and a string for the client
              to encode).
-  Returns    one flat array of integers, per entry in order: now, allowed (1|0), then per limit:
-             allowed (1|0), remaining, resetAt, retryAfterMs (-1: never, the cost exceeds the limit)
+  Returns    one flat array of integers: the server's TIME in ms when the script read it (it does
+             for an entry on the server's time or with a fence), else 0; then per entry in order:
+             now, allowed (1|0, 2: past its fence, not decided), then per limit: allowed (1|0),
+             remaining, resetAt, retryAfterMs (-1: never, the cost exceeds the limit); all 0 for
+             an entry past its fence
 
   Server time per decision is what costs (a local Redis runs this script for 128 decisions in
   well under a millisecond): every algorithm is one GET and, when admitted, one SET PX (value and
@@ -238,17 +243,18 @@ local function sliding_window(key, L, W, G, cost, now)
 end
 
 -- #include lib/sliding-log.lua
-local out = {}
-local o = 0
+local out = { 0 }
+local o = 1
 local k = 1
 local writes = {}
-local specs = args[3]
+local fence_base = args[3]
+local specs = args[4]
 local SA, SL, SW, SP = {}, {}, {}, {}
 for i = 1, specs do
-  local b = 4 + 4 * (i - 1)
+  local b = 5 + 4 * (i - 1)
   SA[i], SL[i], SW[i], SP[i] = args[b], args[b + 1], args[b + 2], args[b + 3]
 end
-local a = 4 + 4 * specs
+local a = 5 + 4 * specs
 local function decide(alg, key, L, W, p, cost, now)
   if alg == 'g' then return gcra(key, L, W, p, cost, now) end
   if alg == 'd' then return sliding_log(key, L, W, cost, now) end
@@ -267,53 +273,66 @@ while a <= count do
     slack = client_slack
   end
   local cost = args[a + 1]
-  local n = args[a + 2]
-  a = a + 3
+  local fence = args[a + 2]
+  local n = args[a + 3]
+  a = a + 4
   local head = o + 1
   out[head] = now
   out[head + 1] = 1
   o = o + 2
-  local first_spec, first_key = a, k
-  local w = 0
-  local all = true
-  for j = 1, n do
-    local si = args[a]
-    a = a + 1
-    local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn =
-      decide(SA[si], KEYS[k], SL[si], SW[si], SP[si], cost, now)
-    k = k + 1
-    if ok then
-      out[o + 1] = 1
-      writes[w + 1], writes[w + 2], writes[w + 3], writes[w + 4] = wkey, wvalue, wttl, wfn or false
-      w = w + 4
-    else
-      all = false
-      out[o + 1] = 0
+  if fence > 0 and time_now() > fence_base + fence then
+    -- Past its fence: answered without the store already. Not decided, nothing read or written.
+    out[head + 1] = 2
+    for _ = 1, 4 * n do
+      o = o + 1
+      out[o] = 0
     end
-    out[o + 2], out[o + 3], out[o + 4] = remaining, reset, retry
-    o = o + 4
-  end
-  if all and cost > 0 then
-    for i = 1, w, 4 do
-      if writes[i + 3] then
-        writes[i + 3]()
+    a = a + n
+    k = k + n
+  else
+    local first_spec, first_key = a, k
+    local w = 0
+    local all = true
+    for j = 1, n do
+      local si = args[a]
+      a = a + 1
+      local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn =
+        decide(SA[si], KEYS[k], SL[si], SW[si], SP[si], cost, now)
+      k = k + 1
+      if ok then
+        out[o + 1] = 1
+        writes[w + 1], writes[w + 2], writes[w + 3], writes[w + 4] = wkey, wvalue, wttl, wfn or false
+        w = w + 4
       else
-        redis.call('SET', writes[i], writes[i + 1], 'PX', writes[i + 2])
+        all = false
+        out[o + 1] = 0
+      end
+      out[o + 2], out[o + 3], out[o + 4] = remaining, reset, retry
+      o = o + 4
+    end
+    if all and cost > 0 then
+      for i = 1, w, 4 do
+        if writes[i + 3] then
+          writes[i + 3]()
+        else
+          redis.call('SET', writes[i], writes[i + 1], 'PX', writes[i + 2])
+        end
       end
     end
-  end
-  if not all then
-    out[head + 1] = 0
-    -- Nothing was charged: a limit that would have admitted reports itself as it is now (its
-    -- answer to a cost of 0), not as it would have been after this request.
-    for j = 1, n do
-      local at = head + 2 + 4 * (j - 1)
-      if out[at] == 1 then
-        local si = args[first_spec + j - 1]
-        local _, remaining, reset = decide(SA[si], KEYS[first_key + j - 1], SL[si], SW[si], SP[si], 0, now)
-        out[at + 1], out[at + 2] = remaining, reset
+    if not all then
+      out[head + 1] = 0
+      -- Nothing was charged: a limit that would have admitted reports itself as it is now (its
+      -- answer to a cost of 0), not as it would have been after this request.
+      for j = 1, n do
+        local at = head + 2 + 4 * (j - 1)
+        if out[at] == 1 then
+          local si = args[first_spec + j - 1]
+          local _, remaining, reset = decide(SA[si], KEYS[first_key + j - 1], SL[si], SW[si], SP[si], 0, now)
+          out[at + 1], out[at + 2] = remaining, reset
+        end
       end
     end
   end
 end
+out[1] = server_now or 0
 return out
