@@ -51,13 +51,16 @@ try {
     [
       'without the HSET',
       cut(
-        "redis.call('HSET', state_key, 's', state, 'r', runs, total_field, add(got[3] or '0', args[first + 1]))",
-        "local _ = add(got[3] or '0', args[first + 1])",
+        "redis.call('HSET', state_key, 's', state, 'r', runs, 'm', trail, total_field, add(got[4] or '0', args[first + 1]))",
+        "local _ = add(got[4] or '0', args[first + 1])",
       ),
     ],
     [
       'without the HMGET',
-      cut("got = redis.call('HMGET', state_key, 's', 'r', total_field)", 'got = { false, false, false }'),
+      cut(
+        "got = redis.call('HMGET', state_key, 's', 'r', 'm', total_field)",
+        'got = { false, false, false, false }',
+      ),
     ],
     ['without the balances update', cut('      balances = add_balances(balances, args, first, a - 1)\n', '')],
     [

@@ -23,6 +23,7 @@ export {
   type Ledger,
   type LedgerEntry,
   type LedgerOptions,
+  type ResolveResult,
 } from './ledger/ledger.js';
 export * from './limiter/index.js';
 export {
@@ -52,6 +53,8 @@ export type {
   JsonValue,
   LedgerApplyCommand,
   LedgerApplyResult,
+  LedgerResolveResult,
+  ResolveOutcome,
   Store,
   WindowState,
 } from './store/store.js';

@@ -23,6 +23,7 @@ import type {
   JsonValue,
   LedgerApplyCommand,
   LedgerApplyResult,
+  LedgerResolveResult,
   Store,
   WindowState,
 } from '../store/store.js';
@@ -75,6 +76,19 @@ export interface LedgerEntry {
  */
 export type ApplyResult = LedgerApplyResult;
 
+/**
+ * What {@link Ledger.resolve} returns: `applied` (with `seq`), `duplicate` or `unknown`, a
+ * discriminated union on `outcome`.
+ *
+ * @example
+ * ```ts
+ * const ledger = createLedger({ capacity: 4 });
+ * const r: ResolveResult = await ledger.resolve({ owner: 'p1', signature: 's1', deltas: { coins: 1 } });
+ * r.outcome === 'applied' ? r.seq : undefined; // 1
+ * ```
+ */
+export type ResolveResult = LedgerResolveResult;
+
 /** An exactly-once ledger: see {@link createLedger}. */
 export interface Ledger {
   readonly name: string;
@@ -110,6 +124,46 @@ export interface Ledger {
    * ```
    */
   apply(entry: LedgerEntry): Promise<ApplyResult>;
+  /**
+   * The way out of a `stale` answer: settles `entry` from the owner's window and retained journal,
+   * in one atomic step of the store, with the same validation as {@link Ledger.apply}.
+   *
+   * - `duplicate`: the window or the retained journal holds the signature; nothing changes.
+   * - `applied`: the journal provably covers the entry and does not hold it, so it was never
+   *   applied: it is applied now exactly as `apply` applies a fresh entry (balances, scope totals,
+   *   journal, and the window, as the newest signature whatever the horizon, so a repeat is a
+   *   `duplicate`). `seq` is its journal number.
+   * - `unknown`: not provable either way (retention dropped entries that may be this one);
+   *   nothing changes. Reconcile it by hand: journal, totals, the source of the event.
+   *
+   * "Provably covers": the store knows the highest order among the owner's journal entries that
+   * retention dropped, and whether it dropped one without an order. An entry whose order is above
+   * that, or without an order when none without one was dropped, and absent from the retained
+   * journal, was never applied; with nothing dropped, absence alone proves it. This holds under
+   * one assumption: **an event's signature always carries the same order (or always none)**, as
+   * when both come from the event itself. The window's capacity plays no part: resolve never
+   * guesses, so it may answer `unknown` for an entry `apply` would call fresh. Any entry may be
+   * resolved, stale or not; its cost grows with the owner's retained journal (read newest first,
+   * until the signature is found or the journal is read through).
+   *
+   * @example
+   * ```ts
+   * // 2 = at most 2 events of one owner in flight at a time (DESIGN §3.2).
+   * const ledger = createLedger({ capacity: 2 });
+   * const e = (n: number) => ({ owner: 'p1', signature: `s${n}`, deltas: { coins: n }, order: n });
+   * for (const n of [1, 2, 3]) await ledger.apply(e(n)); // s1 leaves the window: horizon 1
+   * (await ledger.apply(e(1))).outcome; // 'stale'
+   * // The journal holds s1: a repeat.
+   * (await ledger.resolve(e(1))).outcome; // 'duplicate'
+   * const late = { ...e(0), signature: 'late' };
+   * (await ledger.apply(late)).outcome; // 'stale'
+   * // Nothing was dropped from the journal and it does not hold `late`: new, applied now.
+   * (await ledger.resolve(late)).outcome; // 'applied'
+   * (await ledger.apply(late)).outcome; // 'duplicate'
+   * await ledger.balances('p1'); // { coins: 6n }
+   * ```
+   */
+  resolve(entry: LedgerEntry): Promise<ResolveResult>;
   /** An owner's balances (`{}` when it never had an entry). */
   balances(owner: string): Promise<Balances>;
   /** An owner's window, oldest first, and its horizon. */
@@ -201,6 +255,22 @@ class ExactLedger implements Ledger {
       return this.#store.ledgerApply(cmd);
     } catch (error) {
       // Invalid input, or a store that throws instead of rejecting: a rejection either way.
+      return Promise.reject(error);
+    }
+  }
+
+  resolve(entry: LedgerEntry): Promise<ResolveResult> {
+    try {
+      const cmd = this.#toCommand(entry);
+      if (typeof this.#store.ledgerResolve !== 'function') {
+        throw new InvalidOptionError(
+          'store',
+          'a Store with ledgerResolve (to resolve entries)',
+          this.#store.kind,
+        );
+      }
+      return this.#store.ledgerResolve(cmd);
+    } catch (error) {
       return Promise.reject(error);
     }
   }

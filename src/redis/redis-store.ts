@@ -14,6 +14,7 @@ import type {
   JournalQuery,
   LedgerApplyCommand,
   LedgerApplyResult,
+  LedgerResolveResult,
   Store,
   WindowState,
 } from '../store/store.js';
@@ -25,6 +26,7 @@ import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.j
 import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
+import { resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
 import { scripts } from './scripts.generated.js';
 import { isClosedClient, type RedisCallKind, redisFailure, redisStoreError } from './store-error.js';
 
@@ -41,6 +43,14 @@ type ApplyEntry = (string | number)[];
 
 /** One entry's reply: outcome, journal seq ('' unless applied), the owner's balances. */
 type ApplyReply = [LedgerApplyResult['outcome'], string, Record<string, string>, 1?];
+
+/** Whose registry entries a script that may book needs first: the owner's, and its scope's. */
+interface Registration {
+  readonly memo: OwnerMemo;
+  readonly ledger: string;
+  readonly owner: string;
+  readonly scope: string | undefined;
+}
 
 /** One queued apply: the script's keys and entry, and whose registry entries it needs first. */
 interface ApplyItem extends BatchItem<LedgerApplyResult> {
@@ -60,7 +70,10 @@ export interface RedisStoreOptions {
   /**
    * Journal retention **per owner**: `maxEntriesPerOwner` keeps the newest n entries of each
    * owner's stream (XADD MAXLEN, exact), 0 keeps none. Dedup windows and scope totals do not
-   * depend on it. Default (or `Infinity`): keep every entry. (The memory store's `maxEntries` bounds a whole
+   * depend on it. Default (or `Infinity`): keep every entry. `ledger.resolve` reads an owner's
+   * retained journal (newest first, ~5 µs of Redis time per entry, in script calls of at most 200
+   * entries), so this also bounds what a resolve of a new entry costs; a limit that drops entries
+   * keeps what they were (`ledger.resolve` then answers `unknown` at or below their orders). (The memory store's `maxEntries` bounds a whole
    * ledger; on Redis that would need a ledger-wide, cross-slot count, so it is refused by name.)
    */
   journal?: { maxEntriesPerOwner?: number };
@@ -201,7 +214,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   // Registers the owners (and their scopes) of a batch that this process has not registered yet,
   // before the script that books under them runs: a crash in between leaves an owner registered
   // with nothing booked (adds 0). Registered pairs are remembered, so this is rarely a round trip.
-  async function register(items: readonly ApplyItem[]): Promise<void> {
+  async function register(items: readonly Registration[]): Promise<void> {
     // One SADD per registry key with every owner the batch adds to it (a batch of first contacts
     // is then a few commands, not one per owner and scope); marks run once all have succeeded.
     const members = new Map<string, Set<string>>();
@@ -237,7 +250,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   // the owners' own next batch made them (register() skips what is registered). Unref'd: a
   // process that exits meanwhile leaves them to the owners' next apply in any process that has
   // not registered them (README, per-scope reconciliation).
-  function registerLater(items: readonly ApplyItem[], delayMs: number): void {
+  function registerLater(items: readonly Registration[], delayMs: number): void {
     const timer = setTimeout(() => {
       register(items).catch(() => registerLater(items, Math.min(delayMs * 2, REGISTER_RETRY_MAX_MS)));
     }, delayMs);
@@ -293,6 +306,42 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     )) as string[];
   }
 
+  /**
+   * ledgerResolve: the owner (and scope) registered first, as for an apply (a resolve may book);
+   * then the script's steps, each in call order with this process's applies of the owner.
+   */
+  async function resolveOne(cmd: LedgerApplyCommand, meta: string | undefined): Promise<LedgerResolveResult> {
+    const memo = owners.get(cmd.ledger, cmd.owner);
+    const item: Registration = { memo, ledger: cmd.ledger, owner: cmd.owner, scope: cmd.scope };
+    const known = memo.inLedger;
+    const before = generation.value;
+    let closed = isClosedClient(client);
+    try {
+      await register([item]);
+    } catch (err) {
+      // No script went out: nothing was booked.
+      const { retriable } = redisFailure(err, closed, 'write');
+      throw new StoreError('ledgerResolve', err, { outcome: 'not-applied', retriable });
+    }
+    closed = isClosedClient(client);
+    let reply: Awaited<ReturnType<typeof resolveSteps>>;
+    try {
+      reply = await resolveSteps(client, memo.keys, resolveEntry(cmd, meta), maxEntries, (call) =>
+        enqueue.barrier(memo.keys[0], call),
+      );
+    } catch (err) {
+      // Any step may have been the one that decides and books (the others change nothing).
+      throw redisStoreError('ledgerResolve', err, closed, 'script');
+    }
+    if (reply[0] === 'applied' && (generation.value !== before || (known && reply[3] === 1))) {
+      // As after an apply: Redis may have lost the registrations with the owner's state.
+      memo.inLedger = false;
+      memo.scopes.clear();
+      await register([item]).catch(() => registerLater([item], REGISTER_RETRY_MS));
+    }
+    return toResolveResult(reply, balancesOf);
+  }
+
   const limiter = createRedisLimiterBackend(client, prefix);
 
   return {
@@ -331,6 +380,22 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           );
         }
       }),
+
+    ledgerResolve: (cmd: LedgerApplyCommand) => {
+      let meta: string | undefined;
+      try {
+        meta = checkApplyCommand(cmd);
+      } catch (err) {
+        // A malformed command is the caller's error, as in the memory store; anything else the store's.
+        // Thrown before anything was sent.
+        return Promise.reject(
+          err instanceof InvalidArgumentError
+            ? err
+            : new StoreError('ledgerResolve', err, { outcome: 'not-applied', retriable: false }),
+        );
+      }
+      return resolveOne(cmd, meta);
+    },
 
     ledgerBalances: (ledger, owner) =>
       guarded('ledgerBalances', async () => {

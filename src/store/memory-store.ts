@@ -16,6 +16,7 @@ import type {
   JsonValue,
   LedgerApplyCommand,
   LedgerApplyResult,
+  LedgerResolveResult,
   Store,
   WindowState,
 } from './store.js';
@@ -60,6 +61,15 @@ interface OwnerState {
   balances: Map<string, bigint>;
   /** The owner's last journal sequence number: numbered per owner, as on Redis (no ledger-wide counter there). */
   seq: number;
+  /**
+   * What retention dropped of this owner's journal, for `ledgerResolve`: how many entries (always
+   * the oldest: the journal drops in apply order), the highest order among them, and whether one
+   * had no order. Another owner's applies can drop this owner's entries (retention is per ledger),
+   * so it is written where entries are dropped, not where they are added.
+   */
+  dropped: number;
+  droppedOrder: Order | undefined;
+  droppedUnordered: boolean;
 }
 
 /**
@@ -156,6 +166,19 @@ class MemoryStore implements InProcessStore {
         err instanceof InvalidArgumentError || err instanceof StoreError
           ? err
           : new StoreError('ledgerApply', err, NOT_APPLIED),
+      );
+    }
+  }
+
+  ledgerResolve(cmd: LedgerApplyCommand): Promise<LedgerResolveResult> {
+    try {
+      return Promise.resolve(this.#resolve(cmd));
+    } catch (err) {
+      // As for ledgerApply: what can fail is read first, so nothing was changed.
+      return Promise.reject(
+        err instanceof InvalidArgumentError || err instanceof StoreError
+          ? err
+          : new StoreError('ledgerResolve', err, NOT_APPLIED),
       );
     }
   }
@@ -267,21 +290,49 @@ class MemoryStore implements InProcessStore {
     checkDeltaPairs(cmd.deltas);
     checkCapacity(cmd.capacity);
     checkCommandSizes(cmd);
-    const at = this.#maxEntries > 0 ? journalTime(this.#clock) : 0;
+    const at = this.#maxEntries > 0 ? journalTime(this.#clock, 'ledgerApply') : 0;
     const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
     const state = this.#ledgerOf(cmd.ledger);
-    let owner = state.owners.get(cmd.owner);
-    if (owner === undefined) {
-      owner = { window: new SignatureWindow({ capacity: cmd.capacity }), balances: new Map(), seq: 0 };
-      state.owners.set(cmd.owner, owner);
-    } else if (owner.window.capacity !== cmd.capacity) {
-      // A new capacity keeps every entry; an over-full window shrinks one eviction at a time on
-      // its next insert, exactly as a window loaded from an over-capacity save does.
-      owner.window = SignatureWindow.from(owner.window.toJSON(), { capacity: cmd.capacity });
-    }
+    const owner = ownerFor(state, cmd);
     const outcome = owner.window.admit(cmd.signature, cmd.horizon ? cmd.order : undefined);
     if (outcome !== 'fresh') return { outcome, balances: toRecord(owner.balances) };
+    const seq = this.#book(state, owner, cmd, at, meta);
+    return { outcome: 'applied', balances: toRecord(owner.balances), seq };
+  }
 
+  /**
+   * ledgerResolve: the window, then the retained journal, then what retention dropped (see
+   * OwnerState.dropped); the entry is booked as #apply books a fresh one, its signature entering
+   * the window as the newest whatever the horizon, so a later repeat is a `duplicate` there.
+   */
+  #resolve(cmd: LedgerApplyCommand): LedgerResolveResult {
+    checkDeltaPairs(cmd.deltas);
+    checkCapacity(cmd.capacity);
+    checkCommandSizes(cmd);
+    const at = this.#maxEntries > 0 ? journalTime(this.#clock, 'ledgerResolve') : 0;
+    const meta = cmd.meta === undefined ? undefined : structuredClone(cmd.meta);
+    const state = this.#ledgerOf(cmd.ledger);
+    const owner = ownerFor(state, cmd);
+    if (owner.window.has(cmd.signature) || journalHolds(state, owner, cmd)) {
+      return { outcome: 'duplicate', balances: toRecord(owner.balances) };
+    }
+    // With no journal kept, nothing booked can be found again: only a new owner is provably new
+    // (as on Redis, where only a retention that keeps some entries keeps what they dropped).
+    const proven = this.#maxEntries === 0 ? owner.seq === 0 : coversAbsence(owner, cmd.order);
+    if (!proven) return { outcome: 'unknown', balances: toRecord(owner.balances) };
+    owner.window.insert(cmd.signature, cmd.horizon ? cmd.order : undefined);
+    const seq = this.#book(state, owner, cmd, at, meta);
+    return { outcome: 'applied', balances: toRecord(owner.balances), seq };
+  }
+
+  /** Books an admitted entry: balances, scope totals, journal (and its retention). Returns its seq. */
+  #book(
+    state: LedgerState,
+    owner: OwnerState,
+    cmd: LedgerApplyCommand,
+    at: number,
+    meta: JsonValue | undefined,
+  ): number {
     for (const [field, amount] of cmd.deltas) {
       owner.balances.set(field, (owner.balances.get(field) ?? 0n) + amount);
     }
@@ -306,25 +357,85 @@ class MemoryStore implements InProcessStore {
         meta,
       });
       trimJournal(state, this.#maxEntries);
+    } else {
+      // No journal kept: every entry is dropped as it is booked.
+      noteDropped(owner, cmd.order);
     }
-    return { outcome: 'applied', balances: toRecord(owner.balances), seq };
+    return seq;
   }
+}
+
+/** The command's owner, made on its first entry; its window takes the command's capacity. */
+function ownerFor(state: LedgerState, cmd: LedgerApplyCommand): OwnerState {
+  let owner = state.owners.get(cmd.owner);
+  if (owner === undefined) {
+    owner = {
+      window: new SignatureWindow({ capacity: cmd.capacity }),
+      balances: new Map(),
+      seq: 0,
+      dropped: 0,
+      droppedOrder: undefined,
+      droppedUnordered: false,
+    };
+    state.owners.set(cmd.owner, owner);
+  } else if (owner.window.capacity !== cmd.capacity) {
+    // A new capacity keeps every entry; an over-full window shrinks one eviction at a time on
+    // its next insert, exactly as a window loaded from an over-capacity save does.
+    owner.window = SignatureWindow.from(owner.window.toJSON(), { capacity: cmd.capacity });
+  }
+  return owner;
+}
+
+function noteDropped(owner: OwnerState, order: Order | undefined): void {
+  owner.dropped++;
+  if (order === undefined) owner.droppedUnordered = true;
+  else if (owner.droppedOrder === undefined || order > owner.droppedOrder) owner.droppedOrder = order;
+}
+
+/**
+ * Whether the owner's retained journal holds the command's signature. Read newest first (a
+ * stale repeat is usually recent) and only until every retained entry of the owner was seen: at
+ * worst the whole ledger's journal (100 000 entries by default: well under a millisecond), where
+ * the apply path keeps no per-owner index it would pay for on every apply.
+ */
+function journalHolds(state: LedgerState, owner: OwnerState, cmd: LedgerApplyCommand): boolean {
+  let left = owner.seq - owner.dropped;
+  for (let i = state.journal.length - 1; left > 0 && i >= state.journalHead; i--) {
+    const e = state.journal[i] as StoredEntry;
+    if (e.owner !== cmd.owner) continue;
+    if (e.signature === cmd.signature) return true;
+    left--;
+  }
+  return false;
+}
+
+/**
+ * Whether absence from the retained journal proves the entry was never applied: nothing of the
+ * owner was dropped, or (a signature always carrying the same order) every dropped entry had a
+ * lower order than this one, or, for an entry without an order, none without one was dropped.
+ */
+function coversAbsence(owner: OwnerState, order: Order | undefined): boolean {
+  if (owner.dropped === 0) return true;
+  if (order === undefined) return !owner.droppedUnordered;
+  return owner.droppedOrder === undefined || order > owner.droppedOrder;
 }
 
 /**
  * The store clock's reading for a journal entry, checked as the limiter checks it: a NaN or a
  * fraction is the store's failure (a StoreError before anything changes), not the caller's.
  */
-function journalTime(clock: Clock): number {
+function journalTime(clock: Clock, operation: string): number {
   try {
     return wholeMs(clock.now(), 'store clock.now()');
   } catch (err) {
-    throw new StoreError('ledgerApply', err, NOT_APPLIED);
+    throw new StoreError(operation, err, NOT_APPLIED);
   }
 }
 
 function trimJournal(state: LedgerState, maxEntries: number): void {
   if (state.journal.length - state.journalHead <= maxEntries) return;
+  const oldest = state.journal[state.journalHead] as StoredEntry;
+  noteDropped(state.owners.get(oldest.owner) as OwnerState, oldest.order);
   state.journalHead++;
   // Drop the dead prefix once it is as long as the live part: amortised O(1), memory <= 2x.
   if (state.journalHead * 2 >= state.journal.length) {

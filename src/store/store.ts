@@ -49,6 +49,31 @@ export type LedgerApplyResult =
       readonly seq?: never;
     };
 
+/** What {@link Store.ledgerResolve} decided for an entry an apply answered `stale` (or any entry). */
+export type ResolveOutcome = 'applied' | 'duplicate' | 'unknown';
+
+/**
+ * The result of a ledger resolve: `applied` (proven never applied, and applied now, with its
+ * journal `seq`), `duplicate` (the owner's window or retained journal holds the signature) or
+ * `unknown` (neither can be proven; nothing changed). `balances` are the owner's after the call.
+ * A discriminated union: after `r.outcome === 'applied'`, `r.seq` is a `number`.
+ *
+ * @example
+ * ```ts
+ * const ledger = createLedger({ capacity: 4 });
+ * const r = await ledger.resolve({ owner: 'p1', signature: 's1', deltas: { coins: 5 }, order: 7 });
+ * r.outcome; // 'applied'
+ * // Narrowed by the outcome: `seq` is a number here, with no `undefined` to handle.
+ * const seq: number = r.outcome === 'applied' ? r.seq : 0;
+ * seq; // 1
+ * r.balances; // { coins: 5n }
+ * ```
+ */
+export type LedgerResolveResult =
+  | { readonly outcome: 'applied'; readonly balances: Balances; readonly seq: number }
+  | { readonly outcome: 'duplicate'; readonly balances: Balances }
+  | { readonly outcome: 'unknown'; readonly balances: Balances };
+
 /** One applied entry, as kept for reconciliation. */
 export interface JournalEntry {
   /**
@@ -100,6 +125,22 @@ export interface Store extends OrderingStoreOps {
   readonly kind: string;
   /** Window check (with horizon), balance change and journal append, in one atomic step. */
   ledgerApply(command: LedgerApplyCommand): Promise<LedgerApplyResult>;
+  /**
+   * Settles an entry that `ledgerApply` may answer `stale`, from the owner's window and retained
+   * journal, in one atomic step: `duplicate` when either holds the signature; `applied` when the
+   * journal provably covers the entry and does not hold it, booked exactly as `ledgerApply` books
+   * a fresh entry (window, balances, scope totals, journal); `unknown` otherwise, changing nothing.
+   *
+   * "Provably covers": the store records, per owner, the highest order among the journal entries it
+   * dropped (retention) and whether it dropped one without an order. Nothing dropped: absence
+   * proves the entry new. An entry with an order above every dropped order, or one without an
+   * order when none without was dropped, is new if absent. This rests on one assumption: **an
+   * event's signature always carries the same order (or always none)**; a signature delivered
+   * with different orders may be applied twice. It never relies on the window's capacity bound to
+   * call an entry new. A store that keeps no journal proves nothing new once the owner booked an
+   * entry. Stores that read the journal in steps (Redis) decide in the last one, atomically.
+   */
+  ledgerResolve(command: LedgerApplyCommand): Promise<LedgerResolveResult>;
   ledgerBalances(ledger: string, owner: string): Promise<Balances>;
   ledgerWindow(ledger: string, owner: string): Promise<WindowState>;
   ledgerJournal(ledger: string, query: JournalQuery): Promise<JournalEntry[]>;

@@ -27,7 +27,26 @@ export type ConformanceStep =
     }
   | { op: 'journal-pages'; owner: string; pageSize: number; expect: string[][] }
   | { op: 'totals'; scope: string; expect: Record<string, string> }
-  | { op: 'invalid'; entry: Record<string, unknown>; code: string };
+  | {
+      op: 'invalid';
+      /** Which call gets the entry: `apply` (the default) or `resolve`. */
+      via?: 'apply' | 'resolve';
+      entry: Record<string, unknown>;
+      code: string;
+    }
+  | {
+      /** `Ledger.resolve` of the entry: its outcome and the owner's balances after it. */
+      op: 'resolve';
+      entry: {
+        owner: string;
+        signature: string;
+        deltas: Record<string, string>;
+        scope?: string;
+        order?: string;
+        meta?: unknown;
+      };
+      expect: { outcome: 'applied' | 'duplicate' | 'unknown'; balances: Record<string, string> };
+    };
 
 /** One case: a fresh ledger with `capacity` (and `horizon`), then the steps in order. */
 export interface ConformanceCase {
@@ -48,6 +67,20 @@ const apply = (
   balances: Record<string, string>,
   extra: { scope?: string; order?: string; meta?: unknown } = {},
 ): Apply => ({ op: 'apply', entry: { owner, signature, deltas, ...extra }, expect: { outcome, balances } });
+
+type Resolve = Extract<ConformanceStep, { op: 'resolve' }>;
+const resolve = (
+  owner: string,
+  signature: string,
+  deltas: Record<string, string>,
+  outcome: Resolve['expect']['outcome'],
+  balances: Record<string, string>,
+  extra: { scope?: string; order?: string; meta?: unknown } = {},
+): Resolve => ({
+  op: 'resolve',
+  entry: { owner, signature, deltas, ...extra },
+  expect: { outcome, balances },
+});
 
 /**
  * The cases. Add to them when a rule is added; never edit one to make a store pass. Frozen all the
@@ -235,6 +268,132 @@ export const cases: readonly ConformanceCase[] = deepFreeze([
         code: 'ERR_INVALID_ARGUMENT',
       },
       { op: 'window', owner: 'p1', expect: { signatures: ['a'] } },
+      { op: 'balances', owner: 'p1', expect: { coins: '1' } },
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['a'] } },
+    ],
+  },
+  // The cases below run on a store's own journal retention: they keep fewer entries per owner
+  // (and per ledger) than any retention drops, so nothing is dropped and absence proves an entry
+  // new. What a store answers once retention dropped entries (`unknown`) needs a store made with
+  // a small retention: see the store's own tests.
+  {
+    name: 'resolve-stale-repeat',
+    rule: 'resolve of a stale repeat that the journal holds is a duplicate and changes nothing',
+    capacity: 1,
+    steps: [
+      apply('p1', 'a', { coins: '10' }, 'applied', { coins: '10' }, { order: '1', scope: 'r' }),
+      apply('p1', 'b', { coins: '20' }, 'applied', { coins: '30' }, { order: '2', scope: 'r' }),
+      apply('p1', 'a', { coins: '10' }, 'stale', { coins: '30' }, { order: '1', scope: 'r' }),
+      resolve('p1', 'a', { coins: '10' }, 'duplicate', { coins: '30' }, { order: '1', scope: 'r' }),
+      // The window's entry too: a duplicate (what resolve finds first).
+      resolve('p1', 'b', { coins: '20' }, 'duplicate', { coins: '30' }, { order: '2', scope: 'r' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['b'], horizon: '1' } },
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['a', 'b'] } },
+      { op: 'totals', scope: 'r', expect: { coins: '30' } },
+    ],
+  },
+  {
+    name: 'resolve-stale-new',
+    rule: 'resolve of a stale entry the journal proves new applies it once, as apply applies a fresh one, entering the window',
+    capacity: 2,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }, { order: '10' }),
+      apply('p1', 'b', { coins: '2' }, 'applied', { coins: '3' }, { order: '20' }),
+      apply('p1', 'c', { coins: '4' }, 'applied', { coins: '7' }, { order: '30' }),
+      apply('p1', 'late', { coins: '8', gems: '1' }, 'stale', { coins: '7' }, { order: '5', scope: 'r' }),
+      resolve(
+        'p1',
+        'late',
+        { coins: '8', gems: '1' },
+        'applied',
+        { coins: '15', gems: '1' },
+        { order: '5', scope: 'r', meta: { why: 'late' } },
+      ),
+      // The newest in the window, evicting the oldest (whose order raises the horizon).
+      { op: 'window', owner: 'p1', expect: { signatures: ['c', 'late'], horizon: '20' } },
+      apply(
+        'p1',
+        'late',
+        { coins: '8', gems: '1' },
+        'duplicate',
+        { coins: '15', gems: '1' },
+        { order: '5', scope: 'r' },
+      ),
+      resolve(
+        'p1',
+        'late',
+        { coins: '8', gems: '1' },
+        'duplicate',
+        { coins: '15', gems: '1' },
+        { order: '5', scope: 'r' },
+      ),
+      {
+        op: 'journal',
+        query: { owner: 'p1' },
+        expect: {
+          signatures: ['a', 'b', 'c', 'late'],
+          metas: [undefined, undefined, undefined, { why: 'late' }],
+        },
+      },
+      { op: 'totals', scope: 'r', expect: { coins: '8', gems: '1' } },
+      // Pushed out of the window, it is stale again, and the journal still settles it.
+      apply('p1', 'd', { coins: '16' }, 'applied', { coins: '31', gems: '1' }, { order: '40' }),
+      apply('p1', 'e', { coins: '32' }, 'applied', { coins: '63', gems: '1' }, { order: '50' }),
+      apply(
+        'p1',
+        'late',
+        { coins: '8', gems: '1' },
+        'stale',
+        { coins: '63', gems: '1' },
+        { order: '5', scope: 'r' },
+      ),
+      resolve(
+        'p1',
+        'late',
+        { coins: '8', gems: '1' },
+        'duplicate',
+        { coins: '63', gems: '1' },
+        { order: '5', scope: 'r' },
+      ),
+    ],
+  },
+  {
+    name: 'resolve-not-stale',
+    rule: 'resolve of an entry that is not stale decides from the journal alone: a new owner, an order-less entry, horizon off',
+    capacity: 1,
+    horizon: false,
+    steps: [
+      resolve('p1', 'a', { coins: '5' }, 'applied', { coins: '5' }),
+      resolve('p1', 'a', { coins: '5' }, 'duplicate', { coins: '5' }),
+      apply('p1', 'a', { coins: '5' }, 'duplicate', { coins: '5' }),
+      apply('p1', 'b', { coins: '1' }, 'applied', { coins: '6' }, { order: '3' }),
+      // `a` left the window; the journal holds it.
+      resolve('p1', 'a', { coins: '5' }, 'duplicate', { coins: '6' }),
+      resolve('p1', 'c', { coins: '1' }, 'applied', { coins: '7' }, { order: '1' }),
+      { op: 'window', owner: 'p1', expect: { signatures: ['c'] } },
+      resolve('p2', 'a', {}, 'applied', {}),
+      { op: 'journal', query: {}, expect: { signatures: ['a', 'b', 'c', 'a'] } },
+    ],
+  },
+  {
+    name: 'resolve-invalid-input',
+    rule: 'resolve validates as apply does: bad input is a typed error naming the field, and changes no state',
+    capacity: 2,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }),
+      {
+        op: 'invalid',
+        via: 'resolve',
+        entry: { owner: 'p1', signature: 'b', deltas: { coins: 1.5 } },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
+      { op: 'invalid', via: 'resolve', entry: { owner: 'p1', deltas: {} }, code: 'ERR_INVALID_ARGUMENT' },
+      {
+        op: 'invalid',
+        via: 'resolve',
+        entry: { owner: 'p1', signature: 'b', deltas: {}, order: 1.5 },
+        code: 'ERR_INVALID_ARGUMENT',
+      },
       { op: 'balances', owner: 'p1', expect: { coins: '1' } },
       { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['a'] } },
     ],

@@ -81,11 +81,7 @@ async function runStep(
   switch (step.op) {
     case 'apply': {
       const e = step.entry;
-      const entry: LedgerEntry = { owner: e.owner, signature: e.signature, deltas: toBigints(e.deltas) };
-      if (e.scope !== undefined) entry.scope = e.scope;
-      if (e.order !== undefined) entry.order = orderFromString(e.order);
-      if (e.meta !== undefined) entry.meta = e.meta as NonNullable<LedgerEntry['meta']>;
-      const got = await ledger.apply(entry);
+      const got = await ledger.apply(toEntry(e));
       let seq: number | undefined;
       if (got.outcome === 'applied') {
         seq = (applied.get(e.owner) ?? 0) + 1;
@@ -95,6 +91,20 @@ async function runStep(
         differ('outcome', got.outcome, step.expect.outcome) ??
         differ('balances', fromBigints(got.balances), step.expect.balances) ??
         differ('seq (per owner: 1, 2, 3, ...; none unless applied)', got.seq, seq)
+      );
+    }
+    case 'resolve': {
+      const e = step.entry;
+      const got = await ledger.resolve(toEntry(e));
+      let seq: number | undefined;
+      if (got.outcome === 'applied') {
+        seq = (applied.get(e.owner) ?? 0) + 1;
+        applied.set(e.owner, seq);
+      }
+      return (
+        differ('resolve outcome', got.outcome, step.expect.outcome) ??
+        differ('balances', fromBigints(got.balances), step.expect.balances) ??
+        differ('seq (per owner: 1, 2, 3, ...; none unless applied)', (got as { seq?: number }).seq, seq)
       );
     }
     case 'balances':
@@ -146,8 +156,9 @@ async function runStep(
     case 'invalid': {
       const before = await Promise.all([ledger.journal({}), ledger.window(String(step.entry.owner ?? 'p1'))]);
       try {
-        await ledger.apply(step.entry as unknown as LedgerEntry);
-        return `expected ${step.code}, but the apply was accepted`;
+        if (step.via === 'resolve') await ledger.resolve(step.entry as unknown as LedgerEntry);
+        else await ledger.apply(step.entry as unknown as LedgerEntry);
+        return `expected ${step.code}, but the ${step.via ?? 'apply'} was accepted`;
       } catch (err) {
         if (!isOnceflowError(err)) return `expected ${step.code}, got ${String(err)}`;
         if (err.code !== step.code) return `expected ${step.code}, got ${err.code}`;
@@ -196,6 +207,14 @@ function json(value: unknown): string {
     }
     return v;
   });
+}
+
+function toEntry(e: Extract<ConformanceStep, { op: 'apply' | 'resolve' }>['entry']): LedgerEntry {
+  const entry: LedgerEntry = { owner: e.owner, signature: e.signature, deltas: toBigints(e.deltas) };
+  if (e.scope !== undefined) entry.scope = e.scope;
+  if (e.order !== undefined) entry.order = orderFromString(e.order);
+  if (e.meta !== undefined) entry.meta = e.meta as NonNullable<LedgerEntry['meta']>;
+  return entry;
 }
 
 function toBigints(deltas: Record<string, string>): Record<string, bigint> {

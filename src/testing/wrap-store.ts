@@ -8,6 +8,7 @@ import type { Store } from '../store/store.js';
 const CONTRACT: Record<keyof Store, true> = {
   kind: true,
   ledgerApply: true,
+  ledgerResolve: true,
   ledgerBalances: true,
   ledgerWindow: true,
   ledgerJournal: true,

@@ -120,6 +120,33 @@ export class SignatureWindow {
     return 'fresh';
   }
 
+  /**
+   * Records an absent `signature` as the newest **whatever the horizon**, evicting the oldest as
+   * {@link SignatureWindow.admit} does; returns `false` and changes nothing when the window holds
+   * it. Only for an entry proven never applied by other means (a ledger's journal, see
+   * `Ledger.resolve`): the horizon is what keeps a forgotten repeat out, and this skips it.
+   *
+   * @example
+   * ```ts
+   * const w = new SignatureWindow({ capacity: 1 });
+   * w.admit('a', 1); // 'fresh'
+   * w.admit('b', 2); // 'fresh'
+   * w.admit('c', 1); // 'stale'
+   * w.insert('c', 1); // true
+   * w.admit('c', 1); // 'duplicate'
+   * ```
+   */
+  insert(signature: string, order?: Order): boolean {
+    if (typeof signature !== 'string' || signature.length === 0) {
+      throw new InvalidArgumentError('signature', 'a non-empty string', signature);
+    }
+    if (order !== undefined) optionalOrder('order', order);
+    if (this.has(signature)) return false;
+    while (this.#count >= this.#capacity) this.#evictOldest();
+    this.#push(signature, order);
+    return true;
+  }
+
   /** The signatures held, oldest first. */
   signatures(): string[] {
     const out: string[] = [];

@@ -104,4 +104,45 @@ describe('conformance: memory store', () => {
     const results = await conformance.run(shifted, { suites: ['ledger'] });
     expect(results.filter((r) => r.failures.some((f) => f.includes('seq'))).length).toBeGreaterThan(5);
   });
+  it('a store whose resolve is broken fails the resolve cases', async () => {
+    const failing = async (store: Parameters<typeof conformance.run>[0]) =>
+      (await conformance.run(store)).filter((r) => r.failures.length > 0).map((r) => r.name);
+    const base = memoryStore();
+    const resolveCases = conformance.cases.filter((c) => c.name.startsWith('resolve-')).map((c) => c.name);
+    expect(resolveCases.length).toBeGreaterThanOrEqual(4);
+    // Never decides: every case that expects applied or duplicate fails.
+    const undecided = wrapStore(base, {
+      ledgerResolve: async (cmd) => ({
+        outcome: 'unknown',
+        balances: await base.ledgerBalances(cmd.ledger, cmd.owner),
+      }),
+    });
+    expect(await failing(undecided)).toEqual([
+      'resolve-stale-repeat',
+      'resolve-stale-new',
+      'resolve-not-stale',
+    ]);
+    // Trusts the window alone (an apply that calls stale unknown): misses the journal's repeats and new entries.
+    const windowOnly = wrapStore(base, {
+      ledgerResolve: async (cmd) => {
+        const r = await base.ledgerApply(cmd);
+        return r.outcome === 'stale' ? { outcome: 'unknown', balances: r.balances } : (r as never);
+      },
+    });
+    expect(await failing(windowOnly)).toEqual([
+      'resolve-stale-repeat',
+      'resolve-stale-new',
+      'resolve-not-stale',
+    ]);
+    // Books whatever the window does not hold, whatever the journal says: a stale repeat applied twice.
+    const trusting = wrapStore(base, {
+      ledgerResolve: async (cmd) => {
+        const r = await base.ledgerApply({ ...cmd, horizon: false });
+        return r as never;
+      },
+    });
+    expect(await failing(trusting)).toEqual(
+      expect.arrayContaining(['resolve-stale-repeat', 'resolve-stale-new']),
+    );
+  });
 });

@@ -7,6 +7,8 @@
   Entry i (1-based) uses KEYS[2i-1 .. 2i]:
   KEYS[2i-1]  state     hash    s: the owner's balances and window, in one string (format below)
                                 r: the last call of each of its recent runs (format below)
+                                m: the journal trail, for ledger-resolve.lua, kept when the
+                                   limit drops entries (lib/journal-trail.lua; entries' field p)
                                 t:<#scope>:<scope><field>: this owner's total booked under scope
   KEYS[2i]    journal   stream  one entry per applied signature
   ARGV[1]     entries   one flat JSON array; per entry, in order: call (this run's counter, increasing
@@ -50,62 +52,14 @@
 
 -- #include lib/int-compare.lua
 
-local function reverse_digits(t)
-  local n = #t
-  while n > 1 and t[n] == 0 do t[n] = nil; n = n - 1 end
-  local s = {}
-  for i = n, 1, -1 do s[#s + 1] = string.char(48 + t[i]) end
-  return table.concat(s)
-end
-
-local function add_mag(x, y)
-  local out, carry, i, j = {}, 0, #x, #y
-  while i > 0 or j > 0 or carry > 0 do
-    local s = carry + (i > 0 and x:byte(i) - 48 or 0) + (j > 0 and y:byte(j) - 48 or 0)
-    out[#out + 1] = s % 10
-    carry = (s >= 10) and 1 or 0
-    i, j = i - 1, j - 1
-  end
-  return reverse_digits(out)
-end
-
--- x - y for magnitudes with x > y.
-local function sub_mag(x, y)
-  local out, borrow, i, j = {}, 0, #x, #y
-  while i > 0 do
-    local s = (x:byte(i) - 48) - borrow - (j > 0 and y:byte(j) - 48 or 0)
-    if s < 0 then s = s + 10; borrow = 1 else borrow = 0 end
-    out[#out + 1] = s
-    i, j = i - 1, j - 1
-  end
-  return reverse_digits(out)
-end
-
 -- #include lib/int-text.lua
 
-local function add(a, b)
-  -- Fast path: with at most 13 characters each, |a|, |b| < 10^13, so the sum is exact in a double
-  -- and below 10^14, which int() writes exactly. The operands are canonical decimal strings (no
-  -- hex, no exponent, no '-0'), so coercion is exact.
-  if #a <= 13 and #b <= 13 then return int(a + b) end
-  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
-  local x, y = na and a:sub(2) or a, nb and b:sub(2) or b
-  if na == nb then
-    local r = add_mag(x, y)
-    return na and ('-' .. r) or r
-  end
-  local c = cmp(x, y)
-  if c == 0 then return '0' end
-  if c > 0 then
-    local r = sub_mag(x, y)
-    return na and ('-' .. r) or r
-  end
-  local r = sub_mag(y, x)
-  return nb and ('-' .. r) or r
-end
+-- #include lib/decimal-add.lua
 
 -- Library functions as locals: a global and a field lookup fewer per call, in the hot path.
 local find, sub, match, byte = string.find, string.sub, string.match, string.byte
+
+-- #include lib/journal-trail.lua
 
 -- Runs remembered per owner: a lost reply is still recognised after 7 other processes wrote the
 -- owner while its run reconnected (one or two write an owner when consumers partition by owner);
@@ -115,6 +69,8 @@ local OUTCOME = { a = 'applied', d = 'duplicate', s = 'stale' }
 
 local args = cjson.decode(ARGV[1])
 local limit = ARGV[2]
+-- A limit that drops entries: the journal trail is kept (see lib/journal-trail.lua).
+local trimmed = limit ~= '' and limit ~= '0'
 local run = ARGV[3]
 local mark = '\254' .. run .. ' '
 
@@ -197,11 +153,11 @@ for k = 1, #KEYS, 2 do
   local first = a + 8 -- deltas: args[first .. first + 2n - 1]
   a = first + 2 * n
 
-  local got -- s, r, then the scope totals of the deltas
+  local got -- s, r, then the scope totals of the deltas, then m when trimmed
   local scope_prefix -- of the scope totals' fields ('t:<#scope>:<scope>'), when it books some
   local total_field -- the scope total's field of a lone delta
   if scope == '' or n == 0 then
-    got = redis.call('HMGET', state_key, 's', 'r')
+    got = trimmed and redis.call('HMGET', state_key, 's', 'r', 'm') or redis.call('HMGET', state_key, 's', 'r')
   else
     scope_prefix = scope_prefixes[scope]
     if not scope_prefix then
@@ -210,10 +166,12 @@ for k = 1, #KEYS, 2 do
     end
     if n == 1 then
       total_field = scope_prefix .. args[first]
-      got = redis.call('HMGET', state_key, 's', 'r', total_field)
+      got = trimmed and redis.call('HMGET', state_key, 's', 'r', total_field, 'm')
+        or redis.call('HMGET', state_key, 's', 'r', total_field)
     else
       local wanted = { 'HMGET', state_key, 's', 'r' }
       for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
+      if trimmed then wanted[#wanted + 1] = 'm' end
       got = redis.call(unpack(wanted))
     end
   end
@@ -285,6 +243,8 @@ for k = 1, #KEYS, 2 do
     else
       count = 1 -- capacity >= 1: nothing to evict
     end
+    local prior, trail
+    if trimmed then prior, trail = next_trail(got[#got], not state, seq, int(seq + 1), order) end
     seq = seq + 1
     reply_seq = int(seq)
 
@@ -295,15 +255,25 @@ for k = 1, #KEYS, 2 do
       .. judged .. ',' .. window .. signature .. '\255'
     runs = remember(runs, at, call, 'a', reply_seq)
     if scope == '' or n == 0 then
-      redis.call('HSET', state_key, 's', state, 'r', runs)
+      if trail then
+        redis.call('HSET', state_key, 's', state, 'r', runs, 'm', trail)
+      else
+        redis.call('HSET', state_key, 's', state, 'r', runs)
+      end
     elseif n == 1 then
-      redis.call('HSET', state_key, 's', state, 'r', runs, total_field, add(got[3] or '0', args[first + 1]))
+      local total = add(got[3] or '0', args[first + 1])
+      if trail then
+        redis.call('HSET', state_key, 's', state, 'r', runs, total_field, total, 'm', trail)
+      else
+        redis.call('HSET', state_key, 's', state, 'r', runs, total_field, total)
+      end
     else
       local set = { 'HSET', state_key, 's', state, 'r', runs }
       for i = first, a - 1, 2 do
         set[#set + 1] = scope_prefix .. args[i]
         set[#set + 1] = add(got[3 + (i - first) / 2] or '0', args[i + 1])
       end
+      if trail then set[#set + 1] = 'm'; set[#set + 1] = trail end
       redis.call(unpack(set))
     end
 
@@ -323,6 +293,7 @@ for k = 1, #KEYS, 2 do
       if scope ~= '' then xadd[#xadd + 1] = 'scope'; xadd[#xadd + 1] = scope end
       if order ~= '' then xadd[#xadd + 1] = 'order'; xadd[#xadd + 1] = order end
       if meta ~= '' then xadd[#xadd + 1] = 'meta'; xadd[#xadd + 1] = meta end
+      if prior then xadd[#xadd + 1] = 'p'; xadd[#xadd + 1] = prior end
       for i = first, a - 1, 2 do
         xadd[#xadd + 1] = 'd:' .. args[i]
         xadd[#xadd + 1] = args[i + 1]
