@@ -33,7 +33,8 @@ const load = (d, file) => import(pathToFileURL(resolve(d, file)).href);
 const builds = await Promise.all(
   dists.map(async (d) => ({
     script: (await load(d, 'redis/scripts.generated.js')).scripts.limiterTake,
-    // Each build's own letter for an algorithm (the string log's changed from 'l' to 'd').
+    // Each build's own letter for an algorithm: builds differ ('d' for the string log with deltas,
+    // 'l' in builds that write absolute times).
     codeOf: (await load(d, 'limiter/algorithms.js')).codeOf,
   })),
 );

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Measures the Redis memory one owner costs (MEMORY USAGE of each of its keys), for the README.
+// Measures the Redis memory one owner costs (MEMORY USAGE of each of its keys): the figures of
+// docs/redis.md, *Memory per owner*.
 // Usage: npm run build && node scripts/redis-memory.mjs [redis-url]
 import { Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';

@@ -8,9 +8,9 @@ import { InvalidOptionError } from './errors.js';
  *
  * Why not a Map evicted from its front (`map.delete(map.keys().next().value)`): V8 leaves a deleted
  * entry as a hole until the table is rebuilt, and the iterator walks every hole from the front, so
- * once full each eviction costs up to the map's size (measured: ~9.5 µs per insert at 20,000
- * entries, where an insert should take ~0.1 µs; a limiter fed unique keys ran 0.28x
- * RateLimiterMemory because of it). Not quick-lru itself: the core has no runtime dependencies,
+ * once full each eviction costs up to the map's size (~10-20 µs per insert at 20,000 entries,
+ * where this map's takes ~0.2 µs: `node scripts/micro-costs.mjs map-evict`), and a limiter fed
+ * unique keys pays it on every take. Not quick-lru itself: the core has no runtime dependencies,
  * and it wraps every value in an object of its own and does `has` then `get` per hit.
  *
  * It holds between `max / 2` and `max` entries: where a bound is a documented option and the order

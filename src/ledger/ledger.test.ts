@@ -17,7 +17,7 @@ const thrownCode = (fn: () => unknown) => coded(thrown(fn));
 const rejectedCode = async (p: Promise<unknown>) => coded(await rejected(p));
 
 describe('createLedger', () => {
-  it('runs the README example: a repeat is a duplicate and balances stay exact', async () => {
+  it('a repeat is a duplicate and balances stay exact', async () => {
     // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap (DESIGN §3.2).
     const ledger = createLedger({ capacity: 4 });
     const s = { room: 'lobby-7', round: 42, net: -300, final: false };

@@ -723,8 +723,9 @@ describe('createLimiter', () => {
     expect(await limiter.take({ user: 'a', ip: 'b\nc' })).toMatchObject({ allowed: true, reason: 'allowed' });
   });
 
-  it("a store with an earlier build's limiterTakeSync(command) is not mistaken for a synchronous one", async () => {
-    // The earlier contract: limiterTakeSync(command) answered a reply, not a decision.
+  it('a store member named limiterTakeSync is not mistaken for an in-process fast path', async () => {
+    // Not part of the Store contract: a store may have a member of that name answering anything
+    // (here a reply, not a decision); only the internal in-process interface is trusted.
     const store = Object.assign(wrapStore(memoryStore({ clock: new FakeClock(0) }), {}), {
       limiterTakeSync: () => ({ now: 0, allowed: true, verdicts: [] }),
     });

@@ -85,8 +85,8 @@ export interface Limiter {
 // absorb an abusive client population of that size; a forgotten block only costs a store call.
 const DEFAULT_BLOCK_CACHE = 10_000;
 // A healthy Redis in the same data centre answers a limiter script in well under 5 ms at p99.9
-// (the batched script holds the server < 1 ms per batch); 20x that means the store is unwell,
-// and a request should not wait longer than that for its rate limit.
+// (the batched script holds the server < 1 ms per batch: scripts/limiter-lua-ab.mjs); 20x that
+// means the store is unwell, and a request should not wait longer than that for its rate limit.
 const DEFAULT_TIMEOUT_MS = 100;
 
 /** Internal: the namespace is the tenant registry's business. */

@@ -35,9 +35,10 @@ const MAX_PRODUCT = Number.MAX_SAFE_INTEGER;
 // 2^52 + total (see time.ts): a larger total would round.
 const MAX_LOG_LIMIT = 2 ** 52;
 // Buckets of one sliding window: an hour at 1 s granularity (3,600) fits. A take reads every
-// bucket of the window (~0.6 µs of Redis time each, measured: 120 ms for 200,000), so this keeps a
-// take under ~2.5 ms of server time; the estimate's error bound is already limit / 4096. Finer
-// than that is what the exact sliding log is for.
+// bucket of the window (~0.6 µs of Redis time each: one take on a window of 200,000 buckets,
+// called directly as scripts/sliding-log-cost.mjs calls the script, holds Redis ~120 ms by INFO
+// commandstats), so this keeps a take under ~2.5 ms of server time; the estimate's error bound is
+// already limit / 4096. Finer than that is what the exact sliding log is for.
 const MAX_BUCKETS = 4096;
 
 /** Validates one limit into a spec; `path` prefixes option names in errors (`limits[1].window`). */

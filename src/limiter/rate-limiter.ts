@@ -59,8 +59,8 @@ export interface Fallback {
 /**
  * The limiter {@link createLimiter} returns. A class, not an object of closures: V8 inlines
  * prototype methods into their callers' optimised code for good, where closures made per limiter
- * are inlined as that limiter's objects, so every caller optimised with them was thrown away and
- * recompiled once the limiter was collected (a limiter per tenant, per test, per bench run).
+ * are inlined as that limiter's objects, so every caller optimised with them would be thrown away
+ * and recompiled once the limiter is collected (a limiter per tenant, per test, per bench run).
  */
 export class RateLimiter implements Limiter {
   readonly limits: readonly LimitSpec[];
@@ -82,7 +82,7 @@ export class RateLimiter implements Limiter {
   // fresh concatenated key costs a flatten and a hash on every Map lookup or send). A pure cache
   // of derived strings: 20,000 to 40,000 subjects x ~200 bytes ≈ 8 MB per limiter at most; the
   // least recently used go first when full (BoundedMap: O(1), where a Map evicted from its front
-  // walks the holes its deletes left: ~10 µs per new key once full).
+  // walks the holes its deletes leave: ~10-20 µs per new key once full, scripts/micro-costs.mjs).
   readonly #keyCache = new BoundedMap<string, LimitCall[]>(2 * KEY_CACHE);
   // A limiter of one limit, by the plain key, on a store that decides in this process
   // (its in-process limiter's `decideOne`) and with no block cache in front: its calls per key, kept as the call
@@ -326,7 +326,8 @@ export class RateLimiter implements Limiter {
     const parts: LimitDecision[] = [];
     for (let i = 0; i < forSpecs.length; i++) {
       const v = verdicts[i] as Verdict;
-      // Field by field (verdict()): an object spread here made every take ~7x slower in V8 (measured).
+      // Field by field (verdict()): an object spread here makes every take ~7x slower in V8
+      // (scripts/limiter-memory-ab.mjs, against a build that spreads).
       parts.push(verdict(forSpecs[i] as LimitSpec, v.allowed, v.remaining, v.resetAt, v.retryAfterMs));
     }
     return parts;

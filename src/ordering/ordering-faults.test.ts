@@ -1,5 +1,5 @@
-// Regressions from a review of the ordering half: hooks that throw, restarts, stale checkpoints,
-// idle leases, clock readings that are not numbers, and bad input that must change nothing.
+// The ordering half under faults: hooks that throw, restarts, stale checkpoints, idle leases,
+// clock readings that are not numbers, and bad input that must change nothing.
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';

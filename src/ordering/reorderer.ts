@@ -248,7 +248,10 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   };
 }
 
-/** The snapshot in a saved checkpoint: `{ run, snapshot }`, or a bare snapshot (earlier builds). */
+/**
+ * The snapshot in a saved checkpoint: `{ run, snapshot }`, or a bare snapshot (a checkpoint saved
+ * without the run that wrote it, read as it is so that it still loads).
+ */
 function snapshotOf<T>(data: unknown): SavedReorderBuffer<T> {
   if (isPlainObject(data) && typeof data.run === 'string' && 'snapshot' in data) {
     return data.snapshot as SavedReorderBuffer<T>;

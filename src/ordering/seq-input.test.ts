@@ -1,6 +1,6 @@
 // Every public method that takes a sequence number or a range refuses a bad one with a typed error
-// naming it, and changes no state (a bigint or a symbol used to reach arithmetic and throw a raw
-// TypeError from inside the buffer).
+// naming it, and changes no state (a bigint or a symbol must not reach the buffer's arithmetic,
+// where it would throw a raw TypeError).
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../core/errors.js';
 import { ReorderBuffer } from '../windows/reorder-buffer.js';

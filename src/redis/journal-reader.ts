@@ -42,7 +42,8 @@ type ReadEntry = JournalEntry & { us: bigint };
 type StreamEntry = [id: string, fields: string[]];
 
 // Page sizes and the `after` search. An XRANGE reply costs Redis about 1 µs per entry plus one
-// round trip (~50-100 µs locally), so a page is worth filling up to where entries dominate:
+// round trip (~50-100 µs locally; `redis-cli --latency` and the XRANGE line of INFO commandstats
+// show both), so a page is worth filling up to where entries dominate:
 // 1000 entries (~150 KB, ~1 ms of Redis time: other clients wait no longer than a batch of
 // applies makes them wait). A cursor's pages start at what its query needs and double up to it.
 const MAX_PAGE = 1000;

@@ -17,8 +17,10 @@ import { scripts } from './scripts.generated.js';
 import { groupBySlot } from './slot.js';
 import { isClosedClient, redisStoreError } from './store-error.js';
 
-// At most this many decisions per script call: a decision is one to three redis.call()s (~10-30 µs
-// of server time here), so 128 hold the server for a few milliseconds at most.
+// At most this many decisions per script call: a decision is one to three redis.call()s (a few µs
+// to ~30 µs of server time, the most for a long sliding log: scripts/limiter-lua-ab.mjs on the
+// limiter bench's workload, scripts/sliding-log-cost.mjs by limit), so 128 hold the server for a
+// few milliseconds at most.
 const MAX_BATCH = 128;
 
 // Fencing: a take answered without the store (the limiter's timeout ran out, or the client

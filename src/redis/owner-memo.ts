@@ -28,7 +28,8 @@ export function rememberScope(memo: OwnerMemo, scope: string): void {
 /**
  * Per (ledger, owner): the escaped keys (built once, not on every apply) and the registrations made,
  * bounded to REGISTERED_CACHE owners, the least recently used forgotten first ({@link LruMap}: O(1); a
- * Map evicted from its front walked the holes its deletes left, ~10 µs per apply once full).
+ * Map evicted from its front walks the holes its deletes leave, ~10-20 µs per apply once full:
+ * `node scripts/micro-costs.mjs map-evict`).
  */
 export function createOwnerMemo(prefix: string): { get(ledger: string, owner: string): OwnerMemo } {
   const memos = new LruMap<string, OwnerMemo>(REGISTERED_CACHE);

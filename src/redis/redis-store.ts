@@ -30,9 +30,10 @@ import { resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
 import { scripts } from './scripts.generated.js';
 import { isClosedClient, type RedisCallKind, redisFailure, redisStoreError } from './store-error.js';
 
-// At most this many applies per script call. A ledger step costs ~15-20 µs of Redis time (on the
-// 2-core machine of BENCHMARKS.md), so 128 of them hold the server for ~2-3 ms at most (other
-// clients wait no longer than that); the batch is one JSON argument plus 2 keys per apply.
+// At most this many applies per script call. A ledger step costs ~8-20 µs of Redis time by machine
+// (scripts/redis-ledger-cost.mjs, on the redis-ledger bench's workload), so 128 of them hold the
+// server for ~2-3 ms at most (other clients wait no longer than that); the batch is one JSON
+// argument plus 2 keys per apply.
 const MAX_BATCH = 128;
 
 /**
@@ -92,7 +93,7 @@ const REGISTER_RETRY_MAX_MS = 32_000;
  * `TIME`. Many processes on many machines share one exact ledger.
  *
  * A script sent again after its reply was lost (a killed connection) is answered as it ran, by
- * its run id and call number, not applied again (README, *After a lost reply*).
+ * its run id and call number, not applied again (docs/redis.md, *After a lost reply*).
  *
  * @example
  * ```ts
@@ -103,7 +104,13 @@ const REGISTER_RETRY_MAX_MS = 32_000;
  * const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4 });
  * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'applied'
  * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'duplicate'
- * for (const key of await client.keys(`${prefix}*`)) await client.unlink(key); // clean up the example
+ * // Clean up the example: SCAN the prefix a page at a time (never KEYS, which blocks the server).
+ * let cursor = '0';
+ * do {
+ *   const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+ *   cursor = next;
+ *   if (keys.length > 0) await client.unlink(...keys);
+ * } while (cursor !== '0');
  * await client.quit();
  * ```
  */
@@ -249,7 +256,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   // Retries the registrations of owners whose script has run, backing off, until they succeed or
   // the owners' own next batch made them (register() skips what is registered). Unref'd: a
   // process that exits meanwhile leaves them to the owners' next apply in any process that has
-  // not registered them (README, per-scope reconciliation).
+  // not registered them (docs/redis.md, *Per-scope totals without cross-slot scripts*).
   function registerLater(items: readonly Registration[], delayMs: number): void {
     const timer = setTimeout(() => {
       register(items).catch(() => registerLater(items, Math.min(delayMs * 2, REGISTER_RETRY_MAX_MS)));

@@ -27,7 +27,7 @@ const NOT_APPLIED = { outcome: 'not-applied', retriable: false } as const;
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
-  /** Time source for journal timestamps (and, later, limiter decisions). Default: the wall clock. */
+  /** Time source for journal timestamps, limiter decisions and leases. Default: the wall clock. */
   clock?: Clock;
   /**
    * Journal retention. `maxEntries` bounds the journal per ledger: the oldest entries are dropped
@@ -41,8 +41,8 @@ export interface MemoryStoreOptions {
 
 /**
  * The memory store's default journal retention per ledger. An embedded default must not grow
- * without bound: 100 000 entries x ~150 bytes (one delta; measured, BENCHMARKS.md) is ~15 MB at most, and at
- * 1 000 applies/s it still covers the last ~100 s for a reconciliation by journal; per-scope totals
+ * without bound: 100 000 entries x ~150 bytes (one delta: node --expose-gc scripts/micro-costs.mjs
+ * journal) is ~15 MB at most, and at 1 000 applies/s it still covers the last ~100 s for a reconciliation by journal; per-scope totals
  * and balances never depend on it. Pass `journal: { maxEntries: Infinity }` to keep everything.
  *
  * @example
@@ -76,7 +76,8 @@ interface OwnerState {
  * A journal entry as the memory store keeps it: one object, every field present (one hidden class
  * for all), a single delta as two fields rather than an object of its own; {@link JournalEntry}s
  * are built from it when read. An entry lives as long as the retention, so what it costs is paid
- * ~100 000 times (153 bytes with one delta, was 209 as a `JournalEntry`; BENCHMARKS.md).
+ * ~100 000 times (153 bytes with one delta: node --expose-gc scripts/micro-costs.mjs journal; a
+ * `JournalEntry` kept as it is read would hold one object more per entry, its `deltas`).
  */
 interface StoredEntry {
   readonly seq: number;
@@ -118,7 +119,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
  * The store behind {@link memoryStore}. A class, not an object of closures: V8 inlines prototype
  * methods into their callers' optimised code for good, where a closure made per store is inlined
  * as that store's object, and every caller optimised with it is thrown away once the store is
- * collected (BENCHMARKS.md, limiter).
+ * collected (seen on the limiter: a fresh one per run after a GC takes ~1.5x longer per take with
+ * closures, scripts/limiter-memory-ab.mjs).
  */
 class MemoryStore implements InProcessStore {
   readonly kind = 'memory';

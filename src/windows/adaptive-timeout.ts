@@ -57,8 +57,9 @@ const DEFAULT_MAX = '5s';
 const DEFAULT_SAMPLE = 1000;
 // 250 ms, the fixed timeout DESIGN §3.4 shows, until there is a sample to follow.
 const DEFAULT_INITIAL = '250ms';
-// Recompute after every 16 new samples: sorting 1000 numbers costs ~50 µs, so at 16 samples per
-// recompute a fill costs ~3 µs amortised; the quantile of 1000 moves little within 16 samples.
+// Recompute after every 16 new samples: sorting 1000 numbers costs ~50 µs (`Float64Array.from`
+// of 1000 random doubles, then `sort()`, timed over 2000 rounds), so at 16 samples per recompute a
+// fill costs ~3 µs amortised; the quantile of 1000 moves little within 16 samples.
 const RECOMPUTE_EVERY = 16;
 
 /**

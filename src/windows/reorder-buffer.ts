@@ -153,8 +153,9 @@ export class ReorderBuffer<T> {
    * and with more than 1% of holes lost the p99 would climb to `max`). Released as any other.
    */
   pushRecovered(seq: number, item: T, now?: number): PushResult<T> {
-    // A flag, not a fourth argument of push: a parameter more made every push ~20% slower (V8,
-    // measured), and push calls no user code, so the flag cannot leak into another call.
+    // A flag, not a fourth argument of push: a parameter more makes every push ~20% slower in V8
+    // (`node bench/run.mjs ordering`, against a build with the parameter), and push calls no user
+    // code, so the flag cannot leak into another call.
     this.#learn = false;
     try {
       const result = this.push(seq, item, now);
@@ -225,7 +226,8 @@ export class ReorderBuffer<T> {
       }
       // The hole at `next` is filled: this item and the run behind it go out in one array sized
       // up front (growing it push by push costs more than the run itself; releasing it through
-      // #releaseRun, which grows a one-item array once, made a push ~20% slower, measured).
+      // #releaseRun, which grows a one-item array once, makes a push ~20% slower:
+      // `node bench/run.mjs ordering`, against a build that does).
       const items = this.#items;
       const mask = this.#mask;
       let end = seq + 1;
@@ -403,7 +405,7 @@ export class ReorderBuffer<T> {
     this.#next = s;
   }
 
-  // Done per released run, and only when adaptive, so the push path of a buffered item stays as it was.
+  // Done per released run, and only when adaptive, so a buffered item's push does no sampling work.
   #sampleRun(first: number, end: number): void {
     (this.#adaptive as AdaptiveTimeout).recordRun(this.#at, this.#mask, this.#recovered, first, end);
   }
@@ -413,10 +415,11 @@ export class ReorderBuffer<T> {
 // full GC frees the map, and every optimized function that embedded it is thrown away. A consumer
 // between two bursts can hold no result array at all, so the maps of result arrays (and of a
 // buffer, for a program that makes buffers per stream) would die at each full GC, and each burst
-// would start in the interpreter (measured: 22 such deoptimisations in 15 bench runs, and ~15%
-// more time per push). One small buffer and one result of each path pin those shapes, held by the
-// class itself (a symbol-keyed property): a module-level constant that no function reads is not
-// kept by V8 after the module ran, which is how an earlier `const PINNED_SHAPES` pinned nothing.
+// would start in the interpreter (without the pin, 22 such deoptimisations in 15 runs of the
+// ordering bench and ~15% more time per push: `node --expose-gc --trace-deopt bench/lib/child.mjs
+// bench/ordering.bench.mjs`). One small buffer and one result of each path pin those shapes, held
+// by the class itself (a symbol-keyed property): a module-level constant that no function reads
+// is not kept by V8 after the module ran, so a `const` of them would pin nothing.
 pinShapes(ReorderBuffer, () => {
   const b = new ReorderBuffer<number>({ capacity: 4, gapTimeout: 0, clock: { now: () => 0 } });
   const kept: unknown[] = [b, b.push(0, 0, 0), b.push(2, 2, 0), b.push(1, 1, 0)];

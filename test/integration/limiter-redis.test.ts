@@ -1,7 +1,7 @@
 // The limiter on a real Redis and the 3-master cluster: server time (TIME) or the caller's
 // (`clock: 'client'`), a TTL on every key (the sorted-set log above limit 512 included), tenant
 // resets that touch only their own keys (hostile ids included), degraded mode when the server is
-// gone, and the memory each algorithm's state takes per key (MEMORY USAGE, against the README).
+// gone, and the memory each algorithm's state takes per key (MEMORY USAGE, against docs/limits.md).
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -255,18 +255,19 @@ for (const target of [
 }
 
 describe('limiter state per key on Redis (MEMORY USAGE)', () => {
-  // The README's bytes per key (Redis 7.0, limit 100 per minute, after 1 request / after 100),
-  // measured by bench/limiter.bench.mjs with a shorter prefix. The bound is 2x: it catches a state
-  // that grows out of its documented shape (a log whose entries are times, not deltas; a window
-  // that writes its empty buckets), not a change of allocator or Redis version.
-  const README_BYTES: Record<string, [one: number, full: number]> = {
+  // The documented bytes per key (docs/limits.md, *Limits on Redis*: Redis 7.0, limit 100 per
+  // minute, after 1 request / after 100), measured by bench/limiter.bench.mjs with a shorter
+  // prefix. The bound is 2x: it catches a state that grows out of its documented shape (a log
+  // whose entries are times, not deltas; a window that writes its empty buckets), not a change of
+  // allocator or Redis version.
+  const DOCUMENTED_BYTES: Record<string, [one: number, full: number]> = {
     'sliding-log': [152, 360],
     'sliding-window': [152, 152],
     'fixed-window': [136, 136],
     gcra: [136, 136],
   };
 
-  it('each algorithm stays within 2x of the README figure, after 1 request and after 100', async () => {
+  it('each algorithm stays within 2x of the documented figure, after 1 request and after 100', async () => {
     const client = new Redis(REDIS_URL);
     const prefix = runPrefix('limiter-bytes');
     const bytesUnder = async (pattern: string) => {
@@ -277,7 +278,7 @@ describe('limiter state per key on Redis (MEMORY USAGE)', () => {
     };
     try {
       const store = createRedisStore({ client, prefix });
-      for (const [algorithm, [one, full]] of Object.entries(README_BYTES)) {
+      for (const [algorithm, [one, full]] of Object.entries(DOCUMENTED_BYTES)) {
         const name = `bytes-${algorithm}`;
         const limiter = createLimiter({
           store,

@@ -1,6 +1,6 @@
 // The Redis ledger keeps each owner's call order across batches (chunks of one flush, a batch
 // waiting on its registry SADD, a NOSCRIPT fallback), and its reads and limits match the memory
-// store's. Each case was found by review and failed before its fix.
+// store's. Each case pins down one way a store can get this wrong.
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/ledger/ledger.js';

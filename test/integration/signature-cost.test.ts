@@ -46,10 +46,11 @@ describe('ledger-apply.lua: the duplicate check is linear in the window, whateve
   });
 
   it('a full window of the largest signatures the ledger takes, sharing all but 4 bytes: < 5 ms per apply', async () => {
-    // 256 x 1 KB: a 256 KB window, searched in full by every apply. The bare-signature search
-    // tried each of an entry's positions with a compare running the shared prefix: ~7 ms per
-    // apply here (scripts/signature-cost.mjs --capacity 256 --script <the old script>), where the
-    // delimited one reads each byte about once (~1.5 ms).
+    // 256 x 1 KB: a 256 KB window, searched in full by every apply. A search for the bare
+    // signature tries each of an entry's positions with a compare running the shared prefix: ~7 ms
+    // per apply here (scripts/signature-cost.mjs --capacity 256 --script <a script searching so>,
+    // its header shows how to get one), where the delimited search reads each byte about once
+    // (~1.5 ms).
     const capacity = 256;
     const ledger = createLedger({ store: createRedisStore({ client, prefix: 'cost:' }), capacity });
     const head = 'x'.repeat(LIMITS.signatureBytes - 4);
@@ -80,9 +81,9 @@ describe('ledger-apply.lua: the duplicate check is linear in the window, whateve
   });
 
   it("'x' x 256 KB, + '0', + '1' (past the ledger's bound, so the script is called directly): milliseconds, not a second", async () => {
-    // The shape that took 833 ms-1.09 s of Redis time with the bare-signature search (quadratic:
-    // ~N^2 byte compares for the third), ~7 ms with the delimited one (linear). 100 ms is far
-    // from both.
+    // This shape costs 833 ms-1.09 s of Redis time with a bare-signature search (quadratic: ~N^2
+    // byte compares for the third), ~7 ms with the delimited one (linear;
+    // scripts/signature-cost.mjs measures either). 100 ms is far from both.
     const base = 'x'.repeat(256 * 1024);
     const keys = ['direct:{p}:s', 'direct:{p}:j'];
     let call = 0;

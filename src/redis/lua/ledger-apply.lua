@@ -42,7 +42,7 @@
   signature is in it: the duplicate check is one plain string search, with nothing decoded, and
   linear in the window's bytes (see in_window).
 
-  Costs, measured (BENCHMARKS.md, redis-ledger): per entry, a script pays mostly for its
+  Costs (scripts/redis-ledger-lua-parts.mjs measures each part, node bench/run.mjs redis-ledger the whole): per entry, a script pays mostly for its
   redis.call()s and for turning values into Lua strings and back. So the batch travels as one JSON
   argument and returns as one JSON string (the client encodes and parses one string instead of
   ~1 000), one HGET (an HMGET with the scope totals of the deltas) reads what an entry needs
@@ -98,8 +98,9 @@ end
 -- args[last]. The common case, one field of plain characters in an object that holds only it (or
 -- nothing yet), is spliced as text: it is what cjson writes for that object ({"<field>":"<amount>"},
 -- no escapes in such a name), without decoding and encoding it again. Each string a script makes
--- costs (~0.3-0.5 µs: allocated, copied, hashed), so the checks read bytes and positions instead
--- of cutting pieces out, and the head of each field is made once per script (measured).
+-- costs ~0.3-0.5 µs (allocated, copied, hashed: scripts/redis-ledger-lua-parts.mjs), so the checks
+-- read bytes and positions instead of cutting pieces out, and the head of each field is made once
+-- per script.
 local heads = {} -- field -> '{"<field>":"', or false when the field is not plain
 local function add_balances(balances, args, first, last)
   if first + 1 == last then
@@ -177,7 +178,7 @@ for k = 1, #KEYS, 2 do
   end
 
   -- The state is read in place: positions, and only the pieces needed cut out (every string a
-  -- script makes is allocated, copied and hashed: ~0.3-0.5 µs each, measured).
+  -- script makes is allocated, copied and hashed: ~0.3-0.5 µs each, scripts/redis-ledger-lua-parts.mjs).
   local balances, seq, count, horizon = '{}', 0, 0, ''
   local runs = got[2] or '\254'
   local state = got[1]
