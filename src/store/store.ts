@@ -1,4 +1,5 @@
 import type { Order } from '../core/validate.js';
+import type { IdempotencyStoreOps } from '../idempotency/store-ops.js';
 import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 import type { OrderingStoreOps } from '../ordering/store-ops.js';
 
@@ -120,7 +121,7 @@ export interface WindowState {
  * must pass. The ordering operations (checkpoints, version gates, snowflake clocks) are optional:
  * see {@link OrderingStoreOps}.
  */
-export interface Store extends OrderingStoreOps {
+export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
   /** A short name for logs and metrics (`'memory'`, `'redis'`, ...). */
   readonly kind: string;
   /** Window check (with horizon), balance change and journal append, in one atomic step. */

@@ -23,6 +23,10 @@ const CONTRACT: Record<keyof Store, true> = {
   versionGet: true,
   timestampAdvance: true,
   leaseRenew: true,
+  idempotencyBegin: true,
+  idempotencyRenew: true,
+  idempotencyComplete: true,
+  idempotencyRelease: true,
 };
 
 /**
