@@ -1,5 +1,5 @@
 import { InvalidArgumentError, StoreError } from '../core/errors.js';
-import { isWellFormed, nonEmptyStringArg } from '../core/validate.js';
+import { isWellFormed } from '../core/validate.js';
 import type {
   IdempotencyBeginCommand,
   IdempotencyBeginReply,
@@ -51,17 +51,13 @@ export function redisIdempotencyOps(client: RedisLike, prefix: string): Required
 
   return {
     async idempotencyBegin(command: IdempotencyBeginCommand): Promise<IdempotencyBeginReply> {
-      const key = recordKey(nonEmptyStringArg('name', command.name), nonEmptyStringArg('key', command.key));
-      if (typeof command.payloadHash !== 'string' || !isWellFormed(command.payloadHash)) {
-        throw new InvalidArgumentError('payloadHash', 'a well-formed string', command.payloadHash);
-      }
-      const token = nonEmptyStringArg('token', command.token);
-      const leaseMs = positiveMs('leaseMs', command.leaseMs);
-      const reply = (await call('idempotencyBegin', scripts.idempotencyBegin, key, [
-        command.payloadHash,
-        token,
-        leaseMs,
-      ])) as BeginReply;
+      const key = recordKey(text('name', command?.name), text('key', command?.key));
+      const args = [
+        text('payloadHash', command?.payloadHash),
+        text('token', command?.token),
+        ms('leaseMs', command?.leaseMs),
+      ];
+      const reply = (await call('idempotencyBegin', scripts.idempotencyBegin, key, args)) as BeginReply;
       switch (reply[0]) {
         case 'acquired':
           return { outcome: 'acquired', takeover: reply[3] === 1, leaseExpiresAt: reply[2], now: reply[1] };
@@ -80,33 +76,43 @@ export function redisIdempotencyOps(client: RedisLike, prefix: string): Required
     },
 
     async idempotencyRenew(name, key, token, leaseMs) {
-      const record = recordKey(nonEmptyStringArg('name', name), nonEmptyStringArg('key', key));
-      const args = [nonEmptyStringArg('token', token), positiveMs('leaseMs', leaseMs)];
+      const record = recordKey(text('name', name), text('key', key));
+      const args = [text('token', token), ms('leaseMs', leaseMs)];
       return (await call('idempotencyRenew', scripts.idempotencyRenew, record, args)) === 1;
     },
 
     async idempotencyComplete(name, key, token, value, ttlMs) {
-      const record = recordKey(nonEmptyStringArg('name', name), nonEmptyStringArg('key', key));
-      // Redis stores UTF-8: a lone surrogate would come back as U+FFFD, not as it was stored.
-      if (typeof value !== 'string' || !isWellFormed(value)) {
-        throw new InvalidArgumentError('value', 'a well-formed string (a serialized value)', value);
-      }
-      const args = [nonEmptyStringArg('token', token), value, positiveMs('ttlMs', ttlMs)];
+      const record = recordKey(text('name', name), text('key', key));
+      const args = [text('token', token), text('value', value), ms('ttlMs', ttlMs)];
       return (await call('idempotencyComplete', scripts.idempotencyComplete, record, args)) === 1;
     },
 
     async idempotencyRelease(name, key, token) {
-      const record = recordKey(nonEmptyStringArg('name', name), nonEmptyStringArg('key', key));
-      const args = [nonEmptyStringArg('token', token)];
+      const record = recordKey(text('name', name), text('key', key));
+      const args = [text('token', token)];
       return (await call('idempotencyRelease', scripts.idempotencyRelease, record, args)) === 1;
     },
   };
 }
 
-/** A duration in ms for a script: a positive safe integer (Lua reads it exactly: below 2^53). */
-function positiveMs(path: string, value: unknown): string {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new InvalidArgumentError(path, 'a positive safe integer (ms)', value);
+/**
+ * A string argument, as the memory store takes it, and well-formed: Redis stores UTF-8, so a lone
+ * surrogate would come back as U+FFFD (a value changed, two keys met). Checked before anything is sent.
+ */
+function text(path: string, value: unknown): string {
+  if (typeof value !== 'string' || !isWellFormed(value)) {
+    throw new InvalidArgumentError(path, 'a well-formed string (no lone surrogate)', value);
+  }
+  return value;
+}
+
+/**
+ * A lease or ttl the script adds to Redis TIME: a positive safe integer of ms up to 2^52, as the
+ * memory store takes it, so the sum (TIME is ~2^40.6 ms) stays an exact Lua double.
+ */
+function ms(path: string, value: unknown): string {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0 || value > 2 ** 52) {
+    throw new InvalidArgumentError(path, 'a positive safe integer of milliseconds (at most 2^52)', value);
   }
   return String(value);
 }

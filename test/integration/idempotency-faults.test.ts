@@ -38,8 +38,15 @@ interface WorkerConfig {
 }
 
 /** A forked worker: its process, and its report (or, in 'hold' mode, the moment it holds every key). */
-function startWorker(config: WorkerConfig): { child: ChildProcess; report: Promise<Report>; holding: Promise<void> } {
-  const child = fork(worker, [JSON.stringify(config)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+function startWorker(config: WorkerConfig): {
+  child: ChildProcess;
+  report: Promise<Report>;
+  holding: Promise<void>;
+} {
+  const child = fork(worker, [JSON.stringify(config)], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   let holding!: () => void;
   const held = new Promise<void>((r) => {
     holding = r;
@@ -49,7 +56,9 @@ function startWorker(config: WorkerConfig): { child: ChildProcess; report: Promi
       if ('holding' in m) holding();
       else resolve(m);
     });
-    child.on('exit', (code, signal) => reject(new Error(`worker exited (${code ?? signal}) without a report`)));
+    child.on('exit', (code, signal) =>
+      reject(new Error(`worker exited (${code ?? signal}) without a report`)),
+    );
   });
   report.catch(() => {}); // a killed worker's report is never awaited
   return { child, report, holding: held };
@@ -104,7 +113,16 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     });
     const keys = keysOf(1000, 'k');
     const workers = Array.from({ length: 4 }, (_, i) =>
-      startWorker({ url: REDIS_URL, prefix, name: 'w', keys, repeats: 3, lanes: 64, lease: '10s', seed: 100 + i }),
+      startWorker({
+        url: REDIS_URL,
+        prefix,
+        name: 'w',
+        keys,
+        repeats: 3,
+        lanes: 64,
+        lease: '10s',
+        seed: 100 + i,
+      }),
     );
     const reports = await Promise.all(workers.map((w) => w.report));
     expect(reports.flatMap((r) => r.errors)).toEqual([]);
@@ -114,7 +132,13 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     expect(seen.size).toBe(1000);
     for (const key of keys) {
       const k = seen.get(key);
-      expect({ key, runs: runs.get(key), executed: k?.executed, values: k?.values.size, other: k?.other }).toEqual({
+      expect({
+        key,
+        runs: runs.get(key),
+        executed: k?.executed,
+        values: k?.values.size,
+        other: k?.other,
+      }).toEqual({
         key,
         runs: 1,
         executed: 1,
@@ -135,7 +159,15 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     // 3 s: the holder renews every second meanwhile (lease/3); well above the time it takes to
     // start the other process and for it to ask once (~0.3-1 s on a loaded 2-core machine).
     const lease = '3s';
-    const holder = startWorker({ url: REDIS_URL, prefix, name: 'w', keys, lanes: keys.length, lease, mode: 'hold' });
+    const holder = startWorker({
+      url: REDIS_URL,
+      prefix,
+      name: 'w',
+      keys,
+      lanes: keys.length,
+      lease,
+      mode: 'hold',
+    });
     await holder.holding;
     const exited = new Promise((r) => holder.child.once('exit', r));
     holder.child.kill('SIGKILL');
@@ -160,7 +192,13 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     for (const key of keys) {
       const k = seen.get(key);
       // 2 runs: the dead holder's (it had counted before it was killed), and one after the lease.
-      expect({ key, runs: runs.get(key), executed: k?.executed, values: k?.values.size, other: k?.other }).toEqual({
+      expect({
+        key,
+        runs: runs.get(key),
+        executed: k?.executed,
+        values: k?.values.size,
+        other: k?.other,
+      }).toEqual({
         key,
         runs: 2,
         executed: 1,
@@ -185,7 +223,18 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     const prefix = runPrefix('idem-faults');
     const keys = keysOf(300, 'f');
     const workers = Array.from({ length: 3 }, (_, i) =>
-      startWorker({ url, prefix, name: 'w', keys, repeats: 3, lanes: 16, lease: '1s', wait: '20s', paceMs: 3, seed: 7 + i }),
+      startWorker({
+        url,
+        prefix,
+        name: 'w',
+        keys,
+        repeats: 3,
+        lanes: 16,
+        lease: '1s',
+        wait: '20s',
+        paceMs: 3,
+        seed: 7 + i,
+      }),
     );
     let done = false;
     const all = Promise.all(workers.map((w) => w.report)).finally(() => {
@@ -219,13 +268,19 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     const errors = reports.flatMap((r) => r.errors);
     // The faults reached callers, as typed errors that say to try again.
     expect(errors.length).toBeGreaterThan(0);
-    for (const e of errors) expect({ code: e.code, retriable: e.retriable }).toEqual({ code: 'ERR_STORE', retriable: true });
+    for (const e of errors)
+      expect({ code: e.code, retriable: e.retriable }).toEqual({ code: 'ERR_STORE', retriable: true });
 
     // Each key's answers carry one value, which is the one stored: at most one `executed`, and a
     // late caller (here) is replayed that value. A second completion would carry a value of its own.
     const client = new Redis(url);
     cleanups.push(async () => client.disconnect());
-    const idem = createIdempotency({ store: createRedisStore({ client, prefix }), name: 'w', lease: '1s', ttl: '1h' });
+    const idem = createIdempotency({
+      store: createRedisStore({ client, prefix }),
+      name: 'w',
+      lease: '1s',
+      ttl: '1h',
+    });
     const seen = byKey(reports);
     const runs = await runCounts(client, prefix, keys);
     for (const key of keys) {
@@ -235,7 +290,12 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
       });
       expect(stored.outcome).toBe('replayed');
       const value = stored.outcome === 'replayed' ? (stored.value as { id: string }).id : undefined;
-      expect({ key, executed: (k?.executed ?? 0) <= 1, values: [...(k?.values ?? [])], other: k?.other }).toEqual({
+      expect({
+        key,
+        executed: (k?.executed ?? 0) <= 1,
+        values: [...(k?.values ?? [])],
+        other: k?.other,
+      }).toEqual({
         key,
         executed: true,
         values: [value],
