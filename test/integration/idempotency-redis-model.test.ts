@@ -33,7 +33,7 @@ const commands: fc.Arbitrary<Command[]> = fc.array(
         op: fc.constant('begin' as const),
         caller: fc.nat(2),
         key: fc.nat(1),
-        hash: fc.nat(1),
+        hash: fc.constantFrom(0, 0, 0, 1),
         leaseMs: lease,
       }),
     },
@@ -47,7 +47,7 @@ const commands: fc.Arbitrary<Command[]> = fc.array(
         op: fc.constant('complete' as const),
         caller: fc.nat(2),
         value: fc.constantFrom('', '{"v":1}', '"é😀\u0000"', 'x'.repeat(300)),
-        ttlMs: fc.constantFrom(60, 250),
+        ttlMs: fc.constantFrom(60, 250, 1000),
       }),
     },
     { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), caller: fc.nat(2) }) },
@@ -56,7 +56,7 @@ const commands: fc.Arbitrary<Command[]> = fc.array(
       arbitrary: fc.record({ op: fc.constant('sleep' as const), ms: fc.constantFrom(0, 25, 70, 130, 200) }),
     },
   ),
-  { minLength: 4, maxLength: 14 },
+  { minLength: 6, maxLength: 16 },
 );
 
 async function serverMs(client: Redis | Cluster): Promise<number> {
@@ -149,7 +149,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
             seen.add(`${c.op}:${got}`);
           }
         }),
-        { numRuns: mode === 'cluster' ? 15 : 40 },
+        { numRuns: mode === 'cluster' ? 25 : 50 },
       );
       // The runs reached every answer (a generator that never crossed a lease would prove little).
       for (const answer of [
