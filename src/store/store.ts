@@ -118,8 +118,8 @@ export interface WindowState {
  * no crash point inside an operation: either all of its effects happen or none does.
  *
  * The memory store is the reference model; `onceflow/testing` holds the cases every store
- * must pass. The ordering operations (checkpoints, version gates, snowflake clocks) are optional:
- * see {@link OrderingStoreOps}.
+ * must pass. The ordering operations (checkpoints, version gates, snowflake clocks) and the
+ * idempotency records are optional: see {@link OrderingStoreOps} and {@link IdempotencyStoreOps}.
  */
 export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
   /** A short name for logs and metrics (`'memory'`, `'redis'`, ...). */
