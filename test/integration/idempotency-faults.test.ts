@@ -266,10 +266,14 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     expect(kills).toBeGreaterThan(0);
 
     const errors = reports.flatMap((r) => r.errors);
-    // The faults reached callers, as typed errors that say to try again.
-    expect(errors.length).toBeGreaterThan(0);
-    for (const e of errors)
-      expect({ code: e.code, retriable: e.retriable }).toEqual({ code: 'ERR_STORE', retriable: true });
+    // The faults reached callers, as typed errors that say to try again: ERR_STORE, retriable (the
+    // restart), or ERR_LEASE_LOST (a complete sent again after its reply was lost finds the record
+    // completed, no longer its live lease: the caller cannot tell; a call again replays it).
+    expect(errors.filter((e) => e.code === 'ERR_STORE').length).toBeGreaterThan(0);
+    for (const e of errors) {
+      const typed = e.code === 'ERR_LEASE_LOST' || (e.code === 'ERR_STORE' && e.retriable === true);
+      expect(typed, JSON.stringify(e)).toBe(true);
+    }
 
     // Each key's answers carry one value, which is the one stored: at most one `executed`, and a
     // late caller (here) is replayed that value. A second completion would carry a value of its own.
