@@ -5,11 +5,15 @@ export {
   ClockRollbackError,
   ClosedError,
   ErrorCode,
+  InProgressError,
   InvalidArgumentError,
   InvalidDurationError,
   InvalidOptionError,
   isOnceflowError,
+  LeaseLostError,
   OnceflowError,
+  PayloadMismatchError,
+  ResultTooLargeError,
   StoreError,
   type StoreOutcome,
 } from './core/errors.js';
@@ -17,6 +21,7 @@ export { LIMITS, type LimitName } from './core/limits.js';
 export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';
 export type { Order } from './core/validate.js';
 export { isWindowConfig, type WindowConfig, window } from './core/window-config.js';
+export * from './idempotency/index.js';
 export {
   type ApplyResult,
   createLedger,

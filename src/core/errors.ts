@@ -31,6 +31,14 @@ export const ErrorCode = Object.freeze({
   CLOSED: 'ERR_CLOSED',
   /** The clock went back further than a snowflake generator tolerates (or across a restart). */
   CLOCK_ROLLBACK: 'ERR_CLOCK_ROLLBACK',
+  /** An idempotent call's key is held by another caller's live lease (`retryAfterMs` says when it may end). */
+  IN_PROGRESS: 'ERR_IN_PROGRESS',
+  /** An idempotent call's key was used with another payload. */
+  PAYLOAD_MISMATCH: 'ERR_PAYLOAD_MISMATCH',
+  /** An idempotent call's `fn` ran, but its lease ran out or was taken over before its result was recorded. */
+  LEASE_LOST: 'ERR_LEASE_LOST',
+  /** An idempotent call's result is over `maxResultBytes`: `fn` ran, nothing was recorded. */
+  RESULT_TOO_LARGE: 'ERR_RESULT_TOO_LARGE',
 } as const);
 
 /** The union of every code in {@link ErrorCode}. */
@@ -257,6 +265,129 @@ export class ClockRollbackError extends OnceflowError {
     );
     this.behindMs = behindMs;
   }
+}
+
+/**
+ * An idempotent call found its key held by another caller whose `fn` is still running (its lease
+ * is live): `idempotent()` rejects with it where `run` answers `in-progress`. Retry after
+ * `retryAfterMs` (an HTTP handler answers 409 with `Retry-After`).
+ *
+ * @example
+ * ```ts
+ * const charge = idempotent(async (order: { id: string }) => {
+ *   await new Promise((r) => setTimeout(r, 20));
+ *   return 'charged';
+ * }, { key: (order) => order.id });
+ * const [first, second] = await Promise.allSettled([charge({ id: 'o1' }), charge({ id: 'o1' })]);
+ * first.status; // 'fulfilled'
+ * second.status === 'rejected' && second.reason.code; // 'ERR_IN_PROGRESS'
+ * second.status === 'rejected' && second.reason.retryAfterMs > 0; // true
+ * ```
+ */
+export class InProgressError extends OnceflowError {
+  /** The key whose call is in progress. */
+  readonly key: string;
+  /** How long the holder's lease lasts, ms: the earliest another caller can take the key over. */
+  readonly retryAfterMs: number;
+  constructor(key: string, retryAfterMs: number) {
+    super(
+      ErrorCode.IN_PROGRESS,
+      `The call with key ${JSON.stringify(clip(key))} is in progress in another caller; retry after ${retryAfterMs} ms`,
+    );
+    this.key = key;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * An idempotent call reused a key with another payload (its hash differs from the recorded one):
+ * `idempotent()` rejects with it where `run` answers `mismatch`; nothing ran. A client bug as a
+ * rule (an HTTP handler answers 422).
+ *
+ * @example
+ * ```ts
+ * const pay = idempotent(async (req: { key: string; amount: number }) => req.amount, { key: (req) => req.key });
+ * await pay({ key: 'k1', amount: 5 }); // 5
+ * const err = await pay({ key: 'k1', amount: 7 }).catch((e) => e);
+ * err.code; // 'ERR_PAYLOAD_MISMATCH'
+ * err.key; // 'k1'
+ * ```
+ */
+export class PayloadMismatchError extends OnceflowError {
+  readonly key: string;
+  constructor(key: string) {
+    super(
+      ErrorCode.PAYLOAD_MISMATCH,
+      `The key ${JSON.stringify(clip(key))} was used with another payload; nothing ran`,
+    );
+    this.key = key;
+  }
+}
+
+/**
+ * An idempotent call's `fn` ran and returned, but its holder's lease had run out or been taken
+ * over before the result was recorded (the holder stalled longer than the lease, or could not
+ * reach the store to renew): **the effect happened**, and another caller may have run `fn` too.
+ * The result was not recorded; the caller must know, to reconcile the effect.
+ *
+ * @example
+ * ```ts
+ * const clock = new FakeClock(0);
+ * const idem = createIdempotency({ store: memoryStore({ clock }), lease: '1s' });
+ * const err = await idem
+ *   .run({ key: 'k1' }, async () => {
+ *     clock.advance(5_000); // the holder stalls past its lease (its renewals come too late)
+ *     return 'sent';
+ *   })
+ *   .catch((e) => e);
+ * err.code; // 'ERR_LEASE_LOST'
+ * err.key; // 'k1'
+ * ```
+ */
+export class LeaseLostError extends OnceflowError {
+  readonly key: string;
+  constructor(key: string) {
+    super(
+      ErrorCode.LEASE_LOST,
+      `The lease on key ${JSON.stringify(clip(key))} ran out or was taken over before the result was recorded: fn ran, its result was not recorded`,
+    );
+    this.key = key;
+  }
+}
+
+/**
+ * An idempotent call's result, serialized, is over `maxResultBytes`: `fn` ran, the record was
+ * released (the next call with the key runs `fn` again) and the caller gets this error.
+ *
+ * @example
+ * ```ts
+ * const idem = createIdempotency({ maxResultBytes: 16 });
+ * const err = await idem.run({ key: 'k1' }, () => 'x'.repeat(100)).catch((e) => e);
+ * err.code; // 'ERR_RESULT_TOO_LARGE'
+ * err.bytes; // 102
+ * err.maxBytes; // 16
+ * ```
+ */
+export class ResultTooLargeError extends OnceflowError {
+  readonly key: string;
+  /** The serialized result's size in UTF-8 bytes. */
+  readonly bytes: number;
+  /** The bound it passed (`maxResultBytes`). */
+  readonly maxBytes: number;
+  constructor(key: string, bytes: number, maxBytes: number) {
+    super(
+      ErrorCode.RESULT_TOO_LARGE,
+      `The result of the call with key ${JSON.stringify(clip(key))} is ${bytes} bytes serialized, over \`maxResultBytes\` (${maxBytes}): fn ran, nothing was recorded`,
+    );
+    this.key = key;
+    this.bytes = bytes;
+    this.maxBytes = maxBytes;
+  }
+}
+
+// A key may be 512 bytes: 80 characters are enough to recognise it in a message.
+function clip(key: string): string {
+  return key.length > 80 ? `${key.slice(0, 77)}...` : key;
 }
 
 /**

@@ -21,6 +21,7 @@ import type {
 import { type BatchItem, createBatcher } from './batcher.js';
 import { connectionGeneration } from './connection-generation.js';
 import { evalScript, type RedisLike } from './eval.js';
+import { redisIdempotencyOps } from './idempotency-store.js';
 import { readJournal } from './journal-reader.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
 import { createRedisLimiterBackend } from './limiter-backend.js';
@@ -370,6 +371,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
     limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
     ...redisOrderingOps(client, prefix),
+    ...redisIdempotencyOps(client, prefix),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
     ledgerApply: (cmd: LedgerApplyCommand) =>

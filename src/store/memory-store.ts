@@ -2,6 +2,8 @@ import { type Clock, systemClock, wholeMs } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { ownRecord } from '../core/own-record.js';
 import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
+import { MemoryIdempotencyRecords } from '../idempotency/memory-records.js';
+import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency/store-ops.js';
 import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
 import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
@@ -27,7 +29,7 @@ const NOT_APPLIED = { outcome: 'not-applied', retriable: false } as const;
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
-  /** Time source for journal timestamps, limiter decisions and leases. Default: the wall clock. */
+  /** Time source for journal timestamps, limiter decisions, idempotency leases and ttls. Default: the wall clock. */
   clock?: Clock;
   /**
    * Journal retention. `maxEntries` bounds the journal per ledger: the oldest entries are dropped
@@ -132,6 +134,7 @@ class MemoryStore implements InProcessStore {
   readonly #ledgers = new Map<string, LedgerState>();
   readonly #limiter: MemoryLimiterBackend;
   readonly #ordering = memoryOrderingOps();
+  readonly #idempotency: MemoryIdempotencyRecords;
 
   constructor(options: MemoryStoreOptions) {
     if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
@@ -157,6 +160,7 @@ class MemoryStore implements InProcessStore {
           : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
     this.#limiter = new MemoryLimiterBackend(clock);
     this[IN_PROCESS_LIMITER] = this.#limiter;
+    this.#idempotency = new MemoryIdempotencyRecords(clock);
   }
 
   ledgerApply(cmd: LedgerApplyCommand): Promise<LedgerApplyResult> {
@@ -274,6 +278,28 @@ class MemoryStore implements InProcessStore {
 
   leaseRenew(name: string, run: string, ms: number, takeover: number | undefined): Promise<LeaseReply> {
     return this.#ordering.leaseRenew(name, run, ms, takeover);
+  }
+
+  idempotencyBegin(command: IdempotencyBeginCommand): Promise<IdempotencyBeginReply> {
+    return this.#idempotency.idempotencyBegin(command);
+  }
+
+  idempotencyRenew(name: string, key: string, token: string, leaseMs: number): Promise<boolean> {
+    return this.#idempotency.idempotencyRenew(name, key, token, leaseMs);
+  }
+
+  idempotencyComplete(
+    name: string,
+    key: string,
+    token: string,
+    value: string,
+    ttlMs: number,
+  ): Promise<boolean> {
+    return this.#idempotency.idempotencyComplete(name, key, token, value, ttlMs);
+  }
+
+  idempotencyRelease(name: string, key: string, token: string): Promise<boolean> {
+    return this.#idempotency.idempotencyRelease(name, key, token);
   }
 
   #ledgerOf(name: string): LedgerState {

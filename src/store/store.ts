@@ -1,4 +1,5 @@
 import type { Order } from '../core/validate.js';
+import type { IdempotencyStoreOps } from '../idempotency/store-ops.js';
 import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 import type { OrderingStoreOps } from '../ordering/store-ops.js';
 
@@ -117,10 +118,10 @@ export interface WindowState {
  * no crash point inside an operation: either all of its effects happen or none does.
  *
  * The memory store is the reference model; `onceflow/testing` holds the cases every store
- * must pass. The ordering operations (checkpoints, version gates, snowflake clocks) are optional:
- * see {@link OrderingStoreOps}.
+ * must pass. The ordering operations (checkpoints, version gates, snowflake clocks) and the
+ * idempotency records are optional: see {@link OrderingStoreOps} and {@link IdempotencyStoreOps}.
  */
-export interface Store extends OrderingStoreOps {
+export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
   /** A short name for logs and metrics (`'memory'`, `'redis'`, ...). */
   readonly kind: string;
   /** Window check (with horizon), balance change and journal append, in one atomic step. */

@@ -1,12 +1,14 @@
 // onceflow/testing: the store conformance kit, runner-agnostic, wrapStore for fault injection,
 // and the fault helpers (a TCP proxy, Redis servers of a test's own). Re-exports only.
 import { cases } from './cases.js';
+import { idempotencyCases } from './idempotency-cases.js';
 import { limiterCases } from './limiter-cases.js';
 import { orderingCases } from './ordering-cases.js';
 import { run, runCase, suites } from './suites.js';
 
 export type { ConformanceCase, ConformanceStep } from './cases.js';
 export type { CaseResult, RunOptions } from './conformance.js';
+export type { ExpectedBegin, IdempotencyCase, IdempotencyStep } from './idempotency-cases.js';
 export type {
   BadNumber,
   ExpectedVerdict,
@@ -26,7 +28,7 @@ export { wrapStore } from './wrap-store.js';
  * for all of them (or `{ suites: [...] }`), `runCase(store, case)` for one. Results list
  * differences; nothing throws on a mismatch. A suite whose optional operations the store lacks is
  * reported as `unsupported`, not failed, unless `require` names it. `cases` are the ledger's,
- * `limiterCases` and `orderingCases` the others'.
+ * `limiterCases`, `orderingCases` and `idempotencyCases` the others'.
  *
  * @example
  * ```ts
@@ -36,7 +38,15 @@ export { wrapStore } from './wrap-store.js';
  * const store = memoryStore();
  * const [first] = conformance.cases;
  * (await conformance.runCase(store, first)).failures; // []
- * conformance.suites.map((s) => s.name); // ['ledger', 'limiter', 'limiter-state', 'limiter-outage', 'version-gate', 'checkpoint', 'snowflake-clock']
+ * conformance.suites.map((s) => s.name); // ['ledger', 'limiter', 'limiter-state', 'limiter-outage', 'version-gate', 'checkpoint', 'snowflake-clock', 'idempotency']
  * ```
  */
-export const conformance = { suites, cases, limiterCases, orderingCases, run, runCase } as const;
+export const conformance = {
+  suites,
+  cases,
+  limiterCases,
+  orderingCases,
+  idempotencyCases,
+  run,
+  runCase,
+} as const;

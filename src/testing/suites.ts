@@ -9,6 +9,8 @@ import type { LimitCall, LimiterTakeReply, LimitSpec } from '../limiter/types.js
 import type { Store } from '../store/store.js';
 import { type ConformanceCase, cases } from './cases.js';
 import { type CaseResult, type RunOptions, runCase as runLedgerCase } from './conformance.js';
+import { type IdempotencyCase, idempotencyCases } from './idempotency-cases.js';
+import { runIdempotency } from './idempotency-run.js';
 import {
   type BadNumber,
   type ExpectedVerdict,
@@ -27,10 +29,11 @@ export type SuiteName =
   | 'limiter-outage'
   | 'version-gate'
   | 'checkpoint'
-  | 'snowflake-clock';
+  | 'snowflake-clock'
+  | 'idempotency';
 
-/** Any case of the kit: a ledger case (no `suite`), a limiter or an ordering case. */
-export type AnyCase = ConformanceCase | LimiterCase | OrderingCase;
+/** Any case of the kit: a ledger case (no `suite`), a limiter, an ordering or an idempotency case. */
+export type AnyCase = ConformanceCase | LimiterCase | OrderingCase | IdempotencyCase;
 
 /** One suite: the store operations its cases call, and the cases. */
 export interface Suite {
@@ -126,6 +129,13 @@ export const suites: readonly Suite[] = Object.freeze(
       ops: ['timestampAdvance', 'leaseRenew'],
       cases: byName('snowflake-clock', orderingCases),
     },
+    {
+      name: 'idempotency',
+      description:
+        'idempotency records: one holder per key, replay until the ttl, mismatch, fencing by token, leases on the store clock',
+      ops: ['idempotencyBegin', 'idempotencyRenew', 'idempotencyComplete', 'idempotencyRelease'],
+      cases: byName('idempotency', idempotencyCases),
+    },
   ].map((s) => Object.freeze(s) as Suite),
 );
 
@@ -195,7 +205,9 @@ export async function runCase(store: Store, c: AnyCase, options: KitOptions = {}
   const failures =
     'limits' in c
       ? await runLimiter(store, c, `${prefix}${c.name}`, options.outage)
-      : await runOrdering(store, c, `${prefix}${c.name}`);
+      : c.suite === 'idempotency'
+        ? await runIdempotency(store, c, `${prefix}${c.name}`)
+        : await runOrdering(store, c, `${prefix}${c.name}`);
   return { suite: suiteName, name: c.name, rule: c.rule, failures };
 }
 
@@ -478,6 +490,7 @@ const SUITE_NAMES = new Set<string>([
   'version-gate',
   'checkpoint',
   'snowflake-clock',
+  'idempotency',
 ] satisfies SuiteName[]);
 
 // The store under test must be given (a kit run against nothing would pass nothing), and the

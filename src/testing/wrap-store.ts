@@ -3,8 +3,8 @@ import { isPlainObject } from '../core/validate.js';
 import { IN_PROCESS_LIMITER } from '../store/in-process.js';
 import type { Store } from '../store/store.js';
 
-// Every member of the Store contract (src/store/store.ts, with the ordering operations it
-// extends): a Record over keyof Store, so the compiler refuses it when a member is added or renamed.
+// Every member of the Store contract (src/store/store.ts, with the ordering and idempotency
+// operations it extends): a Record over keyof Store, so the compiler refuses it when a member is added or renamed.
 const CONTRACT: Record<keyof Store, true> = {
   kind: true,
   ledgerApply: true,
@@ -23,6 +23,10 @@ const CONTRACT: Record<keyof Store, true> = {
   versionGet: true,
   timestampAdvance: true,
   leaseRenew: true,
+  idempotencyBegin: true,
+  idempotencyRenew: true,
+  idempotencyComplete: true,
+  idempotencyRelease: true,
 };
 
 /**

@@ -63,6 +63,7 @@ describe('conformance: memory store', () => {
       versionUpsert: undefined,
       checkpointSave: undefined,
       leaseRenew: undefined,
+      idempotencyBegin: undefined,
     });
     const results = await conformance.run(ledgerOnly);
     expect(results.every((r) => r.failures.length === 0)).toBe(true);
@@ -74,6 +75,7 @@ describe('conformance: memory store', () => {
       'version-gate',
       'checkpoint',
       'snowflake-clock',
+      'idempotency',
     ]);
     const required = await conformance.run(ledgerOnly, {
       suites: ['ledger', 'version-gate'],

@@ -1,0 +1,98 @@
+import { InvalidArgumentError } from '../core/errors.js';
+import { isPlainObject } from '../core/validate.js';
+
+/**
+ * How an idempotent call's result is kept: `serialize` turns the value `fn` returned into the
+ * text the store records, `deserialize` turns that text back into the value a replay answers.
+ * Both run in the caller's process; `deserialize(serialize(v))` should equal `v`.
+ *
+ * @example
+ * ```ts
+ * // Keep a Map as its entries.
+ * const mapSerializer: Serializer = {
+ *   serialize: (value) => JSON.stringify([...(value as Map<string, number>)]),
+ *   deserialize: (text) => new Map(JSON.parse(text)),
+ * };
+ * const idem = createIdempotency({ serializer: mapSerializer });
+ * await idem.run({ key: 'k1' }, () => new Map([['a', 1]]));
+ * const r = await idem.run({ key: 'k1' }, () => new Map());
+ * r.outcome === 'replayed' && r.value; // new Map([['a', 1]])
+ * ```
+ */
+export interface Serializer {
+  serialize(value: unknown): string;
+  deserialize(text: string): unknown;
+}
+
+// The tag of an encoded value: an object whose only keys are `$t` (and `v`). A plain object of
+// the value that has a key of only `$` signs then `t` gets one `$` more, and loses it when read,
+// so no value is ever read back as a tag: the encoding is injective.
+const TAG = '$t';
+const ESCAPED = /^\$+t$/;
+
+/**
+ * The default {@link Serializer}: JSON, where a `bigint` and a `Date` come back as themselves
+ * (tagged, not as the string or number JSON would make of them) and a result of `undefined` is
+ * kept too. Everything else reads back as `JSON.parse(JSON.stringify(value))` would give it: a
+ * class instance as a plain object, `NaN` as `null`, an `undefined` property dropped. A function
+ * or a symbol as the whole result is refused (`ERR_INVALID_ARGUMENT`).
+ *
+ * @example
+ * ```ts
+ * const text = jsonSerializer.serialize({ amount: 1234n, at: new Date(0) });
+ * jsonSerializer.deserialize(text); // { amount: 1234n, at: new Date(0) }
+ * jsonSerializer.deserialize(jsonSerializer.serialize(undefined)); // undefined
+ * ```
+ */
+export const jsonSerializer: Serializer = Object.freeze({
+  serialize(value: unknown): string {
+    const text = JSON.stringify(value, replacer);
+    if (text === undefined) {
+      throw new InvalidArgumentError('value', 'a value JSON can keep (not a function or a symbol)', value);
+    }
+    return text;
+  },
+  deserialize(text: string): unknown {
+    return JSON.parse(text, reviver);
+  },
+});
+
+// The whole result `undefined` (JSON has no text for it).
+const UNDEFINED = { [TAG]: 'u' };
+
+// JSON.stringify calls it after toJSON: a Date arrives as its string, so it is read from the holder.
+function replacer(this: unknown, key: string, value: unknown): unknown {
+  const raw = (this as Record<string, unknown>)[key];
+  if (raw instanceof Date) {
+    const ms = raw.getTime();
+    return { [TAG]: 'd', v: Number.isNaN(ms) ? null : ms };
+  }
+  if (typeof value === 'bigint') return { [TAG]: 'n', v: value.toString() };
+  if (value === undefined && key === '' && isRoot(this)) return UNDEFINED;
+  if (isPlainObject(value) && Object.keys(value).some((k) => ESCAPED.test(k))) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[ESCAPED.test(k) ? `$${k}` : k] = v;
+    return out;
+  }
+  return value;
+}
+
+// JSON.stringify's wrapper of the root value is `{ '': value }`, a plain object of one key.
+function isRoot(holder: unknown): boolean {
+  return isPlainObject(holder) && Object.keys(holder).length === 1 && Object.hasOwn(holder, '');
+}
+
+function reviver(_key: string, value: unknown): unknown {
+  if (!isPlainObject(value)) return value;
+  if (Object.hasOwn(value, TAG)) {
+    const tag = value[TAG];
+    if (tag === 'n' && typeof value.v === 'string') return BigInt(value.v);
+    if (tag === 'd') return new Date(typeof value.v === 'number' ? value.v : Number.NaN);
+    if (tag === 'u') return undefined;
+    throw new InvalidArgumentError('value', 'a value written by jsonSerializer', value);
+  }
+  if (!Object.keys(value).some((k) => ESCAPED.test(k))) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[ESCAPED.test(k) ? k.slice(1) : k] = v;
+  return out;
+}
