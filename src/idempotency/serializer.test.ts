@@ -1,0 +1,103 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalPayload, payloadHash } from './payload-hash.js';
+import { jsonSerializer } from './serializer.js';
+
+const roundTrip = (v: unknown) => jsonSerializer.deserialize(jsonSerializer.serialize(v));
+
+describe('jsonSerializer', () => {
+  it('bigint, Date and undefined come back as themselves, anywhere in the value', () => {
+    expect(roundTrip(2n ** 70n)).toBe(2n ** 70n);
+    expect(roundTrip(new Date(5))).toEqual(new Date(5));
+    expect(roundTrip(undefined)).toBeUndefined();
+    expect(roundTrip({ a: [1n, new Date(0), { b: -3n }], c: null })).toEqual({
+      a: [1n, new Date(0), { b: -3n }],
+      c: null,
+    });
+    expect(Number.isNaN((roundTrip(new Date(Number.NaN)) as Date).getTime())).toBe(true);
+  });
+
+  it('objects that look like tags are kept as they are (the encoding is injective)', () => {
+    const lookalikes = [
+      { $t: 'n', v: '1' },
+      { $t: 'u' },
+      { $$t: 'd', v: 0 },
+      { $$$t: 1, t: 2, $: 3 },
+      { '': { $t: 'x' } },
+    ];
+    for (const v of lookalikes) expect(roundTrip(v)).toEqual(v);
+  });
+
+  it('any JSON value with bigints and Dates round-trips (property)', () => {
+    const leaf = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.bigInt(),
+      fc.integer({ min: -8.64e15, max: 8.64e15 }).map((ms) => new Date(ms)),
+    );
+    const key = fc.oneof(fc.string(), fc.constantFrom('$t', '$$t', 'v', ''));
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('node')), fc.dictionary(key, tie('node'))),
+    })).node;
+    fc.assert(fc.property(value, (v) => void expect(roundTrip(v)).toEqual(v)));
+  });
+
+  it('a function or a symbol as the whole value is refused; a corrupt tag is refused', () => {
+    expect(() => jsonSerializer.serialize(() => 1)).toThrow(/Expected `value`/);
+    expect(() => jsonSerializer.serialize(Symbol('s'))).toThrow(/Expected `value`/);
+    expect(() => jsonSerializer.deserialize('{"$t":"?"}')).toThrow(/written by jsonSerializer/);
+  });
+});
+
+describe('payloadHash', () => {
+  it('ignores key order and undefined properties; tells bigint, Date, undefined, numbers and strings apart', () => {
+    expect(payloadHash({ a: 1, b: { c: [1, 2] } })).toBe(payloadHash({ b: { c: [1, 2] }, a: 1 }));
+    expect(payloadHash({ a: 1, b: undefined })).toBe(payloadHash({ a: 1 }));
+    const distinct = [
+      1,
+      '1',
+      1n,
+      new Date(1),
+      'n1',
+      'd1',
+      null,
+      'null',
+      undefined,
+      'u',
+      [undefined],
+      [null],
+      [],
+      {},
+      true,
+      'true',
+    ];
+    expect(new Set(distinct.map(payloadHash)).size).toBe(distinct.length);
+    expect(payloadHash('x')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(canonicalPayload({ b: 2n, a: [new Date(3), undefined] })).toBe('{"a":[d3,u],"b":n2}');
+  });
+
+  it('refuses what has no canonical form, naming its place', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const cases: [unknown, string][] = [
+      [{ a: [1, Number.POSITIVE_INFINITY] }, 'payload.a[1]'],
+      [{ s: Symbol('s') }, 'payload.s'],
+      [new Set([1]), 'payload'],
+      [{ d: new Date(Number.NaN) }, 'payload.d'],
+      [cyclic, 'payload.self'],
+    ];
+    for (const [payload, path] of cases)
+      expect(() => payloadHash(payload)).toThrow(expect.objectContaining({ path }));
+  });
+
+  it('refuses a payload over LIMITS.payloadBytes of canonical text (UTF-8), and takes one at the bound', () => {
+    // 'é' is 2 bytes: 524 287 of them plus two quotes is 1 048 576 bytes.
+    expect(() => payloadHash('é'.repeat(524_287))).not.toThrow();
+    expect(() => payloadHash('é'.repeat(524_288))).toThrow(/LIMITS\.payloadBytes/);
+    // Shared references are not cycles.
+    const shared = { x: 1 };
+    expect(() => payloadHash([shared, shared])).not.toThrow();
+  });
+});
