@@ -1,13 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { ownRecord, setOwn } from '../core/own-record.js';
-import {
-  isPlainObject,
-  isWellFormed,
-  nonNegativeInt,
-  orderFromString,
-  orderToString,
-} from '../core/validate.js';
+import { isPlainObject, isWellFormed, nonNegativeInt, orderFromString } from '../core/validate.js';
 import { checkApplyCommand } from '../store/apply-command.js';
 import type {
   Balances,
@@ -27,7 +21,7 @@ import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.j
 import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
-import { resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
+import { pushEntryFields, resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
 import { scripts } from './scripts.generated.js';
 import { isClosedClient, type RedisCallKind, redisFailure, redisStoreError } from './store-error.js';
 
@@ -286,17 +280,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     reject: (err: unknown) => void,
   ): void {
     const meta = checkApplyCommand(cmd);
-    const entry: ApplyEntry = [
-      String(++calls),
-      cmd.signature,
-      cmd.capacity,
-      cmd.order === undefined ? '' : orderToString(cmd.order),
-      cmd.horizon ? 1 : 0,
-      cmd.scope ?? '',
-      meta ?? '',
-      cmd.deltas.length,
-    ];
-    for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
+    const entry: ApplyEntry = pushEntryFields([String(++calls)], cmd, meta);
     // Enqueued synchronously, and a batch holding an owner of a batch in flight waits for it (see
     // the batcher), so each owner's calls reach Redis in call order; a batch registers its owners
     // (and scopes) before its script runs.

@@ -16,9 +16,17 @@ export const RESOLVE_PAGE = 200;
 type Decided = [ResolveOutcome, string, Record<string, string>, 1?];
 type Reply = Decided | ['more', string];
 
-/** ledger-resolve.lua's entry argument for `cmd` (its `meta` already turned into JSON text). */
-export function resolveEntry(cmd: LedgerApplyCommand, meta: string | undefined): string {
-  const entry: (string | number)[] = [
+/**
+ * Appends an entry's fields as both ledger scripts read them (signature, capacity, order,
+ * horizon, scope, meta, delta count, then field/amount pairs) to `entry`, and returns it:
+ * ledger-apply.lua's entries start with a call id, ledger-resolve.lua's with nothing.
+ */
+export function pushEntryFields(
+  entry: (string | number)[],
+  cmd: LedgerApplyCommand,
+  meta: string | undefined,
+): (string | number)[] {
+  entry.push(
     cmd.signature,
     cmd.capacity,
     cmd.order === undefined ? '' : orderToString(cmd.order),
@@ -26,9 +34,14 @@ export function resolveEntry(cmd: LedgerApplyCommand, meta: string | undefined):
     cmd.scope ?? '',
     meta ?? '',
     cmd.deltas.length,
-  ];
+  );
   for (const [field, amount] of cmd.deltas) entry.push(field, amount.toString());
-  return JSON.stringify(entry);
+  return entry;
+}
+
+/** ledger-resolve.lua's entry argument for `cmd` (its `meta` already turned into JSON text). */
+export function resolveEntry(cmd: LedgerApplyCommand, meta: string | undefined): string {
+  return JSON.stringify(pushEntryFields([], cmd, meta));
 }
 
 /**

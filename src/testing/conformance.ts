@@ -3,6 +3,7 @@ import { isPlainObject, orderFromString } from '../core/validate.js';
 import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
 import type { Balances, Store } from '../store/store.js';
 import { type ConformanceCase, type ConformanceStep, cases } from './cases.js';
+import { differ, stableJson } from './differ.js';
 
 /** The result of one case on one store. */
 export interface CaseResult {
@@ -164,7 +165,7 @@ async function runStep(
         if (err.code !== step.code) return `expected ${step.code}, got ${err.code}`;
       }
       const after = await Promise.all([ledger.journal({}), ledger.window(String(step.entry.owner ?? 'p1'))]);
-      return differ('state after invalid input', json(after), json(before));
+      return differ('state after invalid input', stableJson(after), stableJson(before));
     }
   }
 }
@@ -190,23 +191,6 @@ function checkSeqs(entries: { owner: string; seq: number }[], whole: boolean): s
     last.set(owner, seq);
   }
   return undefined;
-}
-
-function differ(what: string, got: unknown, expected: unknown): string | undefined {
-  const g = json(got);
-  const e = json(expected);
-  return g === e ? undefined : `${what}: expected ${e}, got ${g}`;
-}
-
-/** Stable JSON: object keys sorted, bigints as strings. */
-function json(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => {
-    if (typeof v === 'bigint') return v.toString();
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      return Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-    }
-    return v;
-  });
 }
 
 function toEntry(e: Extract<ConformanceStep, { op: 'apply' | 'resolve' }>['entry']): LedgerEntry {

@@ -1,7 +1,9 @@
 // The runner of the idempotency suite (cases in idempotency-cases.ts): each step against the
 // store, the answer compared with what the case expects and with what holds of every answer.
+
 import type { IdempotencyBeginReply } from '../idempotency/store-ops.js';
 import type { Store } from '../store/store.js';
+import { differ } from './differ.js';
 import type { ExpectedBegin, IdempotencyCase, IdempotencyStep } from './idempotency-cases.js';
 
 const DEFAULT_MS = 60_000;
@@ -144,10 +146,4 @@ function shape(reply: IdempotencyBeginReply, leaseMs: number): string | undefine
     default:
       return `unknown outcome ${JSON.stringify((reply as { outcome?: unknown }).outcome)}`;
   }
-}
-
-function differ(what: string, got: unknown, expected: unknown): string | undefined {
-  const g = JSON.stringify(got);
-  const e = JSON.stringify(expected);
-  return g === e ? undefined : `${what}: expected ${e}, got ${g}`;
 }

@@ -1,6 +1,7 @@
 // The conformance kit over every operation of the Store contract: the ledger cases (cases.ts,
 // run by conformance.ts) and the limiter and ordering cases, grouped in suites. Runner-agnostic:
 // every check returns its differences instead of throwing.
+
 import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
 import { specSuffix } from '../limiter/algorithms.js';
@@ -9,6 +10,7 @@ import type { LimitCall, LimiterTakeReply, LimitSpec } from '../limiter/types.js
 import type { Store } from '../store/store.js';
 import { type ConformanceCase, cases } from './cases.js';
 import { type CaseResult, type RunOptions, runCase as runLedgerCase } from './conformance.js';
+import { differ } from './differ.js';
 import { type IdempotencyCase, idempotencyCases } from './idempotency-cases.js';
 import { runIdempotency } from './idempotency-run.js';
 import {
@@ -449,24 +451,6 @@ async function runOrdering(store: Store, c: OrderingCase, prefix: string): Promi
       }
     }
   }
-}
-
-function differ(what: string, got: unknown, expected: unknown): string | undefined {
-  const g = json(got);
-  const e = json(expected);
-  return g === e ? undefined : `${what}: expected ${e}, got ${g}`;
-}
-
-/** Stable JSON: object keys sorted, bigints as strings, `undefined` shown. */
-function json(value: unknown): string {
-  if (value === undefined) return 'undefined';
-  return JSON.stringify(value, (_k, v: unknown) => {
-    if (typeof v === 'bigint') return v.toString();
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      return Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-    }
-    return v;
-  });
 }
 
 function hasCode(err: unknown, code: string): boolean {
