@@ -24,6 +24,7 @@ describe('jsonSerializer', () => {
       { $$t: 'd', v: 0 },
       { $$$t: 1, t: 2, $: 3 },
       { '': { $t: 'x' } },
+      JSON.parse('{"$t":{},"__proto__":[]}'),
     ];
     for (const v of lookalikes) expect(roundTrip(v)).toEqual(v);
   });
@@ -37,7 +38,7 @@ describe('jsonSerializer', () => {
       fc.bigInt(),
       fc.integer({ min: -8.64e15, max: 8.64e15 }).map((ms) => new Date(ms)),
     );
-    const key = fc.oneof(fc.string(), fc.constantFrom('$t', '$$t', 'v', ''));
+    const key = fc.oneof(fc.string(), fc.constantFrom('$t', '$$t', 'v', '', '__proto__'));
     const value = fc.letrec((tie) => ({
       node: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('node')), fc.dictionary(key, tie('node'))),
     })).node;

@@ -70,9 +70,9 @@ function replacer(this: unknown, key: string, value: unknown): unknown {
   if (typeof value === 'bigint') return { [TAG]: 'n', v: value.toString() };
   if (value === undefined && key === '' && isRoot(this)) return UNDEFINED;
   if (isPlainObject(value) && Object.keys(value).some((k) => ESCAPED.test(k))) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[ESCAPED.test(k) ? `$${k}` : k] = v;
-    return out;
+    // fromEntries defines own properties, so a key `__proto__` stays a key (assignment would set
+    // the prototype and drop it).
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [ESCAPED.test(k) ? `$${k}` : k, v]));
   }
   return value;
 }
@@ -92,7 +92,5 @@ function reviver(_key: string, value: unknown): unknown {
     throw new InvalidArgumentError('value', 'a value written by jsonSerializer', value);
   }
   if (!Object.keys(value).some((k) => ESCAPED.test(k))) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[ESCAPED.test(k) ? k.slice(1) : k] = v;
-  return out;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [ESCAPED.test(k) ? k.slice(1) : k, v]));
 }
