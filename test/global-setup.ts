@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
+import { postgresAnswers, startPostgres } from '../src/testing/postgres-servers.js';
 import { pingable, type StartedRedis, startCluster, startRedis } from './support/redis-servers.js';
 
 declare module 'vitest' {
@@ -9,6 +10,8 @@ declare module 'vitest' {
     redisUrl: string;
     /** Ports of the 3-master Redis Cluster started for this run. */
     clusterPorts: number[];
+    /** The PostgreSQL database the integration tests use (the shared one, or one started here). */
+    postgresUrl: string;
   }
 }
 
@@ -32,11 +35,39 @@ export default async function setup(project: TestProject): Promise<() => Promise
     started.push(own);
     redisUrl = `redis://127.0.0.1:${own.port}`;
   }
+  const postgresUrl = await ensurePostgres(started);
   const cluster = await startCluster();
   started.push(cluster);
   project.provide('redisUrl', redisUrl);
   project.provide('clusterPorts', cluster.ports);
+  project.provide('postgresUrl', postgresUrl);
   return async () => {
     for (const s of started.reverse()) await s.stop();
   };
+}
+
+/**
+ * The PostgreSQL of this run: ONCEFLOW_POSTGRES_URL when set; else the machine's server on
+ * 127.0.0.1:5432 (database `test`), started with its cluster's own command when it does not
+ * answer; else one initdb'd here on a free port (stopped at the end).
+ */
+async function ensurePostgres(started: { stop(): Promise<void> }[]): Promise<string> {
+  const given = process.env['ONCEFLOW_POSTGRES_URL'];
+  if (given) return given;
+  const shared = 'postgres://postgres@127.0.0.1:5432/test';
+  if (await postgresAnswers(shared)) return shared;
+  try {
+    const versions = execFileSync('ls', ['/etc/postgresql'], { encoding: 'utf8' }).trim().split('\n');
+    execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', versions[0] as string, 'main', 'start'], {
+      stdio: 'inherit',
+    });
+    for (let i = 0; i < 50 && !(await postgresAnswers(shared)); i++)
+      await new Promise((r) => setTimeout(r, 200));
+    if (await postgresAnswers(shared)) return shared;
+  } catch {
+    // No cluster of the machine's to start: one of this run's own below.
+  }
+  const own = await startPostgres();
+  started.push(own);
+  return own.url;
 }

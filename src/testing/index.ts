@@ -1,5 +1,5 @@
 // onceflow/testing: the store conformance kit, runner-agnostic, wrapStore for fault injection,
-// and the fault helpers (a TCP proxy, Redis servers of a test's own). Re-exports only.
+// and the fault helpers (a TCP proxy, Redis and PostgreSQL servers of a test's own). Re-exports only.
 import { cases } from './cases.js';
 import { idempotencyCases } from './idempotency-cases.js';
 import { limiterCases } from './limiter-cases.js';
@@ -17,6 +17,7 @@ export type {
   LimiterStep,
 } from './limiter-cases.js';
 export type { OrderingCase, OrderingStep, StoredVersion } from './ordering-cases.js';
+export { postgresAnswers, type StartedPostgres, startPostgres } from './postgres-servers.js';
 export { freePort, pingable, type StartedRedis, startCluster, startRedis } from './redis-servers.js';
 export type { AnyCase, KitOptions, OutageHook, Suite, SuiteCaseResult, SuiteName } from './suites.js';
 export { startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcp-proxy.js';

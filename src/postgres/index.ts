@@ -1,0 +1,10 @@
+// onceflow/postgres: the store on PostgreSQL. Re-exports only.
+export { type MigrateOptions, type MigrateResult, migrate, SCHEMA_VERSION } from './migrate.js';
+export type { PgPoolClientLike, PgPoolLike, PgQueryable, PgQueryConfig, PgResult } from './pg-like.js';
+export {
+  type CleanupResult,
+  createPostgresStore,
+  type PostgresStore,
+  type PostgresStoreOptions,
+  type TransactionStore,
+} from './postgres-store.js';

@@ -1,0 +1,108 @@
+import { InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.js';
+import { isPlainObject } from '../core/validate.js';
+import { migrations } from './migrations.generated.js';
+import { connectionLost } from './pg-error.js';
+import type { PgPoolLike } from './pg-like.js';
+import { checkSchemaName } from './schema-name.js';
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /** A `pg` Pool (one client is checked out for the migration and returned). */
+  pool: PgPoolLike;
+  /** The schema to create or bring up to date. Default `'onceflow'`. */
+  schema?: string;
+}
+
+/** What {@link migrate} did: the versions it applied now (empty when the schema was current). */
+export interface MigrateResult {
+  readonly schema: string;
+  readonly applied: readonly { readonly version: number; readonly name: string }[];
+  /** The schema's version after the call: the newest migration this onceflow knows. */
+  readonly version: number;
+}
+
+/** The newest schema version this build of onceflow knows. */
+export const SCHEMA_VERSION =
+  migrations.length === 0 ? 0 : (migrations.at(-1) as { version: number }).version;
+
+/**
+ * Creates the store's schema or brings it up to date: every migration the schema has not had, in
+ * order, in one transaction. Safe to run from many processes at once: a transaction-scoped
+ * advisory lock on the schema's name makes them take turns, and each finds what the one before
+ * it applied. Idempotent: on a current schema it changes nothing. A schema already at a newer
+ * version than this onceflow knows is refused (run the newer onceflow, or roll it back first).
+ * `createPostgresStore` runs it on first use unless `migrate: false`; deploy pipelines run it
+ * ahead (`onceflow migrate --postgres URL`).
+ *
+ * @example
+ * ```ts no-run
+ * import pg from 'pg';
+ * import { migrate } from 'onceflow/postgres';
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const { applied, version } = await migrate({ pool, schema: 'onceflow' });
+ * console.log(`schema at version ${version}, ${applied.length} migration(s) applied now`);
+ * await pool.end();
+ * ```
+ */
+export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  const { pool } = options;
+  if (typeof (pool as PgPoolLike | undefined)?.connect !== 'function') {
+    throw new InvalidOptionError('pool', 'a pg Pool (with connect())', pool);
+  }
+  const schema = checkSchemaName(options.schema ?? 'onceflow');
+  let client: Awaited<ReturnType<PgPoolLike['connect']>>;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
+  }
+  const q = (text: string, values?: unknown[]) => client.query(values ? { text, values } : { text });
+  let failed: unknown;
+  try {
+    await q('BEGIN');
+    // Two int4 keys: the first names onceflow's migrations, the second the schema, so two
+    // schemas migrate in parallel and nothing else that uses advisory locks meets these.
+    await q('SELECT pg_advisory_xact_lock($1::int4, hashtext($2))', [LOCK_CLASS, schema]);
+    await q(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await q(
+      `CREATE TABLE IF NOT EXISTS "${schema}".migrations (
+         version int PRIMARY KEY,
+         name text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+    );
+    const done = new Set(
+      (await q(`SELECT version FROM "${schema}".migrations`)).rows.map((r) => Number(r['version'])),
+    );
+    const newest = Math.max(0, ...done);
+    if (newest > SCHEMA_VERSION) {
+      throw new StoreError(
+        'migrate',
+        new Error(
+          `schema "${schema}" is at version ${newest}, newer than this onceflow knows (${SCHEMA_VERSION}): run a newer onceflow`,
+        ),
+        { outcome: 'not-applied', retriable: false },
+      );
+    }
+    const applied: { version: number; name: string }[] = [];
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      await q(m.sql.replaceAll('__schema__', `"${schema}"`));
+      await q(`INSERT INTO "${schema}".migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+      applied.push({ version: m.version, name: m.name });
+    }
+    await q('COMMIT');
+    return { schema, applied, version: SCHEMA_VERSION };
+  } catch (err) {
+    failed = err;
+    await q('ROLLBACK').catch(() => {});
+    if (isOnceflowError(err, 'ERR_STORE')) throw err;
+    // DDL is transactional in PostgreSQL: a failed migration leaves the schema as it was.
+    throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: connectionLost(err) });
+  } finally {
+    client.release(failed !== undefined && connectionLost(failed) ? (failed as Error) : undefined);
+  }
+}
+
+// The first key of the migration lock: "onceflow" hashed once, a constant so it never changes.
+const LOCK_CLASS = 0x6f6e6365; // 'once'

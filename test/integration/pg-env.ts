@@ -1,0 +1,28 @@
+import pg from 'pg';
+import { inject } from 'vitest';
+
+/** The PostgreSQL for this run (the shared 127.0.0.1:5432 database `test`, or one the global setup started). */
+export const PG_URL = inject('postgresUrl');
+
+/**
+ * A schema name unique to this test run (and worker): the shared database is never cleaned
+ * wholesale, each run drops only what it made ({@link dropSchema}).
+ */
+export function runSchema(name: string): string {
+  const tag = name.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  return `t_${tag}_${process.pid}_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6).toString(36)}`.slice(
+    0,
+    63,
+  );
+}
+
+/** A pool on the run's database; `max` connections (default 4). */
+export function testPool(max = 4): pg.Pool {
+  return new pg.Pool({ connectionString: PG_URL, max });
+}
+
+/** Drops a schema this run made, with everything in it. */
+export async function dropSchema(pool: pg.Pool, schema: string): Promise<void> {
+  if (!schema.startsWith('t_')) throw new Error(`refusing to drop ${schema}: not a test run's schema`);
+  await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
