@@ -6,6 +6,7 @@ import { idempotencyCleanup, postgresIdempotencyOps } from './idempotency-ops.js
 import { checkLedgerOptions, ledgerCleanup, type PgLedgerOptions, postgresLedgerOps } from './ledger-ops.js';
 import { limiterCleanup, postgresLimiterOps } from './limiter-ops.js';
 import { migrate } from './migrate.js';
+import type { PgIdempotencyOps, PgLedgerOps, PgLimiterOps, PgOrderingOps } from './ops.js';
 import { postgresOrderingOps } from './ordering-ops.js';
 import type { PgPoolLike, PgQueryable } from './pg-like.js';
 import { checkSchemaName } from './schema-name.js';
@@ -38,10 +39,10 @@ export interface CleanupResult {
 }
 
 /** A store bound to a caller's transaction: every operation runs in it, and commits with it. */
-export type TransactionStore = Omit<Store, 'close'>;
+export type TransactionStore = Omit<PostgresStore, 'close' | 'inTransaction' | 'cleanup' | 'schema'>;
 
 /** The Postgres store: the whole Store contract, plus what only a database can do. */
-export interface PostgresStore extends Store {
+export interface PostgresStore extends Store, PgLedgerOps, PgLimiterOps, PgOrderingOps, PgIdempotencyOps {
   readonly kind: 'postgres';
   /** The schema it keeps its tables and functions in. */
   readonly schema: string;
