@@ -6,7 +6,6 @@ import { idempotencyCleanup, postgresIdempotencyOps } from './idempotency-ops.js
 import { checkLedgerOptions, ledgerCleanup, type PgLedgerOptions, postgresLedgerOps } from './ledger-ops.js';
 import { limiterCleanup, postgresLimiterOps } from './limiter-ops.js';
 import { migrate } from './migrate.js';
-import type { PgIdempotencyOps, PgLedgerOps, PgLimiterOps, PgOrderingOps } from './ops.js';
 import { postgresOrderingOps } from './ordering-ops.js';
 import type { PgPoolLike, PgQueryable } from './pg-like.js';
 import { checkSchemaName } from './schema-name.js';
