@@ -41,7 +41,7 @@ export interface CleanupResult {
 export type TransactionStore = Omit<PostgresStore, 'close' | 'inTransaction' | 'cleanup' | 'schema'>;
 
 /** The Postgres store: the whole Store contract, plus what only a database can do. */
-export interface PostgresStore extends Store, PgLedgerOps, PgLimiterOps, PgOrderingOps, PgIdempotencyOps {
+export interface PostgresStore extends Required<Store> {
   readonly kind: 'postgres';
   /** The schema it keeps its tables and functions in. */
   readonly schema: string;
