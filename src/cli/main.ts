@@ -1,21 +1,22 @@
 #!/usr/bin/env node
-// The `onceflow` command. Only `demo` for now; each subcommand parses its own options.
+// The `onceflow` command: `demo` and `migrate`; each subcommand parses its own options.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../demo/exit-code.js';
 import { DemoFailure } from '../demo/failure.js';
-import { SETTLEMENT_CAPACITY } from '../demo/onceflow-strategy.js';
 import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
 import { progressBar } from '../demo/progress.js';
 import { redactUrl } from '../demo/redact-url.js';
-import { redisStrategy } from '../demo/redis-strategy.js';
 import { formatReport, toJson } from '../demo/report.js';
 import { runDemo, STRATEGIES } from '../demo/run-demo.js';
+import { sharedRowId, sharedStrategy } from '../demo/shared-strategy.js';
+import { MIGRATE_HELP, migrateCommand, UsageError } from './migrate-command.js';
 
 const HELP = `Usage: onceflow <command> [options]
 
 Commands:
   demo            run the exactly-once demo (see \`onceflow demo --help\`)
+  migrate         create or update the PostgreSQL store's schema (see \`onceflow migrate --help\`)
   help [command]  this help, or a command's
 
 Options:
@@ -24,7 +25,7 @@ Options:
 `;
 
 /** The help of each command, for \`onceflow help <command>\`. */
-const COMMAND_HELP: Readonly<Record<string, string>> = { demo: DEMO_HELP, help: HELP };
+const COMMAND_HELP: Readonly<Record<string, string>> = { demo: DEMO_HELP, migrate: MIGRATE_HELP, help: HELP };
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -49,6 +50,22 @@ async function main(argv: string[]): Promise<number> {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     process.stdout.write(`${pkg.version}\n`);
     return EXIT_OK;
+  }
+  if (command === 'migrate') {
+    try {
+      return await migrateCommand(rest, process.stdout);
+    } catch (err) {
+      if (
+        err instanceof UsageError ||
+        (err as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS')
+      ) {
+        process.stderr.write(
+          `onceflow migrate: ${redactUrl((err as Error).message)}\nRun \`onceflow migrate --help\` for the options.\n`,
+        );
+        return EXIT_USAGE;
+      }
+      throw err;
+    }
   }
   if (command !== 'demo') {
     const what = command.startsWith('-') ? 'option' : 'command';
@@ -81,12 +98,12 @@ async function main(argv: string[]): Promise<number> {
   const bar = progressBar(process.stderr, demo.progress);
   let result: Awaited<ReturnType<typeof runDemo>>;
   try {
-    result = demo.redis
+    result = demo.shared
       ? await runDemo(
           demo.config,
           bar.update,
-          [redisStrategy(demo.config, demo.redis), ...STRATEGIES],
-          `onceflow-redis-c${SETTLEMENT_CAPACITY}`,
+          [sharedStrategy(demo.config, demo.shared), ...STRATEGIES],
+          sharedRowId(demo.shared.backend),
         )
       : await runDemo(demo.config, bar.update);
   } finally {

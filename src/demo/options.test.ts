@@ -88,7 +88,8 @@ describe('demo options', () => {
       'rediss://user:pa%20ss@host:6380',
       'redis://host?family=6',
     ];
-    for (const url of ok) expect(demoCommandFrom({ redis: url }).redis?.url).toBe(url);
+    for (const url of ok)
+      expect(demoCommandFrom({ redis: url }).shared).toEqual({ backend: 'redis', url, workers: 4 });
     for (const url of [
       'redis://h:notaport',
       'redis://h:0',
@@ -98,5 +99,36 @@ describe('demo options', () => {
     ]) {
       expect(() => demoCommandFrom({ redis: url })).toThrow(/`--redis`/);
     }
+  });
+
+  it('takes PostgreSQL URLs, with --workers; one shared store per run; --workers alone is refused', () => {
+    for (const url of [
+      'postgres://127.0.0.1:5432/test',
+      'postgresql://u:p%20w@h/db?sslmode=disable',
+      'postgres://h',
+    ]) {
+      expect(demoCommandFrom({ postgres: url, workers: '2' }).shared).toEqual({
+        backend: 'postgres',
+        url,
+        workers: 2,
+      });
+    }
+    for (const url of [
+      'mysql://h/db',
+      'postgres://h:0/db',
+      'postgres://h:99999/db',
+      'postgres://%zz@h/db',
+      'not a url',
+    ]) {
+      expect(() => demoCommandFrom({ postgres: url })).toThrow(/`--postgres`/);
+    }
+    expect(() => demoCommandFrom({ postgres: 'postgres://h/db', redis: 'redis://h' })).toThrow(
+      /`--postgres` to be given without `--redis`/,
+    );
+    expect(() => demoCommandFrom({ workers: '2' })).toThrow(
+      /`--workers` to be used together with `--redis` or `--postgres`/,
+    );
+    // A password in a refused URL is not echoed.
+    expect(() => demoCommandFrom({ postgres: 'postgres://u:s3cret@h:0/db' })).toThrow(/^(?!.*s3cret)/);
   });
 });

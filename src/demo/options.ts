@@ -2,6 +2,7 @@ import { InvalidOptionError } from '../index.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
 import { redactUrl } from './redact-url.js';
 import { DEFAULT_SCENARIO, type ScenarioConfig } from './scenario.js';
+import type { SharedDemoOptions } from './shared-strategy.js';
 
 /** The option table of `onceflow demo`, in the shape `node:util` `parseArgs` takes. */
 export const DEMO_OPTIONS = {
@@ -15,6 +16,7 @@ export const DEMO_OPTIONS = {
   'move-rate': { type: 'string' },
   overlap: { type: 'string' },
   redis: { type: 'string' },
+  postgres: { type: 'string' },
   workers: { type: 'string' },
   json: { type: 'boolean' },
   'no-progress': { type: 'boolean' },
@@ -33,8 +35,11 @@ export interface DemoCommand {
   readonly json: boolean;
   /** Show the progress bar (still only when stderr is a terminal). */
   readonly progress: boolean;
-  /** Run the onceflow row on a shared Redis with worker processes (`--redis URL --workers N`). */
-  readonly redis?: { readonly url: string; readonly workers: number };
+  /**
+   * Run the onceflow row on a shared store with worker processes (`--redis URL` or
+   * `--postgres URL`, with `--workers N`).
+   */
+  readonly shared?: SharedDemoOptions;
 }
 
 // A million settlements is the documented big run; five is the most whose columns
@@ -62,7 +67,10 @@ Options:
   --overlap 1|2       2 lets a late final land after the next round's instant (default ${DEFAULT_SCENARIO.overlap})
   --redis URL         also run onceflow on a shared Redis (redis://host:port[/db]) with worker
                       processes; that row then decides the exit code (needs ioredis installed)
-  --workers N         worker processes for --redis, 1..64 (default 4)
+  --postgres URL      also run onceflow on a shared PostgreSQL (postgres://user@host:port/db) with
+                      worker processes, in a schema of the run's own, dropped at the end; that row
+                      then decides the exit code (needs pg installed)
+  --workers N         worker processes for --redis or --postgres, 1..64 (default 4)
   --json              print one JSON object (config, requiredCapacity, rows) and nothing else
   --no-progress       no progress bar (it is also off when stderr is not a terminal)
   -h, --help          this help
@@ -96,8 +104,27 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
   };
   const json = values.json ?? false;
   const command: DemoCommand = { config, json, progress: !json && !(values['no-progress'] ?? false) };
-  if (values.workers !== undefined && values.redis === undefined) {
-    throw new InvalidOptionError('--workers', 'used together with `--redis`', values.workers);
+  if (values.redis !== undefined && values.postgres !== undefined) {
+    throw new InvalidOptionError(
+      '--postgres',
+      'given without `--redis` (one shared store per run)',
+      '--redis',
+    );
+  }
+  if (values.workers !== undefined && values.redis === undefined && values.postgres === undefined) {
+    throw new InvalidOptionError('--workers', 'used together with `--redis` or `--postgres`', values.workers);
+  }
+  // 64 processes is far more than 2-8 cores can run usefully; beyond it is a typo.
+  const workers = () => int('workers', values.workers, 4, 1, 64);
+  if (values.postgres !== undefined) {
+    if (!isPostgresUrl(values.postgres)) {
+      throw new InvalidOptionError(
+        '--postgres',
+        'a PostgreSQL URL like postgres://user@127.0.0.1:5432/db (postgres:// or postgresql://, port 1-65535)',
+        redactUrl(values.postgres),
+      );
+    }
+    return { ...command, shared: { backend: 'postgres', url: values.postgres, workers: workers() } };
   }
   if (values.redis === undefined) return command;
   if (!isRedisUrl(values.redis)) {
@@ -108,8 +135,24 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
       redactUrl(values.redis),
     );
   }
-  // 64 processes is far more than 2-8 cores can run usefully; beyond it is a typo.
-  return { ...command, redis: { url: values.redis, workers: int('workers', values.workers, 4, 1, 64) } };
+  return { ...command, shared: { backend: 'redis', url: values.redis, workers: workers() } };
+}
+
+/** A URL pg reads as its author meant: postgres:// or postgresql://, a port (if any) that exists. */
+function isPostgresUrl(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+  } catch {
+    return false;
+  }
+  return (
+    (url.protocol === 'postgres:' || url.protocol === 'postgresql:') &&
+    (url.port === '' || Number(url.port) >= 1) &&
+    url.hash === ''
+  );
 }
 
 /**

@@ -1,8 +1,9 @@
-import { createLedger, type Ledger } from '../index.js';
+import { createLedger } from '../index.js';
 import { DemoFailure } from './failure.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
 import { redactUrl } from './redact-url.js';
 import { tlsMismatchHint } from './redis-tls-hint.js';
+import type { SharedLedgerHandle } from './shared-ledger.js';
 
 // ioredis waits 10 s by default for a connection to open, TLS handshake included: the wait a
 // rediss:// URL against a plain server ends with (the server never answers the TLS hello). A TCP
@@ -11,14 +12,11 @@ import { tlsMismatchHint } from './redis-tls-hint.js';
 // in 3 s instead of 10.
 const CONNECT_TIMEOUT_MS = 3000;
 
-/** The demo's settlement ledger on Redis, with what the run needs around it. */
-export interface RedisLedgerHandle {
-  readonly ledger: Ledger;
-  /** Closes the connection (QUIT). */
-  close(): Promise<void>;
-  /** Removes the run's keys (SCAN + UNLINK under the run's own prefix; never FLUSHALL). */
-  cleanup(): Promise<number>;
-}
+/**
+ * The demo's settlement ledger on Redis: `close` QUITs, `cleanup` removes the run's keys (SCAN +
+ * UNLINK under the run's own prefix; never FLUSHALL).
+ */
+export type RedisLedgerHandle = SharedLedgerHandle;
 
 /**
  * Opens the demo's settlement ledger on Redis. ioredis is an optional peer dependency of

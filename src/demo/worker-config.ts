@@ -1,10 +1,13 @@
 import type { ScenarioConfig } from './scenario.js';
+import type { SharedBackend } from './shared-ledger.js';
 
 /** What the coordinator passes to a worker process (as JSON in {@link WORKER_CONFIG_ENV}). */
 export interface WorkerConfig {
   readonly scenario: ScenarioConfig;
+  readonly backend: SharedBackend;
   readonly url: string;
-  readonly prefix: string;
+  /** The run's own key prefix (Redis) or schema (PostgreSQL). */
+  readonly namespace: string;
   readonly index: number;
   readonly workers: number;
   readonly outFile: string;

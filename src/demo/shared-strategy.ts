@@ -8,34 +8,47 @@ import { roomName } from './delivery-log.js';
 import { DemoFailure } from './failure.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
 import { redactUrl } from './redact-url.js';
-import { openRedisLedger, type RedisLedgerHandle } from './redis-ledger.js';
-import { WORKER_CONFIG_ENV, type WorkerConfig } from './redis-worker-config.js';
 import type { ScenarioConfig } from './scenario.js';
+import {
+  openSharedLedger,
+  runNamespace,
+  type SharedBackend,
+  type SharedLedgerHandle,
+} from './shared-ledger.js';
 import type { StrategyFactory } from './strategy.js';
+import { WORKER_CONFIG_ENV, type WorkerConfig } from './worker-config.js';
 
-/** Where and how the Redis row runs. */
-export interface RedisDemoOptions {
+/** Where and how the shared-store row runs. */
+export interface SharedDemoOptions {
+  readonly backend: SharedBackend;
   readonly url: string;
   readonly workers: number;
 }
 
+const BACKEND_NAME: Readonly<Record<SharedBackend, string>> = { redis: 'Redis', postgres: 'PostgreSQL' };
+
+/** The row id of the shared-store run on `backend` (what `--json` lists and the exit code reads). */
+export function sharedRowId(backend: SharedBackend): string {
+  return `onceflow-${backend}-c${SETTLEMENT_CAPACITY}`;
+}
+
 /**
- * The onceflow row on a shared Redis: `workers` OS processes, each owning the players of one
- * partition (player % workers), apply the same log to one Redis ledger at capacity 4, the way
- * consumers of a partitioned queue would. The run's keys live under a prefix of their own and
- * are removed at the end.
+ * The onceflow row on a shared store (Redis or PostgreSQL): `workers` OS processes, each owning
+ * the players of one partition (player % workers), apply the same log to one ledger at capacity
+ * 4, the way consumers of a partitioned queue would. The run's state lives in a namespace of its
+ * own (a key prefix, a schema) and is removed at the end.
  *
  * Usage (the demo is internal to the CLI, not public API):
  *
- *     const factory = redisStrategy(config, { url: 'redis://127.0.0.1:6379', workers: 4 });
+ *     const factory = sharedStrategy(config, { backend: 'redis', url: 'redis://127.0.0.1:6379', workers: 4 });
  */
-export function redisStrategy(scenario: ScenarioConfig, options: RedisDemoOptions): StrategyFactory {
+export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOptions): StrategyFactory {
   return (log) => {
-    const prefix = `onceflow-demo:${Date.now().toString(36)}:${process.pid}:`;
-    // The coordinator's own connection: opened before any worker starts (an unreachable Redis
+    const namespace = runNamespace(options.backend);
+    // The coordinator's own connection: opened before any worker starts (an unreachable server
     // fails fast, with its URL named), used for the room totals, and for removing the run's
-    // keys whatever happens.
-    let coordinator: RedisLedgerHandle | undefined;
+    // state whatever happens.
+    let coordinator: SharedLedgerHandle | undefined;
     const release = async () => {
       const handle = coordinator;
       coordinator = undefined;
@@ -47,13 +60,13 @@ export function redisStrategy(scenario: ScenarioConfig, options: RedisDemoOption
       }
     };
     return {
-      id: `onceflow-redis-c${SETTLEMENT_CAPACITY}`,
-      name: `onceflow on Redis (capacity ${SETTLEMENT_CAPACITY}, ${options.workers} workers)`,
+      id: sharedRowId(options.backend),
+      name: `onceflow on ${BACKEND_NAME[options.backend]} (capacity ${SETTLEMENT_CAPACITY}, ${options.workers} workers)`,
       run() {
-        throw new Error('the Redis row runs whole, through runAll');
+        throw new Error('the shared-store row runs whole, through runAll');
       },
       async runAll(out, onProgress) {
-        coordinator = await openRedisLedger(options.url, prefix);
+        coordinator = await openSharedLedger(options.backend, options.url, namespace);
         const dir = mkdtempSync(join(tmpdir(), 'onceflow-demo-'));
         const workers: Worker[] = [];
         try {
@@ -61,8 +74,9 @@ export function redisStrategy(scenario: ScenarioConfig, options: RedisDemoOption
           for (let index = 0; index < options.workers; index++) {
             const config: WorkerConfig = {
               scenario,
+              backend: options.backend,
               url: options.url,
-              prefix,
+              namespace,
               index,
               workers: options.workers,
               outFile: join(dir, `outcomes-${index}.bin`),
@@ -78,7 +92,7 @@ export function redisStrategy(scenario: ScenarioConfig, options: RedisDemoOption
             await Promise.all(workers.map((w) => w.done));
           } catch (err) {
             // One worker failed: the run cannot be judged. Stop the others before removing the
-            // run's keys, so that none writes after the cleanup.
+            // run's state, so that none writes after the cleanup.
             for (const w of workers) w.child.kill('SIGKILL');
             await Promise.allSettled(workers.map((w) => w.exited));
             throw err;
@@ -128,9 +142,9 @@ interface Worker {
 }
 
 function startWorker(config: WorkerConfig, onProgress: (n: number) => void): Worker {
-  const script = fileURLToPath(new URL('./redis-worker.js', import.meta.url));
+  const script = fileURLToPath(new URL('./store-worker.js', import.meta.url));
   const child = spawn(process.execPath, [script], {
-    // The IPC channel only tells the worker when this process is gone (see redis-worker.ts).
+    // The IPC channel only tells the worker when this process is gone (see store-worker.ts).
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     // In the environment, not the arguments: the URL may hold a password, and any user of the
     // machine can read a process's arguments (ps), only its owner its environment.

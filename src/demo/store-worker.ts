@@ -1,24 +1,25 @@
 #!/usr/bin/env node
-// One worker process of `onceflow demo --redis URL --workers N`. It regenerates the same seeded
-// log as the coordinator, takes the players of its partition (player % workers == index), applies
-// their deliveries to the shared Redis ledger, and writes one outcome byte per delivery to a file.
+// One worker process of `onceflow demo --redis URL` or `--postgres URL` with `--workers N`. It
+// regenerates the same seeded log as the coordinator, takes the players of its partition
+// (player % workers == index), applies their deliveries to the shared ledger, and writes one
+// outcome byte per delivery to a file.
 import { writeFileSync } from 'node:fs';
 import { applySettlement } from './onceflow-strategy.js';
 import { redactUrl } from './redact-url.js';
-import { openRedisLedger } from './redis-ledger.js';
-import { WORKER_CONFIG_ENV, type WorkerConfig } from './redis-worker-config.js';
 import { generateLog } from './scenario.js';
+import { openSharedLedger } from './shared-ledger.js';
+import { WORKER_CONFIG_ENV, type WorkerConfig } from './worker-config.js';
 
 // Players applied at once per worker: each player's deliveries stay strictly in order (one owner's
 // deliveries never overtake each other, like one partition of a queue), different players overlap.
-// 64 in flight per process keeps a local Redis busy without queueing deep in the client.
+// 64 in flight per process keeps a local Redis or PostgreSQL busy without queueing deep in the client.
 const LANES = 64;
 // Progress lines every this many deliveries: a few per second per worker at local Redis speeds.
 const PROGRESS_EVERY = 5_000;
 
 async function main(config: WorkerConfig): Promise<void> {
   const log = generateLog(config.scenario);
-  const { ledger, close } = await openRedisLedger(config.url, config.prefix);
+  const { ledger, close } = await openSharedLedger(config.backend, config.url, config.namespace);
   const mine = new Map<number, number[]>();
   for (let i = 0; i < log.length; i++) {
     const player = log.player[i] as number;
