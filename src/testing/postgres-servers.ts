@@ -18,7 +18,11 @@ export interface StartedPostgres {
   dir: string;
   /** `postgres://postgres@127.0.0.1:PORT/postgres`: trust auth on loopback. */
   url: string;
-  /** A crash: SIGKILL of the postmaster (its backends die with it); waits until the port is closed. */
+  /**
+   * A crash: an immediate-mode shutdown (`pg_ctl stop -m immediate`: every backend quits at once,
+   * no checkpoint, so the next start runs crash recovery from the WAL), SIGKILL of the postmaster
+   * if that fails; waits until the server no longer answers.
+   */
   kill(): Promise<void>;
   /** Starts it again on the same port and directory (after `kill` or `stop`); resolves once it answers. */
   restart(): Promise<void>;
@@ -145,6 +149,9 @@ export async function startPostgres(
     dir,
     url,
     async kill() {
+      await asServerUser(join(bin, 'pg_ctl'), ['-D', dir, '-m', 'immediate', '-w', '-t', '10', 'stop']).catch(
+        () => {},
+      );
       const p = pid();
       if (p !== undefined) {
         try {
@@ -169,8 +176,7 @@ export async function startPostgres(
       await start();
     },
     async stop() {
-      await asServerUser(join(bin, 'pg_ctl'), ['-D', dir, '-m', 'immediate', '-w', 'stop']).catch(() => {});
-      if (pid() !== undefined) await server.kill();
+      await server.kill();
       rmSync(dir, { recursive: true, force: true });
     },
   };
