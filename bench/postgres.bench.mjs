@@ -21,7 +21,8 @@ const DUP_RATE = 0.22;
 // Calls in flight: more than either pool size, so the pool (not the caller) is the bottleneck,
 // each lane owning the players of one partition and applying their deliveries in order.
 const LANES = 64;
-const IDEM_KEYS = 4_000;
+// A multiple of LANES: each lane owns as many keys.
+const IDEM_KEYS = 4_096;
 const LEASE_MS = 30_000;
 const TTL_MS = 3_600_000;
 
@@ -136,12 +137,11 @@ async function idemLanes(call) {
     Array.from({ length: LANES }, async (_, lane) => {
       for (let pass = 0; pass < 2; pass++)
         for (let j = 0; j < per; j++) {
-          const p = idemPayloads[lane * per + j];
-          if (p !== undefined) await call(p);
+          await call(idemPayloads[lane * per + j]);
         }
     }),
   );
-  return Math.floor(IDEM_KEYS / LANES) * LANES * 2;
+  return IDEM_KEYS * 2;
 }
 
 const newPostgresIdem = () =>
