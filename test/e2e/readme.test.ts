@@ -120,7 +120,7 @@ describe('README and docs/ examples', () => {
     const title = b.code.split('\n').find((l) => !l.startsWith('import') && l.trim() !== '') ?? '';
     it(`${b.document}:${b.line} runs: ${title.slice(0, 60)}`, async () => {
       // tsc emits a block even when another one fails to typecheck: each run says its own result.
-      const env = { ...process.env, REDIS_URL: inject('redisUrl') };
+      const env = { ...process.env, REDIS_URL: inject('redisUrl'), DATABASE_URL: inject('postgresUrl') };
       const { stderr } = await run(process.execPath, [join(out, `${b.name}.js`)], { cwd: root, env });
       expect(stderr).toBe('');
     });

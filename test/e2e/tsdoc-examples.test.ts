@@ -90,7 +90,7 @@ describe('TSDoc @example blocks run and their stated results hold', () => {
       }).outputText;
       const out = join(dir, `${file.replaceAll('/', '_')}-${i + 1}.mjs`);
       writeFileSync(out, js);
-      const env = { ...process.env, REDIS_URL: inject('redisUrl') };
+      const env = { ...process.env, REDIS_URL: inject('redisUrl'), DATABASE_URL: inject('postgresUrl') };
       const { stderr } = await run(process.execPath, [out], { cwd: root, env });
       expect(stderr).toBe('');
     });
