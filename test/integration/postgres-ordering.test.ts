@@ -25,6 +25,29 @@ describe('ordering and idempotency features on the Postgres store', () => {
     expect(await gate.get('nobody')).toBeUndefined();
   });
 
+  it('versions up to the 131072 digits numeric holds compare exactly; longer ones are refused before any SQL', async () => {
+    const widest = '9'.repeat(131_072);
+    const below = `8${'9'.repeat(131_071)}`;
+    expect(await store.versionUpsert('wide', 'k', below, 'a')).toEqual({
+      outcome: 'applied',
+      version: below,
+    });
+    expect(await store.versionUpsert('wide', 'k', widest, 'b')).toEqual({
+      outcome: 'applied',
+      version: widest,
+    });
+    expect(await store.versionUpsert('wide', 'k', below, 'c')).toEqual({ outcome: 'stale', version: widest });
+    expect(await store.versionUpsert('wide', 'k', `-${widest}`, 'd')).toEqual({
+      outcome: 'stale',
+      version: widest,
+    });
+    await expect(store.versionUpsert('wide', 'k', `1${widest}`, 'e')).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+      path: 'version',
+    });
+    expect(await store.versionGet('wide', 'k')).toEqual({ version: widest, value: 'b' });
+  });
+
   it('a reorderer restarted from its checkpoint continues where it stopped; the old run is refused', async () => {
     const out: number[] = [];
     const checkpoint = { store, name: 'stream-1', every: 1 };
