@@ -22,7 +22,10 @@ const MAX_VERSION_DIGITS = 131_072;
  */
 export function postgresOrderingOps(ctx: PgContext): PgOrderingOps {
   const s = ctx.schema;
-  // One statement text per operation, prepared once per connection under its name.
+  // One statement text per operation, prepared once per connection under its name. A write calls
+  // its function (the read, the decision and the write in one statement, under the row's lock); a
+  // load is a plain SELECT by primary key, already one atomic statement on one snapshot, so a
+  // function around it would add a call and nothing else.
   const sql = {
     checkpointSave: {
       name: statementName(s, 'checkpoint-save'),
