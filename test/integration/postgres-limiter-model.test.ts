@@ -7,6 +7,7 @@ import { createLimiter, type Decision, FakeClock, type LimitOptions, memoryStore
 import { specSuffix } from '../../src/limiter/algorithms.js';
 import type { LimitCall, LimitSpec } from '../../src/limiter/types.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
+import type { Store } from '../../src/store/store.js';
 import { limitSets, type Step, steps, WINDOW } from '../property/limiter-sequences.js';
 import { dropSchema, runSchema, testPool } from './pg-env.js';
 
@@ -132,6 +133,7 @@ describe('limiter on PostgreSQL = memory model', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(cmd, { minLength: 1, maxLength: 40 }), async (seq) => {
         const memory = memoryStore({ clock: new FakeClock(0) });
+        const memoryTake = memory.limiterTake?.bind(memory) as NonNullable<Store['limiterTake']>;
         const ns = `{|l:direct-${run++}`;
         let now = 10_000_000;
         for (const c of seq) {
@@ -142,7 +144,7 @@ describe('limiter on PostgreSQL = memory model', () => {
               return { spec, key: `${ns}:${c.subject}}:${spec.id}:${specSuffix(spec)}` };
             });
           const command = { cost: c.cost, now };
-          const m = await memory.limiterTake({ ...command, limits: calls() });
+          const m = await memoryTake({ ...command, limits: calls() });
           const p = await store.limiterTake({ ...command, limits: calls() });
           expect(p).toEqual(m);
         }
