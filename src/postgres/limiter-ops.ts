@@ -1,12 +1,290 @@
-// PLACEHOLDER: replaced by the limiter part (see /work/wt/_brief/pg-limiter.md).
+import { InvalidArgumentError, StoreError } from '../core/errors.js';
+import { isWellFormed } from '../core/validate.js';
+import { ALGORITHM_CODE } from '../limiter/algorithms.js';
+import { limiterCost } from '../limiter/cost.js';
+import { checkSpec } from '../limiter/options.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
+import type {
+  LimitCall,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+  LimitSpec,
+  LimitVerdict,
+} from '../limiter/types.js';
+import { verdict } from '../limiter/verdict.js';
 import type { PgContext } from './context.js';
 import type { PgCleanup, PgLimiterOps } from './ops.js';
+import { sqlState } from './pg-error.js';
 
-export function postgresLimiterOps(_ctx: PgContext): PgLimiterOps {
-  const no = () => Promise.reject(new Error('not built'));
-  return { limiterTake: no, limiterReset: no, limiterDelete: no };
+// A limiter key is the primary key of limiter_state, a btree: PostgreSQL refuses an index entry
+// over 2704 bytes (a third of an 8 KB page, minus headers), failing the statement. 2600 bytes
+// leaves room for the tuple header and is still far above the longest key the limiter builds
+// for bounded input (namespace `|l:` + a 256-byte name escaped to at most 768, a 512-byte subject
+// to at most 1536, a limit id and the shape suffix: ~2.4 KB only when every byte is escaped).
+const MAX_KEY_BYTES = 2600;
+
+// The deadline the function checks (see limiter_take in sql/002-limiter.sql) is sent on the
+// database's clock, learnt from replies as the Redis store learns its server's (redis/
+// limiter-backend.ts, FENCE_MARGIN_MS): the margin covers the database clock floored to the ms
+// (1 ms), a Node timer firing up to 1 ms before performance.now() says its delay passed, and the
+// drift of two quartz clocks between replies (~100 ppm: 1 ms per 10 s without one). Too large a
+// margin only refuses takes that reached the database just before their caller gave up.
+const FENCE_MARGIN_MS = 5;
+
+// The SQLSTATE limiter_take raises when it locked its keys past the deadline (rolled back whole).
+const PAST_DEADLINE = 'OFL01';
+
+// Specs checked once each (the limiter's own come from toSpec, shared by every take).
+const checkedSpecs = new WeakSet<LimitSpec>();
+
+/**
+ * The limiter part of the Postgres store: a take is one statement, `limiter_take` (migration
+ * 002), which locks the take's keys in key order, decides every limit with the same integer math
+ * as the memory store and charges all limits or none: one round trip, one transaction. Deletes
+ * and resets are one statement each too, after every take this part sent before them.
+ */
+export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
+  const s = ctx.schema;
+  const take = {
+    name: `onceflow:${s}:limiter-take`,
+    text: `SELECT * FROM ${s}.limiter_take($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::bigint, $9::bigint)`,
+  };
+  const del = { name: `onceflow:${s}:limiter-delete`, text: `SELECT ${s}.limiter_delete($1::text[]) AS n` };
+  const reset = {
+    name: `onceflow:${s}:limiter-reset`,
+    text: `SELECT ${s}.limiter_reset($1::text, $2::text, $3::text, $4::text) AS n`,
+  };
+  const clock = {
+    name: `onceflow:${s}:limiter-clock`,
+    text: 'SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms',
+  };
+
+  // A lower bound of (database ms - performance.now()), from the last reply; undefined until one
+  // arrived. A reply read the clock before it was received, so that clock minus the local time
+  // it arrived is at most the true offset (the Redis store's rule 1).
+  let offset: number | undefined;
+  let probing: Promise<void> | undefined;
+  const learn = (dbMs: number, sent: number, received: number) => {
+    const low = dbMs - received;
+    if (offset === undefined || offset > dbMs - sent || low > offset) offset = low;
+  };
+  const probe = (): Promise<void> => {
+    probing ??= (async () => {
+      const sent = performance.now();
+      const rows = await ctx.query('limiterTake', 'read', clock);
+      learn(Number(rows[0]?.ms), sent, performance.now());
+    })().finally(() => {
+      probing = undefined;
+    });
+    return probing;
+  };
+
+  // Takes sent and not yet answered, and the delete or reset the takes called after it wait for:
+  // a delete runs after the takes called before it and before those called after it, as the
+  // memory store does them (a statement each, on any of the pool's connections, would not be).
+  const inflight = new Set<Promise<unknown>>();
+  let barrier: Promise<unknown> | undefined;
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    inflight.add(p);
+    const done = () => inflight.delete(p);
+    p.then(done, done);
+    return p;
+  };
+  const afterTakes = <T>(run: () => Promise<T>): Promise<T> => {
+    const before = [...inflight, ...(barrier === undefined ? [] : [barrier])];
+    const p = Promise.allSettled(before).then(run);
+    const gate = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    barrier = gate;
+    void gate.then(() => {
+      if (barrier === gate) barrier = undefined;
+    });
+    return p;
+  };
+
+  async function decide(
+    limits: readonly LimitCall[],
+    values: unknown[],
+    fence: number,
+  ): Promise<LimiterTakeReply> {
+    if (fence !== Number.POSITIVE_INFINITY) {
+      if (offset === undefined) await probe();
+      values[7] = Math.floor(fence + (offset as number)) - FENCE_MARGIN_MS;
+    }
+    const sent = performance.now();
+    let rows: Record<string, unknown>[];
+    try {
+      rows = await ctx.query('limiterTake', 'write', { ...take, values });
+    } catch (err) {
+      if (err instanceof StoreError && sqlState(err.cause) === PAST_DEADLINE) {
+        throw new StoreError(
+          'limiterTake',
+          new Error('reached PostgreSQL past its deadline: not decided, not charged'),
+          { outcome: 'not-applied', retriable: false },
+        );
+      }
+      throw err;
+    }
+    const row = rows[0] as Record<string, unknown>;
+    learn(Number(row.o_db), sent, performance.now());
+    const allowed = row.o_allowed as boolean[];
+    const remaining = row.o_remaining as string[];
+    const resets = row.o_reset as string[];
+    const retries = row.o_retry as string[];
+    const verdicts: LimitVerdict[] = new Array(limits.length);
+    for (let i = 0; i < limits.length; i++) {
+      const retry = Number(retries[i]);
+      verdicts[i] = verdict(
+        (limits[i] as LimitCall).spec,
+        allowed[i] === true,
+        Number(remaining[i]),
+        Number(resets[i]),
+        retry < 0 ? Number.POSITIVE_INFINITY : retry,
+      );
+    }
+    return { now: Number(row.o_now), allowed: row.o_outcome === 1, verdicts };
+  }
+
+  return {
+    limiterTake(command: LimiterTakeCommand): Promise<LimiterTakeReply> {
+      let values: unknown[];
+      try {
+        values = takeValues(command);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      const { limits, timeoutMs } = command;
+      const fence =
+        typeof timeoutMs === 'number' && timeoutMs > 0
+          ? performance.now() + timeoutMs
+          : Number.POSITIVE_INFINITY;
+      const run = () => decide(limits, values, fence);
+      const answer = track(barrier === undefined ? run() : barrier.then(run));
+      if (fence === Number.POSITIVE_INFINITY) return answer;
+      // A failure of a fenced take is reported no earlier than its fence unless the server
+      // answered (an error with a SQLSTATE: the statement ran and was rolled back): a statement
+      // the client lost track of may still run, and must run before its caller is answered
+      // without the store, never after (the Redis store's rule 2).
+      return answer.catch((err: unknown) => holdUntil(fence, err));
+    },
+
+    limiterDelete(keys: readonly string[]): Promise<number> {
+      try {
+        if (!Array.isArray(keys)) throw new InvalidArgumentError('keys', 'an array of limiter keys', keys);
+        for (let i = 0; i < keys.length; i++) checkKey(keys[i], `keys[${i}]`);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      if (keys.length === 0) return Promise.resolve(0);
+      const values = [[...keys]];
+      return afterTakes(async () =>
+        Number((await ctx.query('limiterDelete', 'write', { ...del, values }))[0]?.n),
+      );
+    },
+
+    limiterReset(namespace: string): Promise<number> {
+      try {
+        checkText(namespace, 'namespace', Number.POSITIVE_INFINITY);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      // `{<ns>:...` and `{<ns>}...` (inNamespace in src/limiter/memory-backend.ts): each the
+      // range [p, p with its last character + 1) of the bytewise-ordered key (`:` + 1 is `;`,
+      // `}` + 1 is `~`).
+      const open = `{${namespace}`;
+      const values = [`${open}:`, `${open};`, `${open}}`, `${open}~`];
+      return afterTakes(async () =>
+        Number((await ctx.query('limiterReset', 'write', { ...reset, values }))[0]?.n),
+      );
+    },
+  };
 }
 
-export function limiterCleanup(_ctx: PgContext): PgCleanup {
-  return async () => 0;
+/** Deletes at most `limit` limiter rows past their sweep time (equivalent to no state). */
+export function limiterCleanup(ctx: PgContext): PgCleanup {
+  const s = ctx.schema;
+  const cleanup = {
+    name: `onceflow:${s}:limiter-cleanup`,
+    text: `SELECT ${s}.limiter_cleanup($1::int) AS n`,
+  };
+  return async (limit) =>
+    Number((await ctx.query('limiterCleanup', 'write', { ...cleanup, values: [limit] }))[0]?.n);
+}
+
+// A take's arguments for limiter_take, checked as the other stores check them (before any SQL:
+// a malformed command charges nothing and never reaches the database). `values[7]`, the
+// deadline, is filled in when the take is sent.
+function takeValues({ limits, cost, now }: LimiterTakeCommand): unknown[] {
+  const at = now === undefined ? null : limiterTime(now, 'now');
+  limiterCost(cost);
+  if (!Array.isArray(limits)) throw new InvalidArgumentError('limits', 'an array of limit calls', limits);
+  const n = limits.length;
+  const keys: string[] = new Array(n);
+  const codes: string[] = new Array(n);
+  const lims: number[] = new Array(n);
+  const windows: number[] = new Array(n);
+  const params: number[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const call = limits[i] as LimitCall;
+    const spec = call?.spec;
+    if (!checkedSpecs.has(spec)) {
+      checkSpec(spec, `limits[${i}].spec`);
+      checkedSpecs.add(spec);
+    }
+    const key = checkKey(call.key, `limits[${i}].key`);
+    // One row per key: two limits of one take on one key would each decide on the same state
+    // and the second charge would overwrite the first (the limiter never builds such a take).
+    for (let j = 0; j < i; j++) {
+      if (keys[j] === key) {
+        throw new InvalidArgumentError(
+          `limits[${i}].key`,
+          `a key no other limit of the take has (limits[${j}])`,
+          key,
+        );
+      }
+    }
+    keys[i] = key;
+    codes[i] = ALGORITHM_CODE[spec.algorithm];
+    lims[i] = spec.limit;
+    windows[i] = spec.windowMs;
+    params[i] = spec.param;
+  }
+  // Every written row is kept past its expiry by the stores' slack (src/limiter/time.ts): longer
+  // on a caller's time, whose clock and the database's may differ.
+  const slack = at === null ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS;
+  return [keys, codes, lims, windows, params, cost, at, null, slack];
+}
+
+function checkKey(key: unknown, path: string): string {
+  return checkText(key, path, MAX_KEY_BYTES);
+}
+
+// A string PostgreSQL `text` can hold as it is: no U+0000, no lone surrogate (sent as U+FFFD,
+// two different keys would be one row), at most `maxBytes` UTF-8 bytes.
+function checkText(value: unknown, path: string, maxBytes: number): string {
+  if (typeof value !== 'string') throw new InvalidArgumentError(path, 'a string', value);
+  if (value.includes('\u0000')) {
+    throw new InvalidArgumentError(
+      path,
+      'a string without U+0000 (PostgreSQL text cannot hold U+0000)',
+      value,
+    );
+  }
+  if (!isWellFormed(value))
+    throw new InvalidArgumentError(path, 'a well-formed string (no lone surrogate)', value);
+  if (value.length > maxBytes / 3 && Buffer.byteLength(value, 'utf8') > maxBytes) {
+    throw new InvalidArgumentError(path, `at most ${maxBytes} UTF-8 bytes`, value);
+  }
+  return value;
+}
+
+/** Rejects with `err` once `fence` (performance.now()) has passed, or at once when the server answered. */
+function holdUntil(fence: number, err: unknown): Promise<never> {
+  const cause = err instanceof StoreError ? err.cause : err;
+  const wait = fence - performance.now();
+  if (wait <= 0 || sqlState(cause) !== undefined) return Promise.reject(err);
+  // +1: a timer may fire up to 1 ms early (see FENCE_MARGIN_MS).
+  return new Promise((_, reject) => setTimeout(() => reject(err), Math.ceil(wait) + 1));
 }
