@@ -14,6 +14,7 @@ import type {
 import { verdict } from '../limiter/verdict.js';
 import type { PgContext } from './context.js';
 import type { PgCleanup, PgLimiterOps } from './ops.js';
+import { statementName } from './pg-args.js';
 import { sqlState } from './pg-error.js';
 
 // A limiter key is the primary key of limiter_state, a btree: PostgreSQL refuses an index entry
@@ -46,16 +47,16 @@ const checkedSpecs = new WeakSet<LimitSpec>();
 export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
   const s = ctx.schema;
   const take = {
-    name: `onceflow:${s}:limiter-take`,
+    name: statementName(s, 'limiter-take'),
     text: `SELECT * FROM ${s}.limiter_take($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::bigint, $9::bigint)`,
   };
-  const del = { name: `onceflow:${s}:limiter-delete`, text: `SELECT ${s}.limiter_delete($1::text[]) AS n` };
+  const del = { name: statementName(s, 'limiter-delete'), text: `SELECT ${s}.limiter_delete($1::text[]) AS n` };
   const reset = {
-    name: `onceflow:${s}:limiter-reset`,
+    name: statementName(s, 'limiter-reset'),
     text: `SELECT ${s}.limiter_reset($1::text, $2::text, $3::text, $4::text) AS n`,
   };
   const clock = {
-    name: `onceflow:${s}:limiter-clock`,
+    name: statementName(s, 'limiter-clock'),
     text: 'SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms',
   };
 
@@ -206,7 +207,7 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
 export function limiterCleanup(ctx: PgContext): PgCleanup {
   const s = ctx.schema;
   const cleanup = {
-    name: `onceflow:${s}:limiter-cleanup`,
+    name: statementName(s, 'limiter-cleanup'),
     text: `SELECT ${s}.limiter_cleanup($1::int) AS n`,
   };
   return async (limit) =>
