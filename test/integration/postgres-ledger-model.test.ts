@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLedger, type LedgerEntry, memoryStore, type Store } from '../../src/index.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
+import type { JsonValue } from '../../src/store/store.js';
 import { runScenario, scenarios } from '../support/resolve-model.js';
 import { dropSchema, runSchema, testPool } from './pg-env.js';
 
@@ -50,7 +51,7 @@ const entryOf = (
   const entry: LedgerEntry = { owner: r.owner, signature: r.signature, deltas: r.deltas };
   if (r.scope !== undefined) entry.scope = r.scope;
   if (r.order !== undefined) entry.order = r.order;
-  if (r.meta !== undefined) entry.meta = r.meta as LedgerEntry['meta'];
+  if (r.meta !== undefined) entry.meta = r.meta as JsonValue;
   return entry;
 };
 const entry = (owners: fc.Arbitrary<string>): fc.Arbitrary<LedgerEntry> =>
