@@ -76,10 +76,11 @@ export function checkLedgerOptions(options: PgLedgerOptions): CheckedLedgerOptio
 // so it is refused here, by name. No balance of minor units comes near it.
 const NUMERIC_DIGITS = 131_072;
 
-// Journal rows one cleanup call may look at, per row it may delete: a call walks owners in key
-// order, and most owners have nothing past the retention (applies trim their own), so it reads
-// up to 10 owners (index entries, ~1 µs each) per row it may delete: the default limit of 1000
-// reads 10 000 owners, ~10 ms, and a million owners are walked in 100 calls.
+// Owners one cleanup call may walk, per journal row it may delete: most owners have nothing past
+// the retention (applies trim their own), so a call reads a stretch of the owner table's key
+// order much longer than what it deletes. At the default limit (1000 rows) that is 10 000 owners,
+// ~3-25 ms on a loaded 2-core machine (node scripts/pg-ledger-cost.mjs cleanup), and a million
+// owners are walked in 100 calls.
 const CLEANUP_SCAN_PER_ROW = 10;
 
 /** The ledger operations of the Store contract on PostgreSQL (see sql/001-ledger.sql). */
