@@ -50,7 +50,10 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
     name: statementName(s, 'limiter-take'),
     text: `SELECT * FROM ${s}.limiter_take($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::bigint, $9::bigint)`,
   };
-  const del = { name: statementName(s, 'limiter-delete'), text: `SELECT ${s}.limiter_delete($1::text[]) AS n` };
+  const del = {
+    name: statementName(s, 'limiter-delete'),
+    text: `SELECT ${s}.limiter_delete($1::text[]) AS n`,
+  };
   const reset = {
     name: statementName(s, 'limiter-reset'),
     text: `SELECT ${s}.limiter_reset($1::text, $2::text, $3::text, $4::text) AS n`,
