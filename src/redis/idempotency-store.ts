@@ -12,11 +12,12 @@ import { scripts } from './scripts.generated.js';
 import { isClosedClient, redisStoreError } from './store-error.js';
 
 // At most this many operations per script call. An entry is one HMGET and at most an HSET and a
-// PEXPIRE (or a DEL): ~3-6 µs of Redis time on the bench's machine (INFO commandstats over the
-// idempotency bench: the batch script's usec_per_call divided by its entries), so 128 of them
-// hold the server for under a millisecond, as a ledger batch does (other clients wait no longer).
-// The bench's 200 callers in flight then need two calls per turn at most.
-const MAX_BATCH = 128;
+// PEXPIRE (or a DEL): ~4-5 µs of Redis time for a begin that finds a completed record, ~8-12 µs
+// for one that takes a new key or a complete (scripts/redis-idempotency-cost.mjs, on the 2-core
+// machine of BENCHMARKS.md), so 128 of them hold the server for ~0.6-1.5 ms, no longer than a
+// ledger batch (other clients wait no longer than that). The bench's 200 callers in flight then
+// need two script calls per turn.
+export const IDEMPOTENCY_MAX_BATCH = 128;
 
 // At most this many bytes of arguments per script call (counted as 3 bytes per UTF-16 unit, an
 // upper bound of the UTF-8 length), whatever the count: a value may be up to 512 MiB
@@ -24,7 +25,7 @@ const MAX_BATCH = 128;
 // client-query-buffer-limit (1 GiB by default: Redis closes the connection) and hold the
 // server while it copies them. 1 MiB takes ~0.1-1 ms to copy and parse, the same order as a full
 // batch's server time; an entry larger than that goes in a call of its own, as it did unbatched.
-const MAX_BATCH_BYTES = 1 << 20;
+export const IDEMPOTENCY_MAX_BATCH_BYTES = 1 << 20;
 
 type Op = 'b' | 'c' | 'n' | 'r';
 const OPERATION = {
@@ -60,7 +61,7 @@ interface IdemItem extends BatchItem<unknown> {
  *
  * Batched as ledger applies are: the operations called in one turn of the event loop (begins,
  * completes, renews and releases alike: the callers of one turn are in every phase of `run`) go
- * in one script call per hash slot, in call order, at most MAX_BATCH (and MAX_BATCH_BYTES) each;
+ * in one script call per hash slot, in call order, at most IDEMPOTENCY_MAX_BATCH (and IDEMPOTENCY_MAX_BATCH_BYTES) each;
  * a lone caller pays one `setImmediate`. Each entry has its own reply or error. Batches are
  * pipelined, not ordered against each other: a caller sends its next operation on a record only
  * after the previous one answered, so two operations in flight at once are concurrent calls,
@@ -80,7 +81,7 @@ export function redisIdempotencyOps(client: RedisLike, prefix: string): Required
     bySlot: (client as { isCluster?: unknown }).isCluster === true,
     // See above: no call order to keep between batches, so they are pipelined.
     ordered: false,
-    maxBatch: MAX_BATCH,
+    maxBatch: IDEMPOTENCY_MAX_BATCH,
     async send(items) {
       // Chunks by bytes (most batches are one chunk); each chunk one script call, all pipelined.
       let from = 0;
@@ -89,7 +90,7 @@ export function redisIdempotencyOps(client: RedisLike, prefix: string): Required
       for (let i = 0; i < items.length; i++) {
         const item = items[i] as IdemItem;
         const size = 3 * ((item.keys[0] as string).length + item.a.length + item.b.length + item.c.length);
-        if (i > from && bytes + size > MAX_BATCH_BYTES) {
+        if (i > from && bytes + size > IDEMPOTENCY_MAX_BATCH_BYTES) {
           calls.push(sendChunk(items.slice(from, i)));
           from = i;
           bytes = 0;
