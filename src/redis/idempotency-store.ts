@@ -61,18 +61,20 @@ interface IdemItem extends BatchItem<unknown> {
  *
  * Batched as ledger applies are: the operations called in one turn of the event loop (begins,
  * completes, renews and releases alike: the callers of one turn are in every phase of `run`) go
- * in one script call per hash slot, in call order, at most IDEMPOTENCY_MAX_BATCH (and IDEMPOTENCY_MAX_BATCH_BYTES) each;
- * a lone caller pays one `setImmediate`. Each entry has its own reply or error. Batches are
- * pipelined, not ordered against each other: a caller sends its next operation on a record only
- * after the previous one answered, so two operations in flight at once are concurrent calls,
- * whose order no caller can observe.
+ * in one script call per hash slot, in call order, at most IDEMPOTENCY_MAX_BATCH entries (and
+ * IDEMPOTENCY_MAX_BATCH_BYTES) each; a lone caller pays one `setImmediate`. Each entry has its own
+ * reply or error. Batches are pipelined, not ordered against each other: a caller sends its next
+ * operation on a record only after the previous one answered, so two operations in flight at once
+ * are concurrent calls, which may take effect in either order on every store.
  *
- * A lost reply (the connection dropped with a batch in flight) fails every entry of that batch
- * with StoreError `outcome: 'unknown'`, `retriable: true`, exactly what each of those calls would
- * have got alone: the script may have run, and ioredis may send it again once it reconnects (an
- * entry run twice answers as it would to its own retry: a second begin finds its own lease,
- * `in-progress`; a second complete, release or renew finds no live lease of its token or renews
- * it again, and its caller has its error already).
+ * A lost reply (the connection dropped with a batch in flight) reaches each entry of the batch as
+ * it reaches a call sent alone; batching only decides how many callers share it (every entry of
+ * the batch in flight). The script may have run. When ioredis sends it again once it reconnects
+ * (its default), each entry is answered by that second run: a begin finds its own lease
+ * (`in-progress`), a complete its record completed (`false`, which `run` reports as a lost lease;
+ * the value is stored), a release no record (`false`), a renew its lease (renewed again). When the
+ * client fails it instead (maxRetriesPerRequest, a closed connection), each entry fails with
+ * StoreError `outcome: 'unknown'`, `retriable: true`.
  */
 export function redisIdempotencyOps(client: RedisLike, prefix: string): Required<IdempotencyStoreOps> {
   const recordKey = (name: string, key: string) => `${prefix}{idem:${escapeId(name)}:${escapeId(key)}}:r`;
@@ -118,13 +120,21 @@ export function redisIdempotencyOps(client: RedisLike, prefix: string): Required
     }
     // Whether the client was closed when given the command (it then refuses it, never sends it).
     const closed = isClosedClient(client);
-    let reply: unknown[];
+    let reply: unknown;
     try {
-      reply = (await evalScript(client, scripts.idempotencyBatch, keys, args)) as unknown[];
+      reply = await evalScript(client, scripts.idempotencyBatch, keys, args);
     } catch (err) {
       // The script may have run (a lost reply) or stopped part-way: each entry's failure is what
       // that call alone would have got (see redisFailure).
       for (const item of items) item.reject(redisStoreError(OPERATION[item.op], err, closed, 'script'));
+      return;
+    }
+    if (!Array.isArray(reply) || reply.length !== 1 + 3 * items.length) {
+      // Not the shape this script answers in: what ran, if anything, is unknown.
+      const err = new Error(`unexpected reply ${JSON.stringify(reply)} to ${items.length} entries`);
+      for (const item of items) {
+        item.reject(new StoreError(OPERATION[item.op], err, { outcome: 'unknown', retriable: false }));
+      }
       return;
     }
     const now = reply[0] as number;

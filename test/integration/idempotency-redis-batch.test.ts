@@ -192,6 +192,39 @@ describe('Redis idempotency batches (standalone)', () => {
     expect((await good).outcome).toBe('acquired');
   });
 
+  it('a failed script call fails each of its entries with what the failure says about it', async () => {
+    const turn = async (client: RedisLike) => {
+      const redis = createRedisStore({ client, prefix });
+      const settled = await Promise.allSettled([
+        redis.idempotencyBegin!(begin('fake', 'a', 't')),
+        redis.idempotencyComplete!('fake', 'b', 't', 'v', 60_000),
+      ]);
+      return settled.map((r) => {
+        const reason = (r as PromiseRejectedResult).reason as StoreError;
+        expect(reason).toBeInstanceOf(StoreError);
+        return [reason.operation, reason.outcome, reason.retriable];
+      });
+    };
+    // A reply that is not the script's shape: nothing is known of what ran.
+    expect(await turn({ call: async () => 'OK' })).toEqual([
+      ['idempotencyBegin', 'unknown', false],
+      ['idempotencyComplete', 'unknown', false],
+    ]);
+    // The connection failed with the call sent: it may have run, and may succeed again.
+    const dropped = async () => {
+      throw new Error('Connection is closed.');
+    };
+    expect(await turn({ call: dropped })).toEqual([
+      ['idempotencyBegin', 'unknown', true],
+      ['idempotencyComplete', 'unknown', true],
+    ]);
+    // A closed client refuses the call without sending it.
+    expect(await turn(Object.assign({ call: dropped }, { status: 'end' }))).toEqual([
+      ['idempotencyBegin', 'not-applied', false],
+      ['idempotencyComplete', 'not-applied', false],
+    ]);
+  });
+
   it('a lost reply reaches every entry of the batch as it would have reached each call alone', async () => {
     const port = Number(new URL(REDIS_URL).port || 6379);
     const proxy = await startTcpProxy(port);
