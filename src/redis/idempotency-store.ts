@@ -5,92 +5,240 @@ import type {
   IdempotencyBeginReply,
   IdempotencyStoreOps,
 } from '../idempotency/store-ops.js';
+import { type BatchItem, createBatcher } from './batcher.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
-import type { LuaScript } from './scripts.generated.js';
 import { scripts } from './scripts.generated.js';
 import { isClosedClient, redisStoreError } from './store-error.js';
 
-/** idempotency-begin.lua's reply: outcome, Redis TIME (ms), then what the outcome carries. */
-type BeginReply =
-  | ['acquired', number, number, 0 | 1]
-  | ['completed', number, string]
-  | ['in-progress', number, number]
-  | ['mismatch', number];
+// At most this many operations per script call. An entry is one HMGET and at most an HSET and a
+// PEXPIRE (or a DEL): ~4-5 µs of Redis time for a begin that finds a completed record, ~8-12 µs
+// for one that takes a new key or a complete (scripts/redis-idempotency-cost.mjs, on the 2-core
+// machine of BENCHMARKS.md), so 128 of them hold the server for ~0.6-1.5 ms, no longer than a
+// ledger batch (other clients wait no longer than that). The bench's 200 callers in flight then
+// need two script calls per turn.
+export const IDEMPOTENCY_MAX_BATCH = 128;
+
+// At most this many bytes of arguments per script call (counted as 3 bytes per UTF-16 unit, an
+// upper bound of the UTF-8 length), whatever the count: a value may be up to 512 MiB
+// (maxResultBytes), and a batch of large values copied into one command would exceed Redis's
+// client-query-buffer-limit (1 GiB by default: Redis closes the connection) and hold the
+// server while it copies them. 1 MiB takes ~0.1-1 ms to copy and parse, the same order as a full
+// batch's server time; an entry larger than that goes in a call of its own, as it did unbatched.
+export const IDEMPOTENCY_MAX_BATCH_BYTES = 1 << 20;
+
+type Op = 'b' | 'c' | 'n' | 'r';
+const OPERATION = {
+  b: 'idempotencyBegin',
+  c: 'idempotencyComplete',
+  n: 'idempotencyRenew',
+  r: 'idempotencyRelease',
+} as const satisfies Record<Op, string>;
 
 /**
- * The idempotency operations on Redis (DESIGN §3.6): one record per (name, key), one key and one
- * script per operation, so every transition is atomic and lands on one Cluster slot, on Redis
- * `TIME`:
+ * One queued operation: its record key, op and three arguments (idempotency-batch.lua's ARGV per
+ * entry), and its caller's promise. Settled by the batch's `send` itself (each entry may fail on
+ * its own), so the batcher's own settling afterwards is a no-op.
+ */
+interface IdemItem extends BatchItem<unknown> {
+  readonly op: Op;
+  readonly a: string;
+  readonly b: string;
+  readonly c: string;
+}
+
+/**
+ * The idempotency operations on Redis (DESIGN §3.6): one record per (name, key), one key per
+ * record, every transition one step of a Lua script on the record's Cluster slot, on Redis `TIME`:
  *
  *   <prefix>{idem:<name>:<key>}:r    hash    s: state ('p' | 'c'), h: payload hash, e: lease or
  *                                            ttl expiry (ms), c: created (ms), d: the holder's
  *                                            token (in progress) or the value (completed)
  *
  * A completed record's key expires (PEXPIRE) at its ttl; an in-progress one a lease after its
- * lease (idempotency-begin.lua says why). Name and key are escaped like every id of the store, so
+ * lease (idempotency-batch.lua says why). Name and key are escaped like every id of the store, so
  * neither can end the hash tag early or imitate another pair.
  *
- * Four scripts rather than one with an operation argument: begin is the hot path and stays a
- * TIME, an HMGET and at most an HSET and a PEXPIRE, with no dispatch; each header names exactly
- * the arguments of its step.
+ * Batched as ledger applies are: the operations called in one turn of the event loop (begins,
+ * completes, renews and releases alike: the callers of one turn are in every phase of `run`) go
+ * in one script call per hash slot, in call order, at most IDEMPOTENCY_MAX_BATCH entries (and
+ * IDEMPOTENCY_MAX_BATCH_BYTES) each; a lone caller pays one `setImmediate`. Each entry has its own
+ * reply or error. Batches are pipelined, not ordered against each other: a caller sends its next
+ * operation on a record only after the previous one answered, so two operations in flight at once
+ * are concurrent calls, which may take effect in either order on every store.
+ *
+ * A lost reply (the connection dropped with a batch in flight) reaches each entry of the batch as
+ * it reaches a call sent alone; batching only decides how many callers share it (every entry of
+ * the batch in flight). The script may have run. When ioredis sends it again once it reconnects
+ * (its default), each entry is answered by that second run: a begin finds its own lease
+ * (`in-progress`), a complete its record completed (`false`, which `run` reports as a lost lease;
+ * the value is stored), a release no record (`false`), a renew its lease (renewed again). When the
+ * client fails it instead (maxRetriesPerRequest, a closed connection), each entry fails with
+ * StoreError `outcome: 'unknown'`, `retriable: true`.
  */
 export function redisIdempotencyOps(client: RedisLike, prefix: string): Required<IdempotencyStoreOps> {
   const recordKey = (name: string, key: string) => `${prefix}{idem:${escapeId(name)}:${escapeId(key)}}:r`;
 
-  // One async function per call, no closure per call: begin and complete are the hot path.
-  // Every operation is a script whose writes may have landed when its reply is lost (`unknown`).
-  async function call(operation: string, script: LuaScript, key: string, args: string[]): Promise<unknown> {
+  const enqueue = createBatcher<unknown, IdemItem>({
+    bySlot: (client as { isCluster?: unknown }).isCluster === true,
+    // See above: no call order to keep between batches, so they are pipelined.
+    ordered: false,
+    maxBatch: IDEMPOTENCY_MAX_BATCH,
+    async send(items) {
+      // Chunks by bytes (most batches are one chunk); each chunk one script call, all pipelined.
+      let from = 0;
+      let bytes = 0;
+      const calls: Promise<void>[] = [];
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i] as IdemItem;
+        const size = 3 * ((item.keys[0] as string).length + item.a.length + item.b.length + item.c.length);
+        if (i > from && bytes + size > IDEMPOTENCY_MAX_BATCH_BYTES) {
+          calls.push(sendChunk(items.slice(from, i)));
+          from = i;
+          bytes = 0;
+        }
+        bytes += size;
+      }
+      calls.push(sendChunk(from === 0 ? items : items.slice(from)));
+      await Promise.all(calls);
+      // Every item is settled already (by sendChunk): the batcher's own resolve is then a no-op.
+      return [];
+    },
+  });
+
+  // One script call: settles each item with its entry's reply, or every item with the call's failure.
+  async function sendChunk(items: readonly IdemItem[]): Promise<void> {
+    const keys: string[] = new Array(items.length);
+    const args: string[] = new Array(items.length * 4);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as IdemItem;
+      keys[i] = item.keys[0] as string;
+      args[4 * i] = item.op;
+      args[4 * i + 1] = item.a;
+      args[4 * i + 2] = item.b;
+      args[4 * i + 3] = item.c;
+    }
+    // Whether the client was closed when given the command (it then refuses it, never sends it).
     const closed = isClosedClient(client);
+    let reply: unknown;
     try {
-      return await evalScript(client, script, [key], args);
+      reply = await evalScript(client, scripts.idempotencyBatch, keys, args);
     } catch (err) {
-      throw redisStoreError(operation, err, closed, 'script');
+      // The script may have run (a lost reply) or stopped part-way: each entry's failure is what
+      // that call alone would have got (see redisFailure).
+      for (const item of items) item.reject(redisStoreError(OPERATION[item.op], err, closed, 'script'));
+      return;
+    }
+    if (!Array.isArray(reply) || reply.length !== 1 + 3 * items.length) {
+      // Not the shape this script answers in: what ran, if anything, is unknown.
+      const err = new Error(`unexpected reply ${JSON.stringify(reply)} to ${items.length} entries`);
+      for (const item of items) {
+        item.reject(new StoreError(OPERATION[item.op], err, { outcome: 'unknown', retriable: false }));
+      }
+      return;
+    }
+    const now = reply[0] as number;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as IdemItem;
+      const j = 3 * i + 1;
+      const code = reply[j];
+      const a = reply[j + 1];
+      switch (code) {
+        case 1:
+        case 0:
+          if (item.op !== 'b') {
+            item.resolve(code === 1);
+            continue;
+          }
+          break;
+        case 'a':
+          if (item.op === 'b') {
+            item.resolve({ outcome: 'acquired', takeover: reply[j + 2] === 1, leaseExpiresAt: a, now });
+            continue;
+          }
+          break;
+        case 'c':
+          if (item.op === 'b') {
+            item.resolve({ outcome: 'completed', value: a, now });
+            continue;
+          }
+          break;
+        case 'i':
+          if (item.op === 'b') {
+            item.resolve({ outcome: 'in-progress', retryAfterMs: a, now });
+            continue;
+          }
+          break;
+        case 'm':
+          if (item.op === 'b') {
+            item.resolve({ outcome: 'mismatch', now });
+            continue;
+          }
+          break;
+        case 'e': {
+          // This entry's Redis error, as an error reply to it alone would have been.
+          const err = Object.assign(new Error(String(a)), { name: 'ReplyError' });
+          item.reject(redisStoreError(OPERATION[item.op], err, false, 'script'));
+          continue;
+        }
+      }
+      item.reject(
+        new StoreError(
+          OPERATION[item.op],
+          new Error(`unexpected reply ${JSON.stringify(reply.slice(j, j + 3))}`),
+          {
+            outcome: 'unknown',
+            retriable: false,
+          },
+        ),
+      );
     }
   }
 
+  // Queues one entry; its batch settles the promise. Called inside the promise's executor, so an
+  // argument refused there rejects it before anything is queued.
+  function queue<T>(op: Op, key: string, a: string, b: string, c: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      enqueue({ keys: [key], op, a, b, c, resolve: resolve as (reply: unknown) => void, reject });
+    });
+  }
+
   return {
-    async idempotencyBegin(command: IdempotencyBeginCommand): Promise<IdempotencyBeginReply> {
-      const key = recordKey(text('name', command?.name), text('key', command?.key));
-      const args = [
-        text('payloadHash', command?.payloadHash),
-        text('token', command?.token),
-        ms('leaseMs', command?.leaseMs),
-      ];
-      const reply = (await call('idempotencyBegin', scripts.idempotencyBegin, key, args)) as BeginReply;
-      switch (reply[0]) {
-        case 'acquired':
-          return { outcome: 'acquired', takeover: reply[3] === 1, leaseExpiresAt: reply[2], now: reply[1] };
-        case 'completed':
-          return { outcome: 'completed', value: reply[2], now: reply[1] };
-        case 'in-progress':
-          return { outcome: 'in-progress', retryAfterMs: reply[2], now: reply[1] };
-        case 'mismatch':
-          return { outcome: 'mismatch', now: reply[1] };
-        default:
-          throw new StoreError('idempotencyBegin', new Error(`unexpected reply ${JSON.stringify(reply)}`), {
-            outcome: 'unknown',
-            retriable: false,
-          });
+    idempotencyBegin(command: IdempotencyBeginCommand): Promise<IdempotencyBeginReply> {
+      try {
+        const key = recordKey(text('name', command?.name), text('key', command?.key));
+        const hash = text('payloadHash', command?.payloadHash);
+        return queue('b', key, hash, text('token', command?.token), ms('leaseMs', command?.leaseMs));
+      } catch (err) {
+        return Promise.reject(err);
       }
     },
 
-    async idempotencyRenew(name, key, token, leaseMs) {
-      const record = recordKey(text('name', name), text('key', key));
-      const args = [text('token', token), ms('leaseMs', leaseMs)];
-      return (await call('idempotencyRenew', scripts.idempotencyRenew, record, args)) === 1;
+    idempotencyRenew(name, key, token, leaseMs) {
+      try {
+        const record = recordKey(text('name', name), text('key', key));
+        return queue('n', record, text('token', token), ms('leaseMs', leaseMs), '');
+      } catch (err) {
+        return Promise.reject(err);
+      }
     },
 
-    async idempotencyComplete(name, key, token, value, ttlMs) {
-      const record = recordKey(text('name', name), text('key', key));
-      const args = [text('token', token), text('value', value), ms('ttlMs', ttlMs)];
-      return (await call('idempotencyComplete', scripts.idempotencyComplete, record, args)) === 1;
+    idempotencyComplete(name, key, token, value, ttlMs) {
+      try {
+        const record = recordKey(text('name', name), text('key', key));
+        return queue('c', record, text('token', token), text('value', value), ms('ttlMs', ttlMs));
+      } catch (err) {
+        return Promise.reject(err);
+      }
     },
 
-    async idempotencyRelease(name, key, token) {
-      const record = recordKey(text('name', name), text('key', key));
-      const args = [text('token', token)];
-      return (await call('idempotencyRelease', scripts.idempotencyRelease, record, args)) === 1;
+    idempotencyRelease(name, key, token) {
+      try {
+        const record = recordKey(text('name', name), text('key', key));
+        return queue('r', record, text('token', token), '', '');
+      } catch (err) {
+        return Promise.reject(err);
+      }
     },
   };
 }
