@@ -7,7 +7,7 @@ import {
   pgStoreError,
   retriableInOperation,
 } from './pg-error.js';
-import type { PgPoolLike, PgQueryable, PgQueryConfig } from './pg-like.js';
+import { type PgPoolLike, type PgQueryable, type PgQueryConfig, withClient } from './pg-like.js';
 
 // A statement that PostgreSQL rolled back as a serialization failure or a deadlock victim is sent
 // again, at most this many times in all: under READ COMMITTED the store's statements take row
@@ -51,11 +51,8 @@ export function poolContext(pool: PgPoolLike, schema: string, ready: () => Promi
           throw pgStoreError(operation, err, kind, false);
         }
         try {
-          const result = await client.query(config);
-          client.release();
-          return result.rows;
+          return (await withClient(client, (c) => c.query(config), connectionLost)).rows;
         } catch (err) {
-          client.release(connectionLost(err) ? (err as Error) : undefined);
           if (attempt < MAX_TRIES && retriableInOperation(err)) {
             await sleep(Math.random() * BACKOFF_MS * 2 ** (attempt - 1));
             continue;

@@ -2,7 +2,7 @@ import { InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.
 import { isPlainObject } from '../core/validate.js';
 import { migrations } from './migrations.generated.js';
 import { connectionLost } from './pg-error.js';
-import type { PgPoolLike } from './pg-like.js';
+import { type PgPoolLike, type PgQueryable, withClient } from './pg-like.js';
 import { checkSchemaName } from './schema-name.js';
 
 /** Options of {@link migrate}. */
@@ -57,8 +57,16 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   } catch (err) {
     throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
   }
+  // migrateOn wraps what failed in a StoreError: its cause says whether the connection is gone.
+  return withClient(
+    client,
+    (c) => migrateOn(c, schema),
+    (err) => connectionLost((err as Error).cause ?? err),
+  );
+}
+
+async function migrateOn(client: PgQueryable, schema: string): Promise<MigrateResult> {
   const q = (text: string, values?: unknown[]) => client.query(values ? { text, values } : { text });
-  let failed: unknown;
   try {
     await q('BEGIN');
     // Two int4 keys: the first names onceflow's migrations, the second the schema, so two
@@ -94,13 +102,10 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
     await q('COMMIT');
     return { schema, applied, version: SCHEMA_VERSION };
   } catch (err) {
-    failed = err;
     await q('ROLLBACK').catch(() => {});
     if (isOnceflowError(err, 'ERR_STORE')) throw err;
     // DDL is transactional in PostgreSQL: a failed migration leaves the schema as it was.
     throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: connectionLost(err) });
-  } finally {
-    client.release(failed !== undefined && connectionLost(failed) ? (failed as Error) : undefined);
   }
 }
 
