@@ -1,9 +1,10 @@
 // `store.inTransaction(client)`: store operations inside the caller's own transaction commit or
 // roll back with its business write (DESIGN §3.7): the one place where "record + effect" is atomic
-// for an arbitrary effect. A version-gate upsert and an idempotency record stand in for every
-// operation bound this way (the ledger apply joins them once the ledger part is built).
+// for an arbitrary effect. A ledger apply, a version-gate upsert and an idempotency record are
+// made in the caller's transaction next to a business INSERT.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLedger } from '../../src/index.js';
 import { createPostgresStore, migrate, type TransactionStore } from '../../src/postgres/index.js';
 import { dropSchema, PG_URL, runSchema, testPool } from './pg-env.js';
 
@@ -39,15 +40,32 @@ describe('Postgres inTransaction', () => {
       `SELECT status FROM "${schema}".idempotency WHERE name = 'orders' AND key = $1`,
       [id],
     );
+    const balances = await store.ledgerBalances('default', id);
+    const journal = await store.ledgerJournal('default', { owner: id });
     return {
       order: row.rows[0]?.amount ?? null,
       version: (await store.versionGet('orders', id)) ?? null,
       record: idem.rows[0]?.status ?? null,
+      coins: balances['coins'] ?? null,
+      journal: journal.map((e) => e.signature),
     };
   }
 
   async function writeAll(client: pg.Client, tx: TransactionStore, id: string) {
     await client.query(`INSERT INTO ${orders} (id, amount) VALUES ($1, 5)`, [id]);
+    // The ledger through the bound store: the same createLedger, the caller's transaction.
+    const ledger = createLedger({ store: tx, capacity: 4 });
+    const applied = await ledger.apply({
+      owner: id,
+      signature: `order:${id}`,
+      deltas: { coins: 5 },
+      scope: 'shop',
+    });
+    expect(applied).toMatchObject({ outcome: 'applied', seq: 1, balances: { coins: 5n } });
+    // Inside the transaction a repeat is a duplicate, as anywhere.
+    expect((await ledger.apply({ owner: id, signature: `order:${id}`, deltas: { coins: 5 } })).outcome).toBe(
+      'duplicate',
+    );
     expect(await tx.versionUpsert('orders', id, '1', '{"amount":5}')).toEqual({
       outcome: 'applied',
       version: '1',
@@ -63,7 +81,7 @@ describe('Postgres inTransaction', () => {
     expect(await tx.idempotencyComplete('orders', id, 'tx', '{"charged":5}', 60_000)).toBe(true);
   }
 
-  const none = { order: null, version: null, record: null };
+  const none = { order: null, version: null, record: null, coins: null, journal: [] };
 
   it('ROLLBACK leaves neither the business write nor the records', async () => {
     const { client, tx } = await begun();
@@ -99,7 +117,16 @@ describe('Postgres inTransaction', () => {
       order: 5,
       version: { version: '1', value: '{"amount":5}' },
       record: 'completed',
+      coins: 5n,
+      journal: ['order:committed'],
     });
+    // The same entry again, after the commit: a duplicate, not a second booking.
+    const ledger = createLedger({ store, capacity: 4 });
+    expect(
+      (await ledger.apply({ owner: 'committed', signature: 'order:committed', deltas: { coins: 5 } }))
+        .outcome,
+    ).toBe('duplicate');
+    expect(await ledger.totals('shop')).toEqual({ coins: 5n });
     const replay = await store.idempotencyBegin({
       name: 'orders',
       key: 'committed',
@@ -166,10 +193,10 @@ describe('Postgres inTransaction', () => {
         const reply = await outside;
         if (end === 'COMMIT') {
           expect(reply).toMatchObject({ outcome: 'in-progress' });
-          expect(await seen(id)).toEqual({ order: 7, version: null, record: 'in-progress' });
+          expect(await seen(id)).toEqual({ ...none, order: 7, record: 'in-progress' });
         } else {
           expect(reply).toMatchObject({ outcome: 'acquired', takeover: false });
-          expect(await seen(id)).toEqual({ order: null, version: null, record: 'in-progress' });
+          expect(await seen(id)).toEqual({ ...none, record: 'in-progress' });
         }
       } finally {
         await client.end();
