@@ -81,7 +81,7 @@ export function resolveOptions(options: IdempotencyOptions): ResolvedIdempotency
     if (typeof (store as Partial<Store> | undefined)?.[op] !== 'function') {
       throw new InvalidOptionError(
         'store',
-        `a store with ${OPS.join(', ')} (memoryStore or the Redis store)`,
+        `a store with ${OPS.join(', ')} (memoryStore, the Redis or the Postgres store)`,
         store,
       );
     }

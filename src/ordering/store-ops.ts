@@ -53,7 +53,7 @@ export function requireOps<K extends keyof OrderingStoreOps>(
     if (typeof store?.[op] !== 'function') {
       throw new InvalidOptionError(
         option,
-        `a store with ${ops.join(', ')} (memoryStore or the Redis store)`,
+        `a store with ${ops.join(', ')} (memoryStore, the Redis or the Postgres store)`,
         store,
       );
     }

@@ -35,12 +35,14 @@ export const SCHEMA_VERSION =
  * ahead (`onceflow migrate --postgres URL`).
  *
  * @example
- * ```ts no-run
+ * ```ts
  * import pg from 'pg';
  * import { migrate } from 'onceflow/postgres';
- * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
- * const { applied, version } = await migrate({ pool, schema: 'onceflow' });
- * console.log(`schema at version ${version}, ${applied.length} migration(s) applied now`);
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/test' });
+ * const schema = `example_migrate_${process.pid}`;
+ * (await migrate({ pool, schema })).applied.length > 0; // true
+ * (await migrate({ pool, schema })).applied; // []
+ * await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
  * await pool.end();
  * ```
  */

@@ -68,12 +68,15 @@ export interface PostgresStore extends Required<Store> {
  * of the caller's own transaction.
  *
  * @example
- * ```ts no-run
+ * ```ts
  * import pg from 'pg';
  * import { createPostgresStore } from 'onceflow/postgres';
- * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
- * const ledger = createLedger({ store: createPostgresStore({ pool }), capacity: 4 });
- * await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } }); // 'applied'
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/test' });
+ * const schema = `example_${process.pid}`; // one schema per application (or test run)
+ * const ledger = createLedger({ store: createPostgresStore({ pool, schema }), capacity: 4 });
+ * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'applied'
+ * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'duplicate'
+ * await pool.query(`DROP SCHEMA "${schema}" CASCADE`); // clean up the example
  * await pool.end();
  * ```
  */

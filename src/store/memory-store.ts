@@ -106,7 +106,7 @@ interface LedgerState {
 /**
  * The embedded, in-process store: the default, and the reference model every other store is
  * tested against. Each operation is one synchronous block, so it is atomic by construction.
- * State lives as long as the process; use `onceflow/redis` to share it (a PostgreSQL store is planned).
+ * State lives as long as the process; use `onceflow/redis` or `onceflow/postgres` to share it.
  *
  * @example
  * ```ts

@@ -58,8 +58,9 @@ async function asServerUser(bin: string, args: string[]): Promise<string> {
  * True when `SELECT 1` succeeds at `url` within `timeoutMs` (through `psql`, no client library).
  *
  * @example
- * ```ts no-run
- * await postgresAnswers('postgres://postgres@127.0.0.1:5432/test'); // true on this machine
+ * ```ts
+ * await postgresAnswers(process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/test'); // true
+ * await postgresAnswers('postgres://127.0.0.1:1/test', 500); // false
  * ```
  */
 export async function postgresAnswers(url: string, timeoutMs = 2000): Promise<boolean> {
@@ -81,11 +82,13 @@ export async function postgresAnswers(url: string, timeoutMs = 2000): Promise<bo
  * crashes it, `restart()` brings it back with its data: crash recovery as a real server does it.
  *
  * @example
- * ```ts no-run
+ * ```ts
  * const server = await startPostgres();
  * // ... point a pool at server.url, then crash the server mid-run:
  * await server.kill();
+ * await postgresAnswers(server.url); // false
  * await server.restart(); // crash recovery replays the WAL
+ * await postgresAnswers(server.url); // true
  * await server.stop();
  * ```
  */
