@@ -125,7 +125,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
               t = got.now;
               const want = await memory.idempotencyBegin!(command);
               // `takeover` is the one answer that depends on when a dead record is dropped: Redis
-              // keeps an in-progress record a lease past its lease (idempotency-begin.lua), the
+              // keeps an in-progress record a lease past its lease (idempotency-batch.lua), the
               // memory store until its sweep (never, in runs this short). So a takeover is
               // expected from Redis while the dead record is within that slack (a ms either side
               // of its edge is left open: Redis expires keys on its own ms clock).
@@ -199,7 +199,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
       });
       expect(begin).toMatchObject({ outcome: 'acquired', takeover: false });
       expect(begin.outcome === 'acquired' && begin.leaseExpiresAt - begin.now).toBe(50);
-      // In progress: kept one lease past the lease (see idempotency-begin.lua).
+      // In progress: kept one lease past the lease (see idempotency-batch.lua).
       const pttl = await client.pttl(recordKey(name, 'k'));
       expect(pttl).toBeGreaterThan(50);
       expect(pttl).toBeLessThanOrEqual(100);

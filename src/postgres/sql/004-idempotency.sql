@@ -37,7 +37,7 @@ CREATE TABLE __schema__.idempotency (
   lease_expires_at bigint,
   -- When the row may be deleted (cleanup). Completed: its ttl's end, and it is live while
   -- now < expires_at. In progress: the lease's end plus one more lease, as the Redis store keeps
-  -- it (idempotency-begin.lua): a caller that retries an `in-progress` after its retryAfterMs, as
+  -- it (idempotency-batch.lua): a caller that retries an `in-progress` after its retryAfterMs, as
   -- it is told to, finds the dead record and is told `takeover: true`, while an abandoned key
   -- holds a row for at most two leases (plus the cleanup period).
   expires_at bigint NOT NULL,
