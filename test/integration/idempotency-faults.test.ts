@@ -232,7 +232,9 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
         lanes: 16,
         lease: '1s',
         wait: '20s',
-        paceMs: 3,
+        // Slow enough (300 keys x 3 / 16 lanes x 10 ms: ~0.6 s per worker at the least) that the
+        // restart at ~0.3 s lands while every worker still has calls in flight.
+        paceMs: 10,
         seed: 7 + i,
       }),
     );
@@ -242,15 +244,19 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     });
     let kills = 0;
     let restarts = 0;
+    let midRun = false;
     const chaos = (async () => {
       const admin = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
       admin.on('error', () => {}); // refused while the server restarts: expected
       try {
         for (let tick = 0; !done; tick++) {
           await sleep(150);
-          if (tick === 4) {
+          if (tick === 2) {
+            midRun = !done;
             await server.stop();
-            await sleep(300);
+            // Down for a second: lanes waking from their pace (10 ms) or a wait's backoff call in
+            // that time, and fail (one reconnection per request), whatever fn was doing at the kill.
+            await sleep(1000);
             server = await startRedis(aof, { port, dir });
             restarts++;
           } else if (!done) {
@@ -263,6 +269,7 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     })();
     const [reports] = await Promise.all([all, chaos]);
     expect(restarts).toBe(1);
+    expect(midRun).toBe(true);
     expect(kills).toBeGreaterThan(0);
 
     const errors = reports.flatMap((r) => r.errors);
