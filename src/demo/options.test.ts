@@ -103,7 +103,7 @@ describe('demo options', () => {
 
   it('takes PostgreSQL URLs, with --workers; one shared store per run; --workers alone is refused', () => {
     for (const url of [
-      'postgres://127.0.0.1:5432/test',
+      'postgres://postgres@127.0.0.1:5432/test',
       'postgresql://u:p%20w@h/db?sslmode=disable',
       'postgres://h',
     ]) {

@@ -38,7 +38,7 @@ export const SCHEMA_VERSION =
  * ```ts
  * import pg from 'pg';
  * import { migrate } from 'onceflow/postgres';
- * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/test' });
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
  * const schema = `example_migrate_${process.pid}`;
  * (await migrate({ pool, schema })).applied.length > 0; // true
  * (await migrate({ pool, schema })).applied; // []

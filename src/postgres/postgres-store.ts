@@ -71,7 +71,7 @@ export interface PostgresStore extends Required<Store> {
  * ```ts
  * import pg from 'pg';
  * import { createPostgresStore } from 'onceflow/postgres';
- * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/test' });
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
  * const schema = `example_${process.pid}`; // one schema per application (or test run)
  * const ledger = createLedger({ store: createPostgresStore({ pool, schema }), capacity: 4 });
  * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'applied'

@@ -59,7 +59,7 @@ async function asServerUser(bin: string, args: string[]): Promise<string> {
  *
  * @example
  * ```ts
- * await postgresAnswers(process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/test'); // true
+ * await postgresAnswers(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'); // true
  * await postgresAnswers('postgres://127.0.0.1:1/test', 500); // false
  * ```
  */

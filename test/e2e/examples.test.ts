@@ -15,7 +15,7 @@ describe('examples/ run against the build and exit 0', () => {
   });
   for (const file of examples) {
     it(file, async () => {
-      const env = { ...process.env, REDIS_URL: inject('redisUrl') };
+      const env = { ...process.env, REDIS_URL: inject('redisUrl'), DATABASE_URL: inject('postgresUrl') };
       // A failed assertion inside an example makes execFile reject with its output.
       const { stdout } = await run(process.execPath, [join(root, 'examples', file)], { cwd: root, env });
       expect(stdout.length).toBeGreaterThan(0);
