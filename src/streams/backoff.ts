@@ -19,11 +19,10 @@ export interface RetryPolicy {
   readonly maxMs: number;
 }
 
-// 8 tries, waits capped at 50 ms, 100 ms, ..., 3.2 s, then 5 s: the worst-case sum of the 7 waits
-// is 50 * (2^7 - 1) = 6.35 s, clipped at 5 s per wait, so ~8.4 s at most (mean half of it, full
-// jitter). That rides out what passes on a healthy deployment (a failover: ~1-5 s of
+// 8 tries, 7 waits capped at 50 ms, 100 ms, ..., 3.2 s (5 s would cap an 8th): their worst-case
+// sum is 50 * (2^7 - 1) = 6.35 s, the mean half of it (full jitter). That rides out what passes on a healthy deployment (a failover: ~1-5 s of
 // CLUSTERDOWN/READONLY; a restart's LOADING of a small dataset; a dropped connection), and
-// a publish still gives up within ~10 s, so a caller waiting on it learns of an outage quickly.
+// a publish still gives up within ~7 s of waits, so a caller waiting on it learns of an outage quickly.
 export const DEFAULT_RETRY: RetryPolicy = Object.freeze({ attempts: 8, baseMs: 50, maxMs: 5_000 });
 
 /** Checks {@link RetryOptions}; each message names the option, under `prefix` (e.g. `retry.`). */

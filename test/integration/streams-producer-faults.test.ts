@@ -85,7 +85,12 @@ describe('stream producer under faults (own redis-server)', () => {
     await server.stop();
     await sleep(50);
     const err = await p.publish('x', { id: 'd1' }).catch((e) => e);
-    expect(err).toMatchObject({ code: 'ERR_DEAD_LETTER_FAILED', attempts: 3, reason: 'publish-failed', deadLetterStream: 'down:dead' });
+    expect(err).toMatchObject({
+      code: 'ERR_DEAD_LETTER_FAILED',
+      attempts: 3,
+      reason: 'publish-failed',
+      deadLetterStream: 'down:dead',
+    });
     server = await startRedis([], { port: server.port, dir: server.dir });
     await ready(c);
     // Up again but the stream key is of the wrong type for a moment: a retryable outage then
@@ -157,7 +162,10 @@ describe('stream producer under faults (own redis-server)', () => {
   for (const resend of [true, false]) {
     it(`a reply lost after the script ran (${resend ? 'ioredis sends it again' : 'the producer retries'}): written once, the publish answers the first entry id`, async () => {
       const proxy = await startTcpProxy(server.port);
-      const c = client(proxy.port, { autoResendUnfulfilledCommands: resend, maxRetriesPerRequest: resend ? 20 : 0 });
+      const c = client(proxy.port, {
+        autoResendUnfulfilledCommands: resend,
+        maxRetriesPerRequest: resend ? 20 : 0,
+      });
       try {
         await c.ping();
         const stream = `lost-${resend}`;
