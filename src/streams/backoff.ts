@@ -52,6 +52,7 @@ export function retryPolicy(options: RetryOptions | undefined, prefix = 'retry.'
  *
  * @example
  * ```ts
+ * import { backoffDelay, retryPolicy } from 'onceflow/streams';
  * const policy = retryPolicy({ attempts: 5, base: 100, max: '1s' });
  * backoffDelay(policy, 1, () => 0.5); // 50: half of the first cap, 100 ms
  * backoffDelay(policy, 3, () => 0.5); // 200: half of 400 ms

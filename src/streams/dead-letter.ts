@@ -45,12 +45,13 @@ export function truncateUtf8(text: string, maxBytes = DEAD_LETTER_ERROR_BYTES): 
  *
  * @example
  * ```ts
- * deadLetterFields({
+ * import { deadLetterFields } from 'onceflow/streams';
+ * const fields = deadLetterFields({
  *   reason: 'terminal-error', attempts: 1, firstError: 'WRONGTYPE', lastError: 'WRONGTYPE',
  *   origin: 'producer:orders', event: '{"n":1}', id: 'o1',
  * });
- * // ['reason', 'terminal-error', 'attempts', '1', 'first_error', 'WRONGTYPE', 'last_error', 'WRONGTYPE',
- * //  'origin', 'producer:orders', 'event', '{"n":1}', 'id', 'o1']
+ * fields.slice(0, 4); // ['reason', 'terminal-error', 'attempts', '1']
+ * fields.slice(-2); // ['id', 'o1']
  * ```
  */
 export function deadLetterFields(letter: DeadLetter): string[] {
@@ -80,10 +81,19 @@ export function deadLetterFields(letter: DeadLetter): string[] {
  *
  * @example
  * ```ts
- * const entryId = await writeDeadLetter(redis, 'orders:dead', {
+ * import { Redis } from 'ioredis';
+ * import { parseDeadLetter, writeDeadLetter } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const dead = `example:${process.pid}:orders:dead`;
+ * const entryId = await writeDeadLetter(redis, dead, {
  *   reason: 'publish-failed', attempts: 8, firstError: 'Connection is closed.',
  *   lastError: 'Connection is closed.', origin: 'producer:orders', event: '{"n":1}',
  * });
+ * const [[id, fields]] = await redis.xrange(dead, '-', '+');
+ * id === entryId; // true
+ * parseDeadLetter(fields).reason; // 'publish-failed'
+ * await redis.del(dead);
+ * redis.disconnect();
  * ```
  */
 export async function writeDeadLetter(

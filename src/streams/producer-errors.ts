@@ -20,8 +20,11 @@ export const StreamErrorCode = Object.freeze({
  *
  * @example
  * ```ts
- * const err = await producer.publish({ n: 1 }, { id: 'o1' }).catch((e) => e);
- * if (err.code === 'ERR_BACKLOG_FULL') console.log(err.events, err.bytes, err.maxEvents, err.maxBytes);
+ * import { BacklogFullError } from 'onceflow/streams';
+ * // What publish rejects with when 5 events (1 KiB) wait and the bound is 5 events.
+ * const err = new BacklogFullError(5, 1024, 5, 64 << 20);
+ * err.code; // 'ERR_BACKLOG_FULL'
+ * isOnceflowError(err); // true
  * ```
  */
 export class BacklogFullError extends OnceflowError {

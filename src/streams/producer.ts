@@ -82,10 +82,18 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  *
  * @example
  * ```ts
- * const producer = createStreamProducer({ client: redis, stream: 'settlements' });
+ * import { Redis } from 'ioredis';
+ * import { createStreamProducer } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:{settlements-${process.pid}}`; // its dedup record shares the {tag}
+ * const producer = createStreamProducer({ client: redis, stream });
  * const entryId = await producer.publish({ player: 'p1', net: -300n }, { id: 'lobby-7|42|p1' });
+ * // Sent again (a retry after a lost reply, another process replaying): the first entry id.
  * (await producer.publish({ player: 'p1', net: -300n }, { id: 'lobby-7|42|p1' })) === entryId; // true
+ * await redis.xlen(stream); // 1
  * await producer.close();
+ * await redis.del(stream, `${stream}:dedup:ids`, `${stream}:dedup:order`);
+ * redis.disconnect();
  * ```
  */
 export function createStreamProducer(options: StreamProducerOptions): StreamProducer {

@@ -16,7 +16,12 @@ import type { RedisLike } from '../redis/eval.js';
  *
  * @example
  * ```ts
- * await detectIdempotentXadd(redis); // false on Redis 7.x, true on 8.6+
+ * import { Redis } from 'ioredis';
+ * import { detectIdempotentXadd } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const native = await detectIdempotentXadd(redis); // false on Redis 7.x, true on 8.6+
+ * typeof native; // 'boolean'
+ * redis.disconnect();
  * ```
  */
 export async function detectIdempotentXadd(client: RedisLike): Promise<boolean> {

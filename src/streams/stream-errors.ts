@@ -34,6 +34,7 @@ const CODE = /^([A-Z][A-Z_-]+)\b/;
  *
  * @example
  * ```ts
+ * import { classifyStreamError } from 'onceflow/streams';
  * const reply = (message: string) => Object.assign(new Error(message), { name: 'ReplyError' });
  * classifyStreamError(reply('LOADING Redis is loading the dataset in memory')); // { retryable: true, kind: 'LOADING' }
  * classifyStreamError(reply('WRONGTYPE Operation against a key holding the wrong kind of value')); // { retryable: false, kind: 'WRONGTYPE' }
