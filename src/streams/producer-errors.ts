@@ -1,0 +1,88 @@
+import { type ErrorCode, OnceflowError } from '../core/errors.js';
+import type { DeadLetterReason } from './dead-letter.js';
+
+// These codes belong in core's ErrorCode table (src/core/errors.ts); until they are there they are
+// declared here, typed as codes so OnceflowError takes them.
+/** Codes of the stream producer's errors (to join {@link ErrorCode}). */
+export const StreamErrorCode = Object.freeze({
+  /** The producer's backlog is full (count or bytes): the publish was refused at once, nothing was queued. */
+  BACKLOG_FULL: 'ERR_BACKLOG_FULL' as ErrorCode,
+  /** A publish gave up (tries ran out or a terminal error); the event is in the dead-letter stream. */
+  PUBLISH_FAILED: 'ERR_PUBLISH_FAILED' as ErrorCode,
+  /** A publish gave up and writing its dead letter failed too: the event is in neither stream. */
+  DEAD_LETTER_FAILED: 'ERR_DEAD_LETTER_FAILED' as ErrorCode,
+});
+
+/**
+ * A publish was refused at once because the producer's backlog (events accepted and not yet
+ * written: Redis is slow or down) is at its bound. Nothing was queued; publish again later, or
+ * shed the event.
+ *
+ * @example
+ * ```ts
+ * import { BacklogFullError } from 'onceflow/streams';
+ * // What publish rejects with when 5 events (1 KiB) wait and the bound is 5 events.
+ * const err = new BacklogFullError(5, 1024, 5, 64 << 20);
+ * err.code; // 'ERR_BACKLOG_FULL'
+ * isOnceflowError(err); // true
+ * ```
+ */
+export class BacklogFullError extends OnceflowError {
+  constructor(
+    /** Events in the backlog when refused. */
+    readonly events: number,
+    /** Their bytes (encoded event and id, UTF-8). */
+    readonly bytes: number,
+    readonly maxEvents: number,
+    readonly maxBytes: number,
+  ) {
+    super(
+      StreamErrorCode.BACKLOG_FULL,
+      `The producer's backlog is full (${events} of at most ${maxEvents} events, ${bytes} of at most ${maxBytes} bytes: \`backlog.maxEvents\`, \`backlog.maxBytes\`): the publish was refused, nothing was queued`,
+    );
+  }
+}
+
+/**
+ * A publish gave up: its tries ran out on passing errors (`reason: 'publish-failed'`) or it met an
+ * error no retry fixes (`'terminal-error'`). The event was written to the dead-letter stream as
+ * `deadLetterId` (absent when dead letters are off); `cause` is the last error.
+ */
+export class PublishFailedError extends OnceflowError {
+  constructor(
+    readonly id: string,
+    readonly reason: DeadLetterReason,
+    readonly attempts: number,
+    readonly deadLetterStream: string | undefined,
+    readonly deadLetterId: string | undefined,
+    cause: unknown,
+  ) {
+    super(
+      StreamErrorCode.PUBLISH_FAILED,
+      `Publishing the event ${JSON.stringify(id)} failed after ${attempts} ${attempts === 1 ? 'try' : 'tries'} (${reason}): ${cause instanceof Error ? cause.message : String(cause)}; ${deadLetterId === undefined ? 'dead letters are off: the event is in no stream' : `it is in the dead-letter stream ${JSON.stringify(deadLetterStream)} as ${deadLetterId}`}`,
+      { cause },
+    );
+  }
+}
+
+/**
+ * A publish gave up and its dead letter could not be written either (Redis down for both): the
+ * event is in **neither** stream, and only the caller still has it. `cause` is the dead-letter
+ * write's error, `publishError` the publish's last one.
+ */
+export class DeadLetterFailedError extends OnceflowError {
+  constructor(
+    readonly id: string,
+    readonly reason: DeadLetterReason,
+    readonly attempts: number,
+    readonly deadLetterStream: string,
+    readonly publishError: unknown,
+    cause: unknown,
+  ) {
+    super(
+      StreamErrorCode.DEAD_LETTER_FAILED,
+      `Publishing the event ${JSON.stringify(id)} failed after ${attempts} ${attempts === 1 ? 'try' : 'tries'} (${reason}: ${publishError instanceof Error ? publishError.message : String(publishError)}) and writing it to the dead-letter stream ${JSON.stringify(deadLetterStream)} failed too (${cause instanceof Error ? cause.message : String(cause)}): the event is in neither stream`,
+      { cause },
+    );
+  }
+}

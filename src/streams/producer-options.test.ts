@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { keySlot } from '../redis/slot.js';
+import { createStreamProducer } from './producer.js';
+import { DEFAULT_BACKLOG_EVENTS, dedupKeys, producerConfig } from './producer-options.js';
+
+const client = { call: async () => null };
+
+describe('stream producer options', () => {
+  it('derives dedup keys in the stream’s hash slot, distinct for tagged and untagged streams', () => {
+    for (const s of ['orders', '{orders}', 'app:{t1}:events', 'a{b']) {
+      const [ids, order] = dedupKeys(s);
+      expect(keySlot(ids)).toBe(keySlot(s));
+      expect(keySlot(order)).toBe(keySlot(s));
+    }
+    expect(dedupKeys('orders')).not.toEqual(dedupKeys('{orders}'));
+  });
+
+  it('refuses a stream whose dedup record cannot share its slot', () => {
+    expect(() => createStreamProducer({ client, stream: 'a{}b' })).toThrow(
+      expect.objectContaining({ option: 'stream' }),
+    );
+  });
+
+  it('names each bad option', () => {
+    const bad: [Record<string, unknown>, string][] = [
+      [{ client: {} }, 'client'],
+      [{ stream: '' }, 'stream'],
+      [{ stream: 'x'.repeat(300) }, 'stream'],
+      [{ dedup: { window: 0 } }, 'dedup.window'],
+      [{ dedup: { maxIds: 0 } }, 'dedup.maxIds'],
+      [{ retry: { attempts: 0 } }, 'retry.attempts'],
+      [{ backlog: { maxEvents: -1 } }, 'backlog.maxEvents'],
+      [{ backlog: { maxBytes: 1.5 } }, 'backlog.maxBytes'],
+      [{ maxEventBytes: 0 }, 'maxEventBytes'],
+      [{ deadLetter: { stream: '' } }, 'deadLetter.stream'],
+      [{ id: 'x' }, 'id'],
+      [{ onEvent: 1 }, 'onEvent'],
+      [{ name: '' }, 'name'],
+    ];
+    for (const [patch, option] of bad) {
+      expect(() => createStreamProducer({ client, stream: 's', ...patch } as never)).toThrow(
+        expect.objectContaining({ option }),
+      );
+    }
+  });
+
+  it('defaults: dead letters to <stream>:dead, origin producer:<stream>, bounded backlog', () => {
+    const c = producerConfig({ client, stream: 's' });
+    expect(c.deadStream).toBe('s:dead');
+    expect(c.origin).toBe('producer:s');
+    expect(c.maxEvents).toBe(DEFAULT_BACKLOG_EVENTS);
+    expect(producerConfig({ client, stream: 's', deadLetter: false }).deadStream).toBeUndefined();
+  });
+});

@@ -1,0 +1,155 @@
+import { type Duration, parseDuration } from '../core/duration.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { LIMITS, optionWithinLimit } from '../core/limits.js';
+import { nonEmptyString, positiveInt } from '../core/validate.js';
+import type { RedisLike } from '../redis/eval.js';
+import { keySlot } from '../redis/slot.js';
+import { type RetryOptions, type RetryPolicy, retryPolicy } from './backoff.js';
+
+/** What a producer reports through `onEvent` (metrics, logs). */
+export type ProducerEvent =
+  | { readonly type: 'published'; readonly id: string; readonly entryId: string; readonly duplicate: boolean }
+  | {
+      readonly type: 'retried';
+      readonly attempt: number;
+      readonly delayMs: number;
+      readonly events: number;
+      readonly error: unknown;
+    }
+  | {
+      readonly type: 'dead-lettered';
+      readonly id: string;
+      readonly reason: 'publish-failed' | 'terminal-error';
+      readonly attempts: number;
+      /** The dead letter's entry id; undefined when it could not be written (or dead letters are off). */
+      readonly deadLetterId: string | undefined;
+    }
+  | { readonly type: 'backlog-full'; readonly events: number; readonly bytes: number };
+
+/** Options of {@link createStreamProducer}. */
+export interface StreamProducerOptions {
+  /** Any client with `call` (ioredis `Redis` or `Cluster`). */
+  client: RedisLike;
+  /** The stream key. Its dedup record shares its hash slot (see `dedup`). */
+  stream: string;
+  /** Names the producer in dead letters' `origin` (`producer:<name>`). Default: the stream. */
+  name?: string;
+  /** Derives an event's idempotency id when `publish` is given none (a signature of its fields). */
+  id?: (event: unknown) => string;
+  /**
+   * The dedup record: an id is answered with its first entry id while it is among the last
+   * `maxIds` ids written and less than `window` old. Every producer of a stream must use the same.
+   */
+  dedup?: { window?: Duration; maxIds?: number };
+  retry?: RetryOptions;
+  /** Where failed events go (default `<stream>:dead`); `false`: nowhere (the publish rejects). */
+  deadLetter?: { stream?: string } | false;
+  /** Bounds of the events accepted and not yet written. */
+  backlog?: { maxEvents?: number; maxBytes?: number };
+  /** The largest encoded event (UTF-8 bytes of its jsonSerializer text). */
+  maxEventBytes?: number;
+  /** Aborting closes the producer, as `close()` does. */
+  signal?: AbortSignal;
+  onEvent?: (event: ProducerEvent) => void;
+  /** The jitter's random source, [0, 1) (tests pass a fixed one). Default Math.random. */
+  random?: () => number;
+}
+
+export interface ProducerConfig {
+  readonly client: RedisLike;
+  readonly stream: string;
+  readonly idsKey: string;
+  readonly orderKey: string;
+  readonly origin: string;
+  readonly windowMs: number;
+  readonly maxIds: number;
+  readonly retry: RetryPolicy;
+  readonly deadStream: string | undefined;
+  readonly maxEvents: number;
+  readonly maxBytes: number;
+  readonly maxEventBytes: number;
+  readonly deriveId: ((event: unknown) => string) | undefined;
+  readonly onEvent: ((event: ProducerEvent) => void) | undefined;
+  readonly random: () => number;
+}
+
+// 10 minutes: a publish is sent again by the producer's own retries within ~10 s (DEFAULT_RETRY),
+// and by its caller after a crash once the process is restarted and replays what it had not seen
+// acknowledged: a supervisor restarts a process within seconds to a few minutes. A replay later
+// than the window is written again; raise it for slower recovery.
+export const DEFAULT_DEDUP_WINDOW_MS = 600_000;
+// 100 000 ids: the 10-minute window at ~166 publishes/s; each id costs ~150-200 bytes in the
+// record (a hash field with its entry id, a list element with both), so ~20 MB at the bound. At a
+// higher rate the count bound evicts ids younger than the window: raise maxIds to rate x window.
+export const DEFAULT_DEDUP_MAX_IDS = 100_000;
+// 10 000 events and 64 MiB: ~10 s of a 1 000 events/s producer, the default retry span, so a
+// producer rides out a brief outage without refusing anything; the byte bound holds 64 events of
+// the largest size. Past either, publish refuses at once (ERR_BACKLOG_FULL): memory stays bounded.
+export const DEFAULT_BACKLOG_EVENTS = 10_000;
+export const DEFAULT_BACKLOG_BYTES = 64 << 20;
+// 1 MiB: stream entries are read whole by every consumer; a larger payload belongs in a blob
+// store with its reference in the event.
+export const DEFAULT_MAX_EVENT_BYTES = 1 << 20;
+
+/** The dedup record's keys: in the stream's hash slot, so one script touches them all on a cluster. */
+export function dedupKeys(stream: string): [ids: string, order: string] {
+  const open = stream.indexOf('{');
+  const close = open === -1 ? -1 : stream.indexOf('}', open + 1);
+  // A stream with a hash tag keeps it in the suffixed names; one without is wrapped whole, so
+  // `{orders}:...` hashes as `orders` does. The suffixes differ, so no stream's keys are another's.
+  const base = close > open + 1 ? `${stream}:dedup` : `{${stream}}:stream-dedup`;
+  return [`${base}:ids`, `${base}:order`];
+}
+
+export function producerConfig(options: StreamProducerOptions): ProducerConfig {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', 'an object', options);
+  const client = options.client;
+  if (typeof (client as { call?: unknown } | undefined)?.call !== 'function')
+    throw new InvalidOptionError('client', 'a Redis client with `call` (ioredis Redis or Cluster)', client);
+  const stream = optionWithinLimit('stream', nonEmptyString('stream', options.stream), 'ownerBytes');
+  const [idsKey, orderKey] = dedupKeys(stream);
+  if (keySlot(idsKey) !== keySlot(stream))
+    throw new InvalidOptionError(
+      'stream',
+      'a key whose dedup record can share its hash slot (a `{hash tag}` or no braces)',
+      stream,
+    );
+  const name = options.name === undefined ? stream : nonEmptyString('name', options.name);
+  const dedup = options.dedup ?? {};
+  const windowMs = parseDuration(dedup.window ?? DEFAULT_DEDUP_WINDOW_MS, 'dedup.window');
+  if (windowMs <= 0) throw new InvalidOptionError('dedup.window', 'a positive duration', dedup.window);
+  const maxIds = positiveInt('dedup.maxIds', dedup.maxIds ?? DEFAULT_DEDUP_MAX_IDS);
+  const backlog = options.backlog ?? {};
+  let deadStream: string | undefined;
+  if (options.deadLetter !== false) {
+    const given = options.deadLetter?.stream;
+    deadStream = given === undefined ? `${stream}:dead` : nonEmptyString('deadLetter.stream', given);
+  }
+  if (options.id !== undefined && typeof options.id !== 'function')
+    throw new InvalidOptionError('id', 'a function (event) => string', options.id);
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function')
+    throw new InvalidOptionError('onEvent', 'a function', options.onEvent);
+  if (options.random !== undefined && typeof options.random !== 'function')
+    throw new InvalidOptionError('random', 'a function returning [0, 1)', options.random);
+  return {
+    client,
+    stream,
+    idsKey,
+    orderKey,
+    origin: `producer:${name}`,
+    windowMs,
+    maxIds,
+    retry: retryPolicy(options.retry),
+    deadStream,
+    maxEvents: positiveInt('backlog.maxEvents', backlog.maxEvents ?? DEFAULT_BACKLOG_EVENTS),
+    maxBytes: positiveInt('backlog.maxBytes', backlog.maxBytes ?? DEFAULT_BACKLOG_BYTES),
+    maxEventBytes: positiveInt('maxEventBytes', options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES),
+    deriveId: options.id,
+    onEvent: options.onEvent,
+    random: options.random ?? Math.random,
+  };
+}
+
+/** The largest id, as LIMITS bounds a signature (an idempotency id is one). */
+export const MAX_ID_BYTES = LIMITS.signatureBytes;

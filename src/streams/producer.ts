@@ -1,0 +1,371 @@
+import { ClosedError, InvalidArgumentError, isOnceflowError } from '../core/errors.js';
+import { withinLimit } from '../core/limits.js';
+import { nonEmptyStringArg } from '../core/validate.js';
+import { jsonSerializer } from '../idempotency/serializer.js';
+import { evalScript } from '../redis/eval.js';
+import { scripts } from '../redis/scripts.generated.js';
+import { isClosedClient } from '../redis/store-error.js';
+import { backoffDelay } from './backoff.js';
+import { type DeadLetterReason, writeDeadLetter } from './dead-letter.js';
+import { BacklogFullError, DeadLetterFailedError, PublishFailedError } from './producer-errors.js';
+import { type ProducerEvent, producerConfig, type StreamProducerOptions } from './producer-options.js';
+import { classifyStreamError, errorMessage } from './stream-errors.js';
+
+/** A producer of one stream: see {@link createStreamProducer}. */
+export interface StreamProducer {
+  /**
+   * Appends `event` (a JSON value; bigints and Dates round-trip) to the stream once per id:
+   * resolves to its entry id, the first write's when the id was written before within the dedup
+   * window. `options.id` is the event's idempotency id (a signature of its own fields); without
+   * it the producer's `id(event)` derives it. Rejects with ERR_BACKLOG_FULL at once when the
+   * backlog is full, ERR_PUBLISH_FAILED when it gave up (the event is in the dead-letter stream),
+   * ERR_DEAD_LETTER_FAILED when the dead letter failed too, ERR_CLOSED after close.
+   */
+  publish(event: unknown, options?: { id?: string }): Promise<string>;
+  /** Events accepted and not settled yet, and their bytes. */
+  backlog(): { events: number; bytes: number };
+  /**
+   * Stops accepting publishes (they reject with ERR_CLOSED) and resolves once every event
+   * accepted before has settled: written, or given up as publish does (tries, then dead letter).
+   * Nothing accepted is dropped unreported. Does not close the client.
+   */
+  close(): Promise<void>;
+}
+
+interface Item {
+  readonly id: string;
+  readonly text: string;
+  readonly bytes: number;
+  /** Tries this event was part of. */
+  tries: number;
+  firstError: unknown;
+  lastError: unknown;
+  resolve(entryId: string): void;
+  reject(err: unknown): void;
+}
+
+// At most 256 events per script call: an event costs ~4 redis.call (HGET, XADD, HSET, RPUSH) of
+// ~1-2 µs each on a local Redis, so a full batch holds the server ~1.5-2 ms at most, the same
+// order as a ledger batch: other clients wait no longer than that.
+export const PRODUCER_MAX_BATCH = 256;
+// At most 1 MiB of arguments per call (one event larger than that goes alone): copying and parsing
+// it takes ~0.1-1 ms, and a huge command would hit Redis's client-query-buffer-limit.
+export const PRODUCER_MAX_BATCH_BYTES = 1 << 20;
+// A dead letter is tried this many times (with the producer's backoff) before the publish
+// reports it lost to both streams: the publish has already waited out its own retries, so more
+// would only hold the backlog; 3 covers a connection dropped once more in between.
+const DEAD_LETTER_TRIES = 3;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * An idempotent producer of a Redis stream (DESIGN §3.8). Each publish is one event of a batch:
+ * the publishes of one event-loop turn (and those made while a batch is in flight) go in one call
+ * of stream-publish.lua, which checks each id against the stream's dedup record and XADDs the new
+ * ones in the same atomic step. A call whose reply was lost, sent again by the client or by the
+ * producer's retry, answers the first entry ids and writes nothing twice.
+ *
+ * Order: one batch is in flight at a time, and a batch is always the oldest events still queued;
+ * a failed batch is tried again (with newer events appended up to the batch bound) before anything
+ * after it, so the events of one producer are in the stream in publish order, also across retries
+ * (an event given up on is missing from the stream, never moved).
+ *
+ * Retries: exponential backoff with full jitter (`retry`), counted per event; a retryable failure
+ * (connection, timeout, LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY) is tried again
+ * until the event's tries run out; a terminal one (WRONGTYPE, NOPERM, NOAUTH, OOM, a script
+ * error, a closed client) ends at once. Then the event is written to the dead-letter stream
+ * (reason, attempts, first and last error, origin, event, id) and its publish rejects.
+ *
+ * Backlog: events accepted and not settled (queued or in flight) are bounded by `backlog.maxEvents`
+ * and `backlog.maxBytes`; while Redis is down they wait there, and a publish past either bound
+ * rejects at once with ERR_BACKLOG_FULL.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { createStreamProducer } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:{settlements-${process.pid}}`; // its dedup record shares the {tag}
+ * const producer = createStreamProducer({ client: redis, stream });
+ * const entryId = await producer.publish({ player: 'p1', net: -300n }, { id: 'lobby-7|42|p1' });
+ * // Sent again (a retry after a lost reply, another process replaying): the first entry id.
+ * (await producer.publish({ player: 'p1', net: -300n }, { id: 'lobby-7|42|p1' })) === entryId; // true
+ * await redis.xlen(stream); // 1
+ * await producer.close();
+ * await redis.del(stream, `${stream}:dedup:ids`, `${stream}:dedup:order`);
+ * redis.disconnect();
+ * ```
+ */
+export function createStreamProducer(options: StreamProducerOptions): StreamProducer {
+  const config = producerConfig(options);
+  const queue: Item[] = [];
+  let head = 0; // queue[head..] are unsettled; the prefix is dropped in chunks
+  let bytes = 0;
+  let running = false;
+  let closed = false;
+  let idle: Promise<void> = Promise.resolve();
+  let markIdle: () => void = () => {};
+  // A throwing hook must not stop the pump (the events behind would never settle): its error is dropped.
+  const hook = config.onEvent;
+  const emit =
+    hook === undefined
+      ? undefined
+      : (event: ProducerEvent) => {
+          try {
+            hook(event);
+          } catch {}
+        };
+
+  const pending = () => queue.length - head;
+
+  const settle = (item: Item) => {
+    bytes -= item.bytes;
+  };
+
+  const start = () => {
+    if (running) return;
+    running = true;
+    idle = new Promise((resolve) => {
+      markIdle = resolve;
+    });
+    // A turn of the event loop first: the publishes of this turn join the first batch.
+    setImmediate(() => void pump());
+  };
+
+  async function pump(): Promise<void> {
+    try {
+      while (pending() > 0) {
+        const batch = takeBatch();
+        await runBatch(batch);
+        // Drop settled items from the front (every one of batch is settled by runBatch).
+        head += batch.length;
+        if (head > 1024 && head * 2 > queue.length) {
+          queue.splice(0, head);
+          head = 0;
+        }
+      }
+    } finally {
+      running = false;
+      markIdle();
+      if (pending() > 0) start();
+    }
+  }
+
+  function takeBatch(): Item[] {
+    const batch: Item[] = [];
+    let size = 0;
+    for (let i = head; i < queue.length && batch.length < PRODUCER_MAX_BATCH; i++) {
+      const item = queue[i] as Item;
+      if (batch.length > 0 && size + item.bytes > PRODUCER_MAX_BATCH_BYTES) break;
+      batch.push(item);
+      size += item.bytes;
+    }
+    return batch;
+  }
+
+  // Tries `batch` until each event is written or given up. The batch keeps its events across
+  // tries (never a newer event before an older one); an event whose tries ran out leaves it.
+  async function runBatch(batch: Item[]): Promise<void> {
+    let live = batch;
+    for (;;) {
+      const closedClient = isClosedClient(config.client as object);
+      try {
+        const reply = await send(live);
+        for (const [i, item] of live.entries()) {
+          const entryId = String(reply[2 * i]);
+          settle(item);
+          item.resolve(entryId);
+          emit?.({ type: 'published', id: item.id, entryId, duplicate: reply[2 * i + 1] === 0 });
+        }
+        return;
+      } catch (err) {
+        const failure = classifyStreamError(err, closedClient);
+        for (const item of live) {
+          item.tries++;
+          item.firstError ??= err;
+          item.lastError = err;
+        }
+        if (!failure.retryable) {
+          await terminal(live);
+          return;
+        }
+        const done = live.filter((item) => item.tries >= config.retry.attempts);
+        for (const item of done) await giveUp(item, 'publish-failed');
+        live = live.filter((item) => item.tries < config.retry.attempts);
+        if (live.length === 0) return;
+        const attempt = Math.min(...live.map((item) => item.tries));
+        const delayMs = backoffDelay(config.retry, attempt, config.random);
+        emit?.({ type: 'retried', attempt, delayMs, events: live.length, error: err });
+        await sleep(delayMs);
+      }
+    }
+  }
+
+  // A terminal failure of a batch of several events: each is sent alone once, so only the ones
+  // that fail are dead-lettered (a script stops at its failing event with the earlier ones written;
+  // sent again, those answer their entry ids as duplicates).
+  async function terminal(live: Item[]): Promise<void> {
+    if (live.length === 1) {
+      await giveUp(live[0] as Item, 'terminal-error');
+      return;
+    }
+    for (const item of live) {
+      try {
+        const reply = await send([item]);
+        settle(item);
+        item.resolve(String(reply[0]));
+        emit?.({ type: 'published', id: item.id, entryId: String(reply[0]), duplicate: reply[1] === 0 });
+      } catch (alone) {
+        item.tries++;
+        item.lastError = alone;
+        const retryable = classifyStreamError(alone, isClosedClient(config.client as object)).retryable;
+        await giveUp(item, retryable ? 'publish-failed' : 'terminal-error');
+      }
+    }
+  }
+
+  async function send(items: readonly Item[]): Promise<unknown[]> {
+    const args: string[] = new Array(2 + 2 * items.length);
+    args[0] = String(config.windowMs);
+    args[1] = String(config.maxIds);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as Item;
+      args[2 + 2 * i] = item.id;
+      args[3 + 2 * i] = item.text;
+    }
+    const reply = await evalScript(
+      config.client,
+      scripts.streamPublish,
+      [config.stream, config.idsKey, config.orderKey],
+      args,
+    );
+    if (!Array.isArray(reply) || reply.length !== 2 * items.length)
+      throw new Error(
+        `stream-publish answered ${JSON.stringify(reply)?.slice(0, 200)} to ${items.length} events`,
+      );
+    return reply;
+  }
+
+  async function giveUp(item: Item, reason: DeadLetterReason): Promise<void> {
+    settle(item);
+    const { deadStream } = config;
+    if (deadStream === undefined) {
+      emit?.({
+        type: 'dead-lettered',
+        id: item.id,
+        reason: reason as 'publish-failed',
+        attempts: item.tries,
+        deadLetterId: undefined,
+      });
+      item.reject(new PublishFailedError(item.id, reason, item.tries, undefined, undefined, item.lastError));
+      return;
+    }
+    const letter = {
+      reason,
+      attempts: item.tries,
+      firstError: errorMessage(item.firstError),
+      lastError: errorMessage(item.lastError),
+      origin: config.origin,
+      event: item.text,
+      id: item.id,
+    };
+    let lastDeadError: unknown;
+    for (let tryNo = 1; tryNo <= DEAD_LETTER_TRIES; tryNo++) {
+      try {
+        const deadLetterId = await writeDeadLetter(config.client, deadStream, letter);
+        emit?.({
+          type: 'dead-lettered',
+          id: item.id,
+          reason: reason as 'publish-failed',
+          attempts: item.tries,
+          deadLetterId,
+        });
+        item.reject(
+          new PublishFailedError(item.id, reason, item.tries, deadStream, deadLetterId, item.lastError),
+        );
+        return;
+      } catch (err) {
+        lastDeadError = err;
+        if (!classifyStreamError(err, isClosedClient(config.client as object)).retryable) break;
+        if (tryNo < DEAD_LETTER_TRIES) await sleep(backoffDelay(config.retry, tryNo, config.random));
+      }
+    }
+    emit?.({
+      type: 'dead-lettered',
+      id: item.id,
+      reason: reason as 'publish-failed',
+      attempts: item.tries,
+      deadLetterId: undefined,
+    });
+    item.reject(
+      new DeadLetterFailedError(item.id, reason, item.tries, deadStream, item.lastError, lastDeadError),
+    );
+  }
+
+  const close = async () => {
+    closed = true;
+    await idle;
+    while (running || pending() > 0) await idle;
+  };
+  if (options.signal !== undefined) {
+    if (options.signal.aborted) closed = true;
+    else options.signal.addEventListener('abort', () => void close(), { once: true });
+  }
+
+  return {
+    publish(event: unknown, publishOptions?: { id?: string }): Promise<string> {
+      try {
+        if (closed) throw new ClosedError('stream producer');
+        const given = publishOptions?.id;
+        let id: string;
+        if (given !== undefined) id = nonEmptyStringArg('options.id', given);
+        else if (config.deriveId !== undefined) id = nonEmptyStringArg('id(event)', config.deriveId(event));
+        else
+          throw new InvalidArgumentError(
+            'options.id',
+            "the event's idempotency id (a signature of its fields), or an `id(event)` option on the producer",
+            given,
+          );
+        withinLimit('options.id', id, 'signatureBytes');
+        let text: string;
+        try {
+          text = jsonSerializer.serialize(event);
+        } catch (err) {
+          if (isOnceflowError(err, 'ERR_INVALID_ARGUMENT'))
+            throw new InvalidArgumentError('event', 'a JSON value (bigints and Dates allowed)', event);
+          throw err;
+        }
+        const size = Buffer.byteLength(text, 'utf8');
+        if (size > config.maxEventBytes)
+          throw new InvalidArgumentError(
+            'event',
+            `at most ${config.maxEventBytes} bytes encoded (\`maxEventBytes\`; this one has ${size})`,
+            event,
+          );
+        const itemBytes = size + Buffer.byteLength(id, 'utf8');
+        if (pending() >= config.maxEvents || bytes + itemBytes > config.maxBytes) {
+          emit?.({ type: 'backlog-full', events: pending(), bytes });
+          throw new BacklogFullError(pending(), bytes, config.maxEvents, config.maxBytes);
+        }
+        return new Promise<string>((resolve, reject) => {
+          queue.push({
+            id,
+            text,
+            bytes: itemBytes,
+            tries: 0,
+            firstError: undefined,
+            lastError: undefined,
+            resolve,
+            reject,
+          });
+          bytes += itemBytes;
+          start();
+        });
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+    backlog: () => ({ events: pending(), bytes }),
+    close,
+  };
+}
