@@ -39,6 +39,12 @@ export const ErrorCode = Object.freeze({
   LEASE_LOST: 'ERR_LEASE_LOST',
   /** An idempotent call's result is over `maxResultBytes`: `fn` ran, nothing was recorded. */
   RESULT_TOO_LARGE: 'ERR_RESULT_TOO_LARGE',
+  /** A stream producer's backlog is full (count or bytes): the publish was refused at once, nothing was queued. */
+  BACKLOG_FULL: 'ERR_BACKLOG_FULL',
+  /** A publish gave up (tries ran out or a terminal error); the event is in the dead-letter stream. */
+  PUBLISH_FAILED: 'ERR_PUBLISH_FAILED',
+  /** A publish gave up and writing its dead letter failed too: the event is in neither stream. */
+  DEAD_LETTER_FAILED: 'ERR_DEAD_LETTER_FAILED',
 } as const);
 
 /** The union of every code in {@link ErrorCode}. */

@@ -1,16 +1,11 @@
-import { type ErrorCode, OnceflowError } from '../core/errors.js';
+import { ErrorCode, OnceflowError } from '../core/errors.js';
 import type { DeadLetterReason } from './dead-letter.js';
 
-// These codes belong in core's ErrorCode table (src/core/errors.ts); until they are there they are
-// declared here, typed as codes so OnceflowError takes them.
-/** Codes of the stream producer's errors (to join {@link ErrorCode}). */
+/** The stream producer's codes, from the one {@link ErrorCode} table. */
 export const StreamErrorCode = Object.freeze({
-  /** The producer's backlog is full (count or bytes): the publish was refused at once, nothing was queued. */
-  BACKLOG_FULL: 'ERR_BACKLOG_FULL' as ErrorCode,
-  /** A publish gave up (tries ran out or a terminal error); the event is in the dead-letter stream. */
-  PUBLISH_FAILED: 'ERR_PUBLISH_FAILED' as ErrorCode,
-  /** A publish gave up and writing its dead letter failed too: the event is in neither stream. */
-  DEAD_LETTER_FAILED: 'ERR_DEAD_LETTER_FAILED' as ErrorCode,
+  BACKLOG_FULL: ErrorCode.BACKLOG_FULL,
+  PUBLISH_FAILED: ErrorCode.PUBLISH_FAILED,
+  DEAD_LETTER_FAILED: ErrorCode.DEAD_LETTER_FAILED,
 });
 
 /**

@@ -33,6 +33,7 @@ const ENTRY_POINTS: Record<string, string[]> = {
   'onceflow/testing': ['conformance', 'wrapStore', 'startTcpProxy', 'startRedis', 'startCluster'],
   'onceflow/redis': ['createRedisStore'],
   'onceflow/postgres': ['createPostgresStore', 'migrate'],
+  'onceflow/streams': ['createStreamProducer'],
 };
 
 /**
@@ -99,7 +100,7 @@ describe('package exports', () => {
     // where they import no package themselves: the Redis store takes the caller's client.
     const adapters = [...seen]
       .map((f) => relative(dist, f))
-      .filter((f) => ['cli', 'demo', 'postgres', 'redis', 'testing'].includes(f.split(sep)[0] as string));
+      .filter((f) => ['cli', 'demo', 'postgres', 'redis', 'streams', 'testing'].includes(f.split(sep)[0] as string));
     expect(adapters).toEqual([]);
   });
 
