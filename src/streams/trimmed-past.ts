@@ -115,10 +115,13 @@ export async function checkTrimmedPast(
   const beforeFirst = firstId === undefined || compareStreamIds(pos, parseStreamId(firstId)) < 0;
   let missed: number | undefined = 0;
   if (beforeFirst) {
-    if (entriesRead !== '') {
+    // A group still at 0-0 has read nothing, though the server leaves its entries-read unset
+    // until its first read.
+    const read = entriesRead !== '' ? entriesRead : lastDelivered === '0-0' ? '0' : '';
+    if (read !== '') {
       // Every remaining entry is after the position, so what the group has not read and is gone
       // is what it has not read, less what remains.
-      missed = Math.max(0, Number(added) - Number(entriesRead) - Number(length));
+      missed = Math.max(0, Number(added) - Number(read) - Number(length));
     } else {
       // Unknown count: entries after the position existed if the stream ever had an id past it
       // and any entry was removed.

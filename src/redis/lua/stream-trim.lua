@@ -20,10 +20,10 @@
            group    the group whose position was the bound ('' otherwise)
 
   The floor of a group is its oldest pending entry when it has any (that entry is delivered and not
-  acknowledged; everything before it is acknowledged), else its last-delivered-id itself: MINID
-  keeps ids >= the floor, so that one entry (delivered and acknowledged) stays too, one entry more
-  than needed in exchange for no id arithmetic past 2^53 in Lua's doubles.
-  Ids are compared part by part as decimal strings (both parts are unsigned 64-bit).
+  acknowledged; everything before it is acknowledged), else the id right after its
+  last-delivered-id (MINID keeps ids >= the floor: the entries it has not been delivered yet).
+  Ids are compared and incremented part by part as decimal strings (both parts are unsigned
+  64-bit, past what Lua's doubles hold exactly).
 ]]
 
 -- #include lib/int-compare.lua
@@ -34,6 +34,24 @@ local function id_cmp(a, b)
   local c = cmp(ams, bms)
   if c ~= 0 then return c end
   return cmp(aseq, bseq)
+end
+
+-- A canonical decimal string plus one.
+local function inc(d)
+  local i = #d
+  while i > 0 and d:sub(i, i) == '9' do i = i - 1 end
+  if i == 0 then return '1' .. string.rep('0', #d) end
+  return d:sub(1, i - 1) .. string.char(d:byte(i) + 1) .. string.rep('0', #d - i)
+end
+
+local U64_MAX = '18446744073709551615'
+
+-- The smallest id after `id`; `id` itself after the last id there can be (nothing follows it).
+local function next_id(id)
+  local ms, seq = id:match('^(%d+)-(%d+)$')
+  if seq ~= U64_MAX then return ms .. '-' .. inc(seq) end
+  if ms ~= U64_MAX then return inc(ms) .. '-0' end
+  return id
 end
 
 local stream = KEYS[1]
@@ -65,7 +83,7 @@ local bound, holder = 'age', ''
 
 if ARGV[2] == 'floor' then
   for _, info in ipairs(groups) do
-    local floor, why = info['last-delivered-id'], 'undelivered'
+    local floor, why = next_id(info['last-delivered-id']), 'undelivered'
     if tonumber(info['pending']) > 0 then
       floor, why = redis.call('XPENDING', stream, info['name'])[2], 'pending'
     end
