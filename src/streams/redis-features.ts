@@ -119,14 +119,19 @@ export function commandTokens(reply: unknown): Map<string, Set<string>> | undefi
   return out;
 }
 
+// A doc is a list of key/value pairs (keys are strings); the value of `arguments` is a list of
+// such docs. Only a value under a `token` key is a token: a summary that reads "token" is text.
 function collectTokens(node: unknown, into: Set<string>): void {
   if (!Array.isArray(node)) return;
-  for (let i = 0; i < node.length; i++) {
-    const item = node[i];
-    if (text(item) === 'token') {
+  if (text(node[0]) === undefined) {
+    for (const item of node) collectTokens(item, into);
+    return;
+  }
+  for (let i = 0; i + 1 < node.length; i += 2) {
+    if (text(node[i]) === 'token') {
       const token = text(node[i + 1]);
       if (token !== undefined) into.add(token.toUpperCase());
-    } else collectTokens(item, into);
+    } else collectTokens(node[i + 1], into);
   }
 }
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisLike } from '../../src/redis/eval.js';
-import { forgetStreamFeatures, streamFeatures } from '../../src/streams/redis-features.js';
+import { commandTokens, forgetStreamFeatures, streamFeatures } from '../../src/streams/redis-features.js';
 import { startRetention, trimStream } from '../../src/streams/retention.js';
 import { checkReaderPosition, checkTrimmedPast } from '../../src/streams/trimmed-past.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
@@ -141,6 +141,9 @@ describe('stream retention on Redis 7.0', () => {
     expect(f).toMatchObject({ trimAcked: false, addIdempotent: false, source: 'command-docs' });
     expect(f.version).toMatch(/^\d+\.\d+/);
     expect(await streamFeatures(client)).toBe(f); // cached per client
+    // The parser reads the real reply: 7.0's XTRIM has its 6.2 tokens, and no ACKED.
+    const tokens = commandTokens(await client.call('COMMAND', 'DOCS', 'XTRIM'))?.get('xtrim');
+    expect([...(tokens ?? [])].sort()).toEqual(['=', 'LIMIT', 'MAXLEN', 'MINID', '~']);
   });
 
   it("mode 'acked' sends XTRIM ... ACKED (refused by 7.0 as a syntax error)", async () => {
