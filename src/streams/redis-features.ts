@@ -30,8 +30,14 @@ const cache = new WeakMap<object, Promise<StreamFeatures>>();
  *
  * @example
  * ```ts
+ * import { Redis } from 'ioredis';
+ * import { streamFeatures } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
  * const features = await streamFeatures(redis);
- * features.trimAcked; // false on Redis 7.0, true on 8.2 and later
+ * // false on Redis 7.0, true on 8.2 and later
+ * typeof features.trimAcked; // 'boolean'
+ * (await streamFeatures(redis)) === features; // true
+ * redis.disconnect();
  * ```
  */
 export function streamFeatures(client: RedisLike): Promise<StreamFeatures> {
@@ -53,8 +59,13 @@ export function streamFeatures(client: RedisLike): Promise<StreamFeatures> {
  *
  * @example
  * ```ts
- * forgetStreamFeatures(redis);
- * await streamFeatures(redis); // detected anew
+ * import { Redis } from 'ioredis';
+ * import { forgetStreamFeatures, streamFeatures } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const before = await streamFeatures(redis);
+ * forgetStreamFeatures(redis); // after a failover: the next call asks the server again
+ * (await streamFeatures(redis)) === before; // false
+ * redis.disconnect();
  * ```
  */
 export function forgetStreamFeatures(client: RedisLike): void {

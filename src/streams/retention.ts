@@ -63,9 +63,22 @@ const BOUNDS = new Set(['age', 'pending', 'undelivered', 'acked', 'missing-group
  *
  * @example
  * ```ts
- * const r = await trimStream({ client: redis, stream: 'settlements', maxAge: '1h' });
- * r.trimmed; // entries removed
- * r.bound;   // 'age', or 'pending' / 'undelivered' with r.group the group that held it back
+ * import { Redis } from 'ioredis';
+ * import { trimStream } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:settlements`;
+ * // Ids carry their time: these three were added 1 s after the epoch, long past any maxAge.
+ * for (const seq of [1, 2, 3]) await redis.xadd(stream, `1000-${seq}`, 'e', String(seq));
+ * await redis.xgroup('CREATE', stream, 'billing', '0');
+ * await redis.xreadgroup('GROUP', 'billing', 'c1', 'COUNT', 2, 'STREAMS', stream, '>');
+ * await redis.xack(stream, 'billing', '1000-1');
+ * // 1000-2 is pending in 'billing' and 1000-3 not delivered yet: they stay, however old.
+ * const r = await trimStream({ client: redis, stream, maxAge: '1h' });
+ * r.trimmed; // 1
+ * await redis.xlen(stream); // 2
+ * // r.bound: 'pending' (r.group 'billing') on Redis 7.0; 'acked' where XTRIM has ACKED (8.2)
+ * await redis.del(stream);
+ * redis.disconnect();
  * ```
  */
 export async function trimStream(options: TrimStreamOptions): Promise<TrimResult> {
@@ -115,7 +128,8 @@ async function run(
   try {
     reply = await evalScript(client, scripts.streamTrim, [stream], args);
   } catch (err) {
-    if (mode === 'acked' && isSyntaxError(err)) throw err;
+    // 'script': the trim is the script's one write, so a failure before it changed nothing, but
+    // a lost reply may hide a trim that ran (harmless to repeat: trimming is idempotent).
     throw redisStoreError('trimStream', err, false, 'script');
   }
   const [trimmed, minId, bound, group] = reply as [number, string, string, string];
@@ -129,8 +143,10 @@ async function run(
   });
 }
 
+// The server's reply, under the StoreError that wraps it: XTRIM refused an option it does not know.
 function isSyntaxError(err: unknown): boolean {
-  return err instanceof Error && /\bsyntax error\b/i.test(err.message);
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+  return cause instanceof Error && cause.name === 'ReplyError' && /\bsyntax error\b/i.test(cause.message);
 }
 
 /** Options of {@link startRetention}: those of {@link trimStream}, and how often. */
@@ -157,9 +173,17 @@ export interface Retention {
  *
  * @example
  * ```ts
- * const retention = startRetention({ client: redis, stream: 'settlements', maxAge: '1h', every: '1m' });
- * // ...
- * await retention.stop();
+ * import { Redis } from 'ioredis';
+ * import { startRetention } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:retained`;
+ * await redis.xadd(stream, '1000-1', 'e', '1');
+ * const trims = [];
+ * const retention = startRetention({ client: redis, stream, maxAge: '1h', every: '1m', onTrim: (r) => trims.push(r.trimmed) });
+ * await retention.stop(); // the first trim runs at once; stop() waits for the one in flight
+ * trims; // [1]
+ * await redis.del(stream);
+ * redis.disconnect();
  * ```
  */
 export function startRetention(options: RetentionOptions): Retention {

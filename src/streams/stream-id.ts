@@ -17,6 +17,7 @@ const ID = /^(\d{1,20})-(\d{1,20})$/;
  *
  * @example
  * ```ts
+ * import { parseStreamId } from 'onceflow/streams';
  * parseStreamId('1700000000000-3'); // { ms: 1700000000000n, seq: 3n }
  * ```
  */

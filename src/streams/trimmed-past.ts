@@ -75,8 +75,18 @@ const NOT_FOUND = Object.freeze({
  *
  * @example
  * ```ts
- * const check = await checkTrimmedPast(redis, 'settlements', 'billing');
- * if (check.behind) metrics.trimmedPast(check.event); // { missed: 2, firstId: '...', ... }
+ * import { Redis } from 'ioredis';
+ * import { checkTrimmedPast } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:audited`;
+ * for (const seq of [1, 2, 3, 4]) await redis.xadd(stream, `1000-${seq}`, 'e', String(seq));
+ * await redis.xgroup('CREATE', stream, 'billing', '0');
+ * await redis.xtrim(stream, 'MINID', '1000-3'); // a plain XTRIM, blind to the group
+ * const check = await checkTrimmedPast(redis, stream, 'billing');
+ * [check.behind, check.missed, check.firstId]; // [true, 2, '1000-3']
+ * check.event?.type; // 'trimmed-past'
+ * await redis.del(stream);
+ * redis.disconnect();
  * ```
  */
 export async function checkTrimmedPast(
@@ -176,8 +186,17 @@ export interface ReaderPosition {
  *
  * @example
  * ```ts
- * const check = await checkReaderPosition(redis, 'settlements', { lastId: '1700000000000-0', entriesRead: 41 });
- * check.behind; // true when entries after 1700000000000-0 that it never read are gone
+ * import { Redis } from 'ioredis';
+ * import { checkReaderPosition } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:read-plainly`;
+ * for (const seq of [1, 2, 3]) await redis.xadd(stream, `1000-${seq}`, 'e', String(seq));
+ * await redis.xtrim(stream, 'MINID', '1000-3');
+ * // A reader that read 1000-1 only: 1000-2 went before it got there.
+ * (await checkReaderPosition(redis, stream, { lastId: '1000-1', entriesRead: 1 })).missed; // 1
+ * (await checkReaderPosition(redis, stream, { lastId: '1000-2', entriesRead: 2 })).behind; // false
+ * await redis.del(stream);
+ * redis.disconnect();
  * ```
  */
 export async function checkReaderPosition(

@@ -67,9 +67,19 @@ const DEFAULT_PAGE = 1_000;
  *
  * @example
  * ```ts
- * const w = await readWindow({ client: redis, stream: 'settlements', from: Date.now() - 60_000, to: Date.now() });
- * for (const e of w.entries) console.log(e.id, e.event);
- * w.complete; // false if the stream was trimmed into the window
+ * import { Redis } from 'ioredis';
+ * import { readWindow } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:windowed`;
+ * await redis.xadd(stream, '1000-0', 'e', JSON.stringify({ n: 1 }), 'i', 'ev1');
+ * await redis.xadd(stream, '1500-0', 'e', JSON.stringify({ n: 2 }), 'i', 'ev2');
+ * await redis.xadd(stream, '2000-0', 'e', JSON.stringify({ n: 3 }), 'i', 'ev3');
+ * const w = await readWindow({ client: redis, stream, from: 1000, to: 2000 });
+ * w.entries.map((e) => e.event); // [{ n: 1 }, { n: 2 }]
+ * w.entries.map((e) => e.eventId); // ['ev1', 'ev2']
+ * w.complete; // true
+ * await redis.del(stream);
+ * redis.disconnect();
  * ```
  */
 export async function readWindow(options: ReadWindowOptions): Promise<StreamWindow> {
@@ -189,9 +199,18 @@ export interface StreamWindowsOptions extends Omit<ReadWindowOptions, 'from' | '
  *
  * @example
  * ```ts
- * for await (const w of streamWindows({ client: redis, stream: 'settlements', from: t0, to: t1, size: '1m' })) {
- *   console.log(w.from, w.entries.length, w.complete);
+ * import { Redis } from 'ioredis';
+ * import { streamWindows } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:tumbling`;
+ * for (const ms of [1000, 1500, 2000]) await redis.xadd(stream, `${ms}-0`, 'e', JSON.stringify({ ms }));
+ * const sizes = [];
+ * for await (const w of streamWindows({ client: redis, stream, from: 1000, to: 3000, size: '1s' })) {
+ *   sizes.push(w.entries.length);
  * }
+ * sizes; // [2, 1]
+ * await redis.del(stream);
+ * redis.disconnect();
  * ```
  */
 export async function* streamWindows(options: StreamWindowsOptions): AsyncGenerator<StreamWindow> {
