@@ -16,5 +16,30 @@ export {
   StreamErrorCode,
 } from './producer-errors.js';
 export type { ProducerEvent, StreamProducerOptions } from './producer-options.js';
-export { detectIdempotentXadd } from './redis-features.js';
+export { forgetStreamFeatures, type StreamFeatures, streamFeatures } from './redis-features.js';
+export {
+  type Retention,
+  type RetentionOptions,
+  startRetention,
+  type TrimResult,
+  type TrimStreamOptions,
+  trimStream,
+} from './retention.js';
 export { classifyStreamError, type StreamFailure } from './stream-errors.js';
+export { parseStreamId, type StreamId } from './stream-id.js';
+export {
+  type CheckTrimmedPastOptions,
+  checkReaderPosition,
+  checkTrimmedPast,
+  type ReaderPosition,
+  type TrimmedPastCheck,
+  type TrimmedPastEvent,
+} from './trimmed-past.js';
+export {
+  type ReadWindowOptions,
+  readWindow,
+  type StreamWindow,
+  type StreamWindowsOptions,
+  streamWindows,
+  type WindowEntry,
+} from './windows.js';

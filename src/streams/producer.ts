@@ -70,6 +70,13 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * after it, so the events of one producer are in the stream in publish order, also across retries
  * (an event given up on is missing from the stream, never moved).
  *
+ * The dedup is the script on every server, Redis 8.6's idempotent XADD (`IDMP`, which
+ * `streamFeatures(client).addIdempotent` detects) included: IDMP keeps at most 10 000 ids per
+ * producer id for at most 86 400 s (the script: any `dedup.maxIds` and `window`), `XCFGSET` clears
+ * every recorded id of the stream when its bounds change (two producers configured differently
+ * would erase each other's record), and its record is per producer id, where a self-contained id
+ * must dedup across producers.
+ *
  * Retries: exponential backoff with full jitter (`retry`), counted per event; a retryable failure
  * (connection, timeout, LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY) is tried again
  * until the event's tries run out; a terminal one (WRONGTYPE, NOPERM, NOAUTH, OOM, a script

@@ -1,9 +1,10 @@
-// Redis 8.6 idempotent XADD detection, and the fallback on this Redis (7.0): the script path.
+// Redis 8.6 idempotent XADD detection (streamFeatures; its reply parsing is tested in
+// src/streams/redis-features.test.ts), and the fallback on this Redis (7.0): the script path.
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createStreamProducer } from '../../src/streams/producer.js';
 import { dedupKeys } from '../../src/streams/producer-options.js';
-import { detectIdempotentXadd } from '../../src/streams/redis-features.js';
+import { streamFeatures } from '../../src/streams/redis-features.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 describe('idempotent XADD detection', () => {
@@ -17,7 +18,7 @@ describe('idempotent XADD detection', () => {
   it('finds no IDMP on Redis 7.x, and the producer dedups by its script there', async () => {
     const version = /redis_version:(\d+)\.(\d+)/.exec(await redis.info('server'));
     const [major, minor] = [Number(version?.[1]), Number(version?.[2])];
-    const has = await detectIdempotentXadd(redis);
+    const has = (await streamFeatures(redis)).addIdempotent;
     expect(has).toBe(major > 8 || (major === 8 && minor >= 6));
     const stream = `${prefix}{fallback}`;
     const p = createStreamProducer({ client: redis, stream });
@@ -26,27 +27,5 @@ describe('idempotent XADD detection', () => {
     // The script's own record holds the id: the fallback path ran.
     expect(await redis.hget(dedupKeys(stream)[0], 'f1')).toBe(first);
     await p.close();
-  });
-
-  it('reads IDMP from a COMMAND DOCS reply that lists it (RESP2 arrays or RESP3 maps), false on an error', async () => {
-    const resp2 = [
-      'xadd',
-      [
-        'summary',
-        'Appends',
-        'arguments',
-        [
-          ['name', 'key'],
-          ['name', 'idmp', 'type', 'block'],
-        ],
-      ],
-    ];
-    const resp3 = new Map([['xadd', new Map([['arguments', [new Map([['name', 'IDMP']])]]])]]);
-    expect(await detectIdempotentXadd({ call: async () => resp2 })).toBe(true);
-    expect(await detectIdempotentXadd({ call: async () => resp3 })).toBe(true);
-    expect(
-      await detectIdempotentXadd({ call: async () => ['xadd', ['arguments', [['name', 'nomkstream']]]] }),
-    ).toBe(false);
-    expect(await detectIdempotentXadd({ call: () => Promise.reject(new Error('NOPERM')) })).toBe(false);
   });
 });

@@ -1,0 +1,232 @@
+import { type Duration, parseDuration } from '../core/duration.js';
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { nonEmptyString, positiveInt } from '../core/validate.js';
+import { jsonSerializer } from '../idempotency/serializer.js';
+import type { RedisLike } from '../redis/eval.js';
+import { redisStoreError } from '../redis/store-error.js';
+import { compareStreamIds, parseStreamId } from './stream-id.js';
+import type { TrimmedPastEvent } from './trimmed-past.js';
+
+/** One entry of a window: its id, its time, and its event decoded. */
+export interface WindowEntry {
+  readonly id: string;
+  /** The id's time part (ms): when the entry was added (by the server's clock). */
+  readonly at: number;
+  /** The event (field `e`, tagged JSON: bigints and Dates come back), `undefined` without `e`. */
+  readonly event: unknown;
+  /** The event's idempotency id (field `i`), when it has one. */
+  readonly eventId: string | undefined;
+  /** Every field of the entry as Redis holds it. */
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/** A time window of a stream: {@link readWindow}. */
+export interface StreamWindow {
+  /** Start (ms, inclusive) and end (ms, exclusive). */
+  readonly from: number;
+  readonly to: number;
+  readonly entries: readonly WindowEntry[];
+  /** More entries are in the window than `count` allowed: the window is cut, not whole. */
+  readonly truncated: boolean;
+  /**
+   * `false` when entries of the window may have been trimmed before they were read (the
+   * stream's first entry is after `from` and entries were removed): reported through
+   * `onTrimmedPast` too, never assumed whole.
+   */
+  readonly complete: boolean;
+}
+
+/** Options of {@link readWindow}. */
+export interface ReadWindowOptions {
+  client: RedisLike;
+  stream: string;
+  /** Start, inclusive: ms since the epoch, or a Date. */
+  from: number | Date;
+  /** End, exclusive. */
+  to: number | Date;
+  /**
+   * At most this many entries are returned (the rest: `truncated`). Default 10,000: a window is
+   * held in memory whole, so it needs a bound; 10,000 entries of ~200 bytes are ~2 MB.
+   */
+  count?: number;
+  /**
+   * Entries per XRANGE call. Default 1,000: large enough that the round trips do not dominate,
+   * small enough that one call does not hold the server for long (XRANGE is O(N) in what it returns).
+   */
+  pageSize?: number;
+  /** Called when the window may have lost entries to trimming (`complete: false`). */
+  onTrimmedPast?: (event: TrimmedPastEvent) => void;
+}
+
+const DEFAULT_COUNT = 10_000;
+const DEFAULT_PAGE = 1_000;
+
+/**
+ * The entries of `stream` added in [from, to) by time: `XRANGE` by id range (`from-0` to
+ * `(to-0`), a page at a time, at most `count` entries, events decoded.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { readWindow } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:windowed`;
+ * await redis.xadd(stream, '1000-0', 'e', JSON.stringify({ n: 1 }), 'i', 'ev1');
+ * await redis.xadd(stream, '1500-0', 'e', JSON.stringify({ n: 2 }), 'i', 'ev2');
+ * await redis.xadd(stream, '2000-0', 'e', JSON.stringify({ n: 3 }), 'i', 'ev3');
+ * const w = await readWindow({ client: redis, stream, from: 1000, to: 2000 });
+ * w.entries.map((e) => e.event); // [{ n: 1 }, { n: 2 }]
+ * w.entries.map((e) => e.eventId); // ['ev1', 'ev2']
+ * w.complete; // true
+ * await redis.del(stream);
+ * redis.disconnect();
+ * ```
+ */
+export async function readWindow(options: ReadWindowOptions): Promise<StreamWindow> {
+  const { client } = options;
+  const stream = nonEmptyString('stream', options.stream);
+  const from = timeArg('from', options.from);
+  const to = timeArg('to', options.to);
+  if (to < from) throw new InvalidArgumentError('to', `a time at or after \`from\` (${from})`, to);
+  const count = options.count === undefined ? DEFAULT_COUNT : positiveInt('count', options.count);
+  const pageSize = options.pageSize === undefined ? DEFAULT_PAGE : positiveInt('pageSize', options.pageSize);
+  const entries: WindowEntry[] = [];
+  let truncated = false;
+  let start = `${from}-0`;
+  const end = `(${to}-0`;
+  try {
+    while (from < to) {
+      // One more than still fits: that extra entry says the window is cut.
+      const want = Math.min(pageSize, count - entries.length + 1);
+      const page = (await client.call('XRANGE', stream, start, end, 'COUNT', want)) as [string, string[]][];
+      for (const [id, flat] of page) {
+        if (entries.length === count) {
+          truncated = true;
+          break;
+        }
+        entries.push(decodeEntry(id, flat));
+      }
+      if (truncated || page.length < want) break;
+      start = `(${(page[page.length - 1] as [string, string[]])[0]}`;
+    }
+  } catch (err) {
+    throw redisStoreError('readWindow', err, false, 'read');
+  }
+  // Read after the pages: trimming removes a prefix, so if the first entry now is at or before
+  // `from`, nothing of the window was trimmed while (or before) it was read.
+  const complete = from >= to || (await wholeSince(client, stream, from, options.onTrimmedPast));
+  return Object.freeze({ from, to, entries: Object.freeze(entries), truncated, complete });
+}
+
+async function wholeSince(
+  client: RedisLike,
+  stream: string,
+  from: number,
+  onTrimmedPast: ((event: TrimmedPastEvent) => void) | undefined,
+): Promise<boolean> {
+  let info: unknown;
+  try {
+    info = await client.call('XINFO', 'STREAM', stream);
+  } catch (err) {
+    if (err instanceof Error && /no such key/i.test(err.message)) return true;
+    throw redisStoreError('readWindow', err, false, 'read');
+  }
+  const fields = new Map<string, unknown>();
+  if (Array.isArray(info))
+    for (let i = 0; i + 1 < info.length; i += 2) fields.set(String(info[i]), info[i + 1]);
+  const first = fields.get('first-entry');
+  const firstId = Array.isArray(first) ? String(first[0]) : undefined;
+  const position = `${from}-0`;
+  if (firstId !== undefined && compareStreamIds(parseStreamId(firstId), parseStreamId(position)) <= 0)
+    return true;
+  if (Number(fields.get('entries-added')) === Number(fields.get('length'))) return true;
+  // The stream's newest id is before the window: nothing of the window ever existed.
+  const lastGenerated = parseStreamId(String(fields.get('last-generated-id')));
+  if (compareStreamIds(lastGenerated, parseStreamId(position)) < 0) return true;
+  onTrimmedPast?.(
+    Object.freeze({
+      type: 'trimmed-past',
+      stream,
+      group: undefined,
+      position,
+      firstId,
+      missed: undefined,
+      pendingTrimmed: 0,
+      gapMs: firstId === undefined ? 0 : Math.max(0, Number(parseStreamId(firstId).ms) - from),
+    }),
+  );
+  return false;
+}
+
+/** An entry as XRANGE gives it (`[id, [field, value, ...]]`), decoded. */
+export function decodeEntry(id: string, flat: readonly string[]): WindowEntry {
+  const fields: Record<string, string> = Object.create(null);
+  for (let i = 0; i + 1 < flat.length; i += 2) fields[String(flat[i])] = String(flat[i + 1]);
+  const e = fields['e'];
+  return Object.freeze({
+    id,
+    at: Number(parseStreamId(id).ms),
+    event: e === undefined ? undefined : jsonSerializer.deserialize(e),
+    eventId: fields['i'],
+    fields: Object.freeze(fields),
+  });
+}
+
+function timeArg(path: string, value: number | Date): number {
+  const ms = value instanceof Date ? value.getTime() : value;
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
+    throw new InvalidArgumentError(path, 'a time: whole ms since the epoch (>= 0) or a valid Date', value);
+  }
+  return ms;
+}
+
+/** Options of {@link streamWindows}. */
+export interface StreamWindowsOptions extends Omit<ReadWindowOptions, 'from' | 'to'> {
+  /** Start of the first window (ms or Date). */
+  from: number | Date;
+  /** No window starts at or after this. */
+  to: number | Date;
+  /** Length of each window. */
+  size: Duration;
+  /** Distance between window starts. Default `size` (tumbling windows); less: sliding windows. */
+  step?: Duration;
+}
+
+/**
+ * The seed's event windows over a stream: windows of `size` starting at `from`, `from + step`,
+ * ... before `to` (tumbling when `step` is `size`, the default; sliding when it is less). Each
+ * window is read with {@link readWindow} as it is needed, so memory holds one window.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { streamWindows } from 'onceflow/streams';
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:tumbling`;
+ * for (const ms of [1000, 1500, 2000]) await redis.xadd(stream, `${ms}-0`, 'e', JSON.stringify({ ms }));
+ * const sizes = [];
+ * for await (const w of streamWindows({ client: redis, stream, from: 1000, to: 3000, size: '1s' })) {
+ *   sizes.push(w.entries.length);
+ * }
+ * sizes; // [2, 1]
+ * await redis.del(stream);
+ * redis.disconnect();
+ * ```
+ */
+export async function* streamWindows(options: StreamWindowsOptions): AsyncGenerator<StreamWindow> {
+  const from = timeArg('from', options.from);
+  const to = timeArg('to', options.to);
+  const size = parseDuration(options.size, 'size');
+  const step = options.step === undefined ? size : parseDuration(options.step, 'step');
+  if (size <= 0) throw new InvalidOptionError('size', 'a positive duration', options.size);
+  if (step <= 0 || step > size) {
+    throw new InvalidOptionError(
+      'step',
+      'a positive duration no longer than `size` (no gaps between windows)',
+      options.step,
+    );
+  }
+  for (let start = from; start < to; start += step) {
+    yield await readWindow({ ...options, from: start, to: start + size });
+  }
+}
