@@ -13,8 +13,8 @@
 
 -- One row per owner: its balances, its window, its journal counter and what retention dropped.
 CREATE TABLE __schema__.ledger_owner (
-  ledger text NOT NULL,
-  owner text NOT NULL,
+  ledger text COLLATE "C" NOT NULL,
+  owner text COLLATE "C" NOT NULL,
   -- The owner's last journal seq (1, 2, 3, ...): the number of entries it booked.
   seq bigint NOT NULL DEFAULT 0,
   -- field -> balance as a decimal string: one row holds everything an apply returns, and a
@@ -40,10 +40,10 @@ CREATE TABLE __schema__.ledger_owner (
 -- Per owner, so an apply writes only rows its owner's lock already guards: applies of many
 -- owners in one scope (a room) never queue on one hot totals row.
 CREATE TABLE __schema__.ledger_scope_share (
-  ledger text NOT NULL,
-  scope text NOT NULL,
-  owner text NOT NULL,
-  field text NOT NULL,
+  ledger text COLLATE "C" NOT NULL,
+  scope text COLLATE "C" NOT NULL,
+  owner text COLLATE "C" NOT NULL,
+  field text COLLATE "C" NOT NULL,
   amount numeric NOT NULL,
   PRIMARY KEY (ledger, scope, owner, field)
 );
@@ -52,11 +52,11 @@ CREATE TABLE __schema__.ledger_scope_share (
 -- (within one owner it grows with seq: each apply takes its id under the owner's lock).
 CREATE TABLE __schema__.ledger_journal (
   id bigint GENERATED ALWAYS AS IDENTITY,
-  ledger text NOT NULL,
-  owner text NOT NULL,
+  ledger text COLLATE "C" NOT NULL,
+  owner text COLLATE "C" NOT NULL,
   seq bigint NOT NULL,
-  signature text NOT NULL,
-  scope text,
+  signature text COLLATE "C" NOT NULL,
+  scope text COLLATE "C",
   ord numeric,
   -- The deltas as JSON text (field -> decimal string), in the entry's own field order.
   deltas text NOT NULL,
@@ -74,8 +74,8 @@ CREATE INDEX ledger_journal_by_scope ON __schema__.ledger_journal (ledger, scope
 -- Where ledger_cleanup stopped: it walks the owners in key order, a bounded stretch per call.
 CREATE TABLE __schema__.ledger_cleanup_cursor (
   id boolean PRIMARY KEY DEFAULT true CHECK (id),
-  ledger text NOT NULL,
-  owner text NOT NULL
+  ledger text COLLATE "C" NOT NULL,
+  owner text COLLATE "C" NOT NULL
 );
 INSERT INTO __schema__.ledger_cleanup_cursor (id, ledger, owner) VALUES (true, '', '');
 
@@ -124,6 +124,7 @@ DECLARE
   trim_max constant bigint := 8;
   o __schema__.ledger_owner%ROWTYPE;
   v_new boolean;
+  v_made boolean;
   v_seq bigint;
   v_balances jsonb;
   v_sigs text[];
@@ -234,16 +235,34 @@ BEGIN
       END IF;
     END IF;
 
-    -- The owner row before its journal row: a first entry that lost the race to make the row
-    -- has written nothing yet when it goes round again.
+    -- The owner row and the journal row in one statement (one executor run, not two). A first
+    -- entry writes its journal row only if it made the owner row: one that lost the race to make
+    -- it has written nothing when it goes round again.
     IF v_new THEN
-      INSERT INTO __schema__.ledger_owner AS l
-        (ledger, owner, seq, balances, sigs, orders, horizon, kept_from, dropped_order, dropped_unordered)
-      VALUES (p_ledger, p_owner, v_seq, v_balances, v_sigs, v_orders, v_horizon, v_upto,
-              v_dropped_order, v_dropped_unordered)
-      ON CONFLICT DO NOTHING;
-      CONTINUE WHEN NOT FOUND;
+      WITH made AS (
+        INSERT INTO __schema__.ledger_owner AS l
+          (ledger, owner, seq, balances, sigs, orders, horizon, kept_from, dropped_order, dropped_unordered)
+        VALUES (p_ledger, p_owner, v_seq, v_balances, v_sigs, v_orders, v_horizon, v_upto,
+                v_dropped_order, v_dropped_unordered)
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+      ), journal AS (
+        INSERT INTO __schema__.ledger_journal (ledger, owner, seq, signature, scope, ord, deltas, meta, at)
+        SELECT p_ledger, p_owner, v_seq, p_signature, p_scope, p_order,
+          json_object(p_fields, p_amounts::text[])::text, p_meta,
+          floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
+        FROM made WHERE p_keep IS NULL OR p_keep > 0
+      )
+      SELECT count(*) > 0 INTO v_made FROM made;
+      CONTINUE WHEN NOT v_made;
     ELSE
+      WITH journal AS (
+        INSERT INTO __schema__.ledger_journal (ledger, owner, seq, signature, scope, ord, deltas, meta, at)
+        SELECT p_ledger, p_owner, v_seq, p_signature, p_scope, p_order,
+          json_object(p_fields, p_amounts::text[])::text, p_meta,
+          floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
+        WHERE p_keep IS NULL OR p_keep > 0
+      )
       UPDATE __schema__.ledger_owner l SET
         seq = v_seq,
         balances = v_balances,
@@ -254,15 +273,6 @@ BEGIN
         dropped_order = v_dropped_order,
         dropped_unordered = v_dropped_unordered
       WHERE l.ledger = p_ledger AND l.owner = p_owner;
-    END IF;
-
-    IF p_keep IS NULL OR p_keep > 0 THEN
-      INSERT INTO __schema__.ledger_journal (ledger, owner, seq, signature, scope, ord, deltas, meta, at)
-      VALUES (
-        p_ledger, p_owner, v_seq, p_signature, p_scope, p_order,
-        json_object(p_fields, p_amounts::text[])::text, p_meta,
-        floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
-      );
     END IF;
 
     IF p_scope IS NOT NULL AND cardinality(p_fields) > 0 THEN
