@@ -7,6 +7,11 @@
 -- turns, applies of different owners never wait for each other, and no two operations lock rows
 -- in opposite orders (no deadlock among the store's own statements).
 --
+-- Names, owners, signatures, scopes and fields are `text COLLATE "C"`, as the idempotency
+-- table's keys: byte equality whatever the database's collation, and memcmp comparisons in every
+-- btree an apply writes (a linguistic collation pays strcoll per comparison, and the keys are
+-- compared only for equality; the one key order used, ledger_cleanup's walk, is any fixed order).
+--
 -- Amounts and orders are `numeric` (exact, unbounded), crossing the wire as decimal text. What
 -- goes back to the client is text or JSON text, so no type parser an application installed on its
 -- pg driver (int8 as number, say) can change a value on the way.
