@@ -14,10 +14,11 @@
 -- and an operator reads the name and the key as they are. Both are `text COLLATE "C"`: byte
 -- equality whatever the database's collation, and memcmp btree comparisons.
 --
--- Concurrency under READ COMMITTED: begin locks the row (SELECT ... FOR UPDATE) before it
--- decides, or inserts it with ON CONFLICT DO NOTHING when there is none; renew, complete and
--- release are one UPDATE or DELETE whose WHERE is the fencing rule, which PostgreSQL re-checks on
--- the newest version of a row another transaction changed meanwhile.
+-- Concurrency under READ COMMITTED: begin answers a live record from a plain read, inserts a
+-- missing one with ON CONFLICT DO NOTHING, and locks a dead one (SELECT ... FOR UPDATE) before
+-- it takes it over; renew, complete and release are one UPDATE or DELETE whose WHERE is the
+-- fencing rule, which PostgreSQL re-checks on the newest version of a row another transaction
+-- changed meanwhile.
 
 CREATE TABLE __schema__.idempotency (
   name text COLLATE "C" NOT NULL,
@@ -50,11 +51,15 @@ CREATE INDEX idempotency_expires_at ON __schema__.idempotency (expires_at);
 
 -- Reads the record of (name, key) and takes it when no live record is there, in one call
 -- (IdempotencyStoreOps.idempotencyBegin). plpgsql: the answer depends on the record (live or
--- not, its state, its hash), so the row is locked first and judged, then written. With no row,
--- INSERT ... ON CONFLICT DO NOTHING: when a racing begin inserted first, it waits for that one's
--- transaction and then does nothing, and the loop judges the racer's row under a lock. A row can
--- vanish between the two (released or cleaned up meanwhile): at most three rounds, then a
--- serialization failure, which the store retries (context.ts).
+-- not, its state, its hash). A live record is answered from a plain read, without a row lock: a
+-- live record changes only by its holder's renew, complete or release, and this answer is the
+-- record as it was before any of those committed (a replay, the common repeat, writes nothing,
+-- as on Redis). No row: INSERT ... ON CONFLICT DO NOTHING (one write for a new key); when a racing
+-- begin inserted first, the insert waits for that one's transaction and does nothing, and the
+-- next round judges the racer's row. A dead record is locked, judged again (a racer may have
+-- taken it meanwhile), then taken. A row can vanish between two statements (released or cleaned
+-- up meanwhile): at most three rounds, then a serialization failure, which the store retries
+-- (context.ts).
 CREATE FUNCTION __schema__.idempotency_begin(
   p_name text, p_key text, p_hash text, p_token text, p_lease_ms bigint,
   OUT outcome text, OUT now_ms bigint, OUT lease_expires_ms bigint, OUT takeover boolean,
@@ -66,43 +71,52 @@ BEGIN
   now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
   FOR attempt IN 1..3 LOOP
     SELECT i.status, i.event_hash, i.value, i.lease_expires_at, i.expires_at INTO r
-    FROM __schema__.idempotency AS i WHERE i.name = p_name AND i.key = p_key FOR UPDATE;
-    IF FOUND THEN
-      IF (r.status = 'completed' AND now_ms < r.expires_at)
-         OR (r.status = 'in-progress' AND now_ms < r.lease_expires_at) THEN
-        IF r.event_hash <> p_hash THEN
-          outcome := 'mismatch';
-        ELSIF r.status = 'completed' THEN
-          outcome := 'completed';
-          stored_value := r.value;
-        ELSE
-          outcome := 'in-progress';
-          retry_after_ms := r.lease_expires_at - now_ms;
-        END IF;
+    FROM __schema__.idempotency AS i WHERE i.name = p_name AND i.key = p_key;
+    IF NOT FOUND THEN
+      INSERT INTO __schema__.idempotency
+        (name, key, event_hash, status, token, value, created_at, lease_expires_at, expires_at)
+      VALUES (p_name, p_key, p_hash, 'in-progress', p_token, NULL, now_ms, now_ms + p_lease_ms,
+              now_ms + 2 * p_lease_ms)
+      ON CONFLICT (name, key) DO NOTHING;
+      IF FOUND THEN
+        outcome := 'acquired';
+        takeover := false;
+        lease_expires_ms := now_ms + p_lease_ms;
         RETURN;
       END IF;
-      -- A dead record: taken over when a holder's lease ran out, begun afresh when its ttl did.
-      UPDATE __schema__.idempotency AS i
-      SET event_hash = p_hash, status = 'in-progress', token = p_token, value = NULL,
-          created_at = now_ms, lease_expires_at = now_ms + p_lease_ms,
-          expires_at = now_ms + 2 * p_lease_ms
-      WHERE i.name = p_name AND i.key = p_key;
-      outcome := 'acquired';
-      takeover := r.status = 'in-progress';
-      lease_expires_ms := now_ms + p_lease_ms;
-      RETURN;
+      CONTINUE;
     END IF;
-    INSERT INTO __schema__.idempotency
-      (name, key, event_hash, status, token, value, created_at, lease_expires_at, expires_at)
-    VALUES (p_name, p_key, p_hash, 'in-progress', p_token, NULL, now_ms, now_ms + p_lease_ms,
-            now_ms + 2 * p_lease_ms)
-    ON CONFLICT (name, key) DO NOTHING;
-    IF FOUND THEN
-      outcome := 'acquired';
-      takeover := false;
-      lease_expires_ms := now_ms + p_lease_ms;
-      RETURN;
+    IF NOT ((r.status = 'completed' AND now_ms < r.expires_at)
+            OR (r.status = 'in-progress' AND now_ms < r.lease_expires_at)) THEN
+      -- Dead as read: locked and read again, since a racer may have begun it meanwhile.
+      SELECT i.status, i.event_hash, i.value, i.lease_expires_at, i.expires_at INTO r
+      FROM __schema__.idempotency AS i WHERE i.name = p_name AND i.key = p_key FOR UPDATE;
+      CONTINUE WHEN NOT FOUND;
+      IF NOT ((r.status = 'completed' AND now_ms < r.expires_at)
+              OR (r.status = 'in-progress' AND now_ms < r.lease_expires_at)) THEN
+        -- Taken over when a holder's lease ran out, begun afresh when its ttl did.
+        UPDATE __schema__.idempotency AS i
+        SET event_hash = p_hash, status = 'in-progress', token = p_token, value = NULL,
+            created_at = now_ms, lease_expires_at = now_ms + p_lease_ms,
+            expires_at = now_ms + 2 * p_lease_ms
+        WHERE i.name = p_name AND i.key = p_key;
+        outcome := 'acquired';
+        takeover := r.status = 'in-progress';
+        lease_expires_ms := now_ms + p_lease_ms;
+        RETURN;
+      END IF;
     END IF;
+    -- Live.
+    IF r.event_hash <> p_hash THEN
+      outcome := 'mismatch';
+    ELSIF r.status = 'completed' THEN
+      outcome := 'completed';
+      stored_value := r.value;
+    ELSE
+      outcome := 'in-progress';
+      retry_after_ms := r.lease_expires_at - now_ms;
+    END IF;
+    RETURN;
   END LOOP;
   RAISE EXCEPTION 'idempotency_begin: the record of % kept changing under this call', p_key
     USING ERRCODE = 'serialization_failure';
