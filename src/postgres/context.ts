@@ -7,7 +7,14 @@ import {
   pgStoreError,
   retriableInOperation,
 } from './pg-error.js';
-import { type PgPoolLike, type PgQueryable, type PgQueryConfig, withClient } from './pg-like.js';
+import {
+  checkout,
+  type PgPoolClientLike,
+  type PgPoolLike,
+  type PgQueryable,
+  type PgQueryConfig,
+  withClient,
+} from './pg-like.js';
 
 // A statement that PostgreSQL rolled back as a serialization failure or a deadlock victim is sent
 // again, at most this many times in all: under READ COMMITTED the store's statements take row
@@ -44,9 +51,9 @@ export function poolContext(pool: PgPoolLike, schema: string, ready: () => Promi
     async query(operation, kind, config) {
       await ready();
       for (let attempt = 1; ; attempt++) {
-        let client: Awaited<ReturnType<PgPoolLike['connect']>>;
+        let client: PgPoolClientLike;
         try {
-          client = await pool.connect();
+          client = await checkout(pool);
         } catch (err) {
           throw pgStoreError(operation, err, kind, false);
         }

@@ -2,7 +2,7 @@ import { InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.
 import { isPlainObject } from '../core/validate.js';
 import { migrations } from './migrations.generated.js';
 import { connectionLost } from './pg-error.js';
-import { type PgPoolLike, type PgQueryable, withClient } from './pg-like.js';
+import { checkout, type PgPoolClientLike, type PgPoolLike, type PgQueryable, withClient } from './pg-like.js';
 import { checkSchemaName } from './schema-name.js';
 
 /** Options of {@link migrate}. */
@@ -53,9 +53,9 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
     throw new InvalidOptionError('pool', 'a pg Pool (with connect())', pool);
   }
   const schema = checkSchemaName(options.schema ?? 'onceflow');
-  let client: Awaited<ReturnType<PgPoolLike['connect']>>;
+  let client: PgPoolClientLike;
   try {
-    client = await pool.connect();
+    client = await checkout(pool);
   } catch (err) {
     throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
   }

@@ -33,11 +33,27 @@ export interface PgPoolClientLike extends PgQueryable {
   removeListener?(event: 'error', listener: (err: Error) => void): unknown;
 }
 
+// Clients the store has given its listener: one each, for the client's life (see withClient).
+const absorbing = new WeakSet<object>();
+const absorb = (): void => {};
+
+function guarded(client: PgPoolClientLike): PgPoolClientLike {
+  if (!absorbing.has(client)) {
+    absorbing.add(client);
+    client.on?.('error', absorb);
+  }
+  return client;
+}
+
 /**
- * Checks a client out of `pool` for the duration of `use`: an `'error'` the client emits
- * meanwhile (its connection failed: `use`'s query rejects with it too) is absorbed, not left
- * unhandled to crash the process; a client whose connection failed is destroyed on release.
- * (`pool.query` does the same; the store checks clients out itself to know whether a failed
+ * Runs `use` on a client checked out of a pool, then returns it (destroyed when `broken` says its
+ * connection failed). The client keeps a no-op `'error'` listener for the rest of its life: a
+ * connection that fails emits `'error'` on the client as well as rejecting the query in flight,
+ * and it can do so between two statements, in the instant the client is neither the store's nor
+ * idle in the pool (which listens only while it is idle), or while it is torn down. Unheard, that
+ * event would crash the process; every failure the store cares about reaches it through the
+ * query's rejection. One listener per client, added once, so none accumulate. (`pool.query` guards
+ * its checkout the same way; the store checks clients out itself to know whether a failed
  * statement was ever sent.)
  */
 export async function withClient<T>(
@@ -45,8 +61,7 @@ export async function withClient<T>(
   use: (client: PgPoolClientLike) => Promise<T>,
   broken: (err: unknown) => boolean,
 ): Promise<T> {
-  const absorb = (): void => {};
-  client.on?.('error', absorb);
+  guarded(client);
   let failed: unknown;
   try {
     return await use(client);
@@ -54,16 +69,50 @@ export async function withClient<T>(
     failed = err;
     throw err;
   } finally {
-    const destroy = failed !== undefined && broken(failed);
-    // A broken client may emit again while it is torn down (the socket's end after the server's
-    // termination notice): it keeps the listener to its end. A sound one goes back to the pool,
-    // which listens while it is idle.
-    if (!destroy) client.removeListener?.('error', absorb);
-    client.release(destroy ? (failed as Error) : undefined);
+    client.release(failed !== undefined && broken(failed) ? (failed as Error) : undefined);
   }
 }
 
-/** A `pg.Pool`: the store checks a client out per operation and returns it. */
+/**
+ * A `pg.Pool`: the store checks a client out per operation and returns it. `pg` takes a callback
+ * (see {@link checkout}); a pool that only returns a promise works too.
+ */
 export interface PgPoolLike extends PgQueryable {
   connect(): Promise<PgPoolClientLike>;
+  connect(callback: (err: Error | undefined, client: PgPoolClientLike | undefined) => void): void;
+}
+
+/**
+ * Checks a client out of `pool`, its `'error'` listener added (see {@link withClient}) in the
+ * same synchronous step as the checkout, through `pg`'s callback form: the server's notice that
+ * it terminated a fresh connection can arrive in the very chunk whose ReadyForQuery completed the
+ * connect, and be emitted before any promise continuation could add a listener.
+ */
+export function checkout(pool: PgPoolLike): Promise<PgPoolClientLike> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const returned = (
+      pool.connect as (cb: (err: Error | undefined, client?: PgPoolClientLike) => void) => unknown
+    )((err, client) => {
+      if (settled) return;
+      settled = true;
+      if (err || client === undefined) reject(err ?? new Error('pool.connect gave no client'));
+      else resolve(guarded(client));
+    });
+    // A pool that ignores the callback and answers a promise.
+    if (returned !== undefined && typeof (returned as Promise<unknown>).then === 'function') {
+      (returned as Promise<PgPoolClientLike>).then(
+        (client) => {
+          if (settled) return;
+          settled = true;
+          resolve(guarded(client));
+        },
+        (err: unknown) => {
+          if (settled) return;
+          settled = true;
+          reject(err);
+        },
+      );
+    }
+  });
 }
