@@ -140,9 +140,13 @@ export function createLedgerPath<E>(
       const entry = await options.entry(delivery);
       if (entry === null || entry === undefined) return undefined;
       captured = undefined;
-      // Rejects on invalid input (ERR_INVALID_ARGUMENT); records the command otherwise.
-      await ledger.apply(entry);
+      // The ledger validates and calls the recorder synchronously: the command is read before
+      // anything else runs (other deliveries' commands are made concurrently). Invalid input
+      // rejects (ERR_INVALID_ARGUMENT), recording nothing.
+      const applied = ledger.apply(entry);
       const cmd = captured as LedgerApplyCommand | undefined;
+      captured = undefined;
+      await applied;
       if (cmd === undefined) throw new Error('the ledger did not produce a command');
       if (cluster) {
         const [state] = owners.get(cmd.ledger, cmd.owner).keys;
