@@ -3,6 +3,7 @@
 // by the delivery. A reply lost after the script ran cannot book twice, and a zombie cannot book.
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Duration } from '../../src/core/duration.js';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { ownerKeys } from '../../src/redis/keys.js';
@@ -54,7 +55,7 @@ function start(
   stream: string,
   keyPrefix: string,
   ledger: Partial<StreamLedgerOptions<Payment>> = {},
-  more: { consumer?: string; claimIdle?: number | string } = {},
+  more: { consumer?: string; claimIdle?: Duration } = {},
 ) {
   const controller = new AbortController();
   const events: StreamConsumerEvent[] = [];
@@ -72,7 +73,15 @@ function start(
     onEvent: (e) => events.push(e),
   });
   const done = consumer.run();
-  return { consumer, events, done, stop: () => (controller.abort(), done) };
+  return {
+    consumer,
+    events,
+    done,
+    stop: () => {
+      controller.abort();
+      return done;
+    },
+  };
 }
 
 describe('stream consumer, ledger path (booking + XACK in one script)', () => {

@@ -57,7 +57,15 @@ function start<E>(options: Partial<E>) {
     onEvent: (e) => events.push(e),
   } as StreamConsumerOptions<E>);
   const done = consumer.run();
-  return { consumer, events, done, stop: () => (controller.abort(), done) };
+  return {
+    consumer,
+    events,
+    done,
+    stop: () => {
+      controller.abort();
+      return done;
+    },
+  };
 }
 
 describe('stream consumer', () => {
