@@ -3,7 +3,9 @@
 // concurrency, graceful shutdown. Entries are published with plain XADD (fields e and i).
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createIdempotency } from '../../src/idempotency/idempotency.js';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
+import { createRedisStore } from '../../src/redis/redis-store.js';
 import {
   createStreamConsumer,
   type Delivery,
@@ -318,6 +320,29 @@ describe('stream consumer', () => {
     await until(() => slow.consumer.stats.acked === 2);
     await Promise.all([slow.stop(), other.stop()]);
     expect(seenBy).toEqual(['slow:0:1', 'slow:1:1']);
+    expect(await pending(stream, 'g')).toEqual([]);
+  });
+
+  it('other effects: createIdempotency keyed by the event id makes a redelivered handler safe', async () => {
+    const stream = newStream();
+    await publish(stream, { amount: 5 }, 'charge-1');
+    const idem = createIdempotency({
+      store: createRedisStore({ client, prefix: `${prefix}idem:` }),
+      ttl: '1h',
+    });
+    let charges = 0;
+    const c = start<{ amount: number }>({
+      stream,
+      claimIdle: 100,
+      handler: async (d) => {
+        await idem.run({ key: d.eventId ?? d.id, payload: d.event }, () => ++charges);
+        // A crash after the effect, before the ack: the entry is delivered again.
+        if (d.deliveries === 1) throw new Error('crashed before the ack');
+      },
+    });
+    await until(() => c.consumer.stats.acked === 1);
+    await c.stop();
+    expect(charges).toBe(1);
     expect(await pending(stream, 'g')).toEqual([]);
   });
 
