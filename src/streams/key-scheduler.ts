@@ -55,9 +55,8 @@ interface KeyQueue<T> {
 }
 
 /**
- * A {@link KeyScheduler}.
+ * A {@link KeyScheduler} (internal to the consumer). For instance:
  *
- * @example
  * ```ts
  * const s = createKeyScheduler<string>(2);
  * s.offer('1-0', 'a', 1, 'first of a');

@@ -5,10 +5,11 @@ import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, isWellFormed } from '../core/validate.js';
 import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
 import { connectionGeneration } from '../redis/connection-generation.js';
-import { evalScript, type RedisLike } from '../redis/eval.js';
+import type { RedisLike } from '../redis/eval.js';
 import { ledgerOwnersKey, scopeOwnersKey } from '../redis/keys.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from '../redis/owner-memo.js';
 import { pushEntryFields } from '../redis/resolve.js';
+import type { LuaScript } from '../redis/scripts.generated.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { keySlot } from '../redis/slot.js';
 import { checkApplyCommand } from '../store/apply-command.js';
@@ -161,7 +162,8 @@ export function createLedgerPath<E>(
       return cmd;
     },
     async applyAck(items) {
-      const keys: string[] = [];
+      // The stream and dead-letter keys once, then each entry's two owner keys.
+      const keys: string[] = [stream, deadStream];
       const entries: (string | number)[] = [];
       const memos: OwnerMemo[] = [];
       const known: boolean[] = [];
@@ -174,12 +176,12 @@ export function createLedgerPath<E>(
       for (let i = 0; i < items.length; i++) {
         const item = items[i] as ApplyAckItem;
         const memo = memos[i] as OwnerMemo;
-        keys.push(stream, deadStream, memo.keys[0], memo.keys[1]);
+        keys.push(memo.keys[0], memo.keys[1]);
         // Per entry: its stream id and token (for the fence), then ledger-apply's entry (call number first).
         entries.push(item.id, item.token, String(++calls));
         pushEntryFields(entries, item.command, checkApplyCommand(item.command));
       }
-      const raw = await evalScript(client, scripts.streamApplyAck, keys, [
+      const raw = await evalAnyKeys(client, scripts.streamApplyAck, keys, [
         group,
         consumer,
         JSON.stringify(entries),
@@ -202,4 +204,23 @@ export function createLedgerPath<E>(
       });
     },
   };
+}
+
+/**
+ * EVALSHA, then EVAL on NOSCRIPT, as `evalScript` (src/redis/eval.ts) does, for a script whose
+ * key count varies with its entries beyond its fixed keys (stream-apply-ack.lua: the stream keys
+ * once, not once per entry: ~160 bytes an entry fewer to write and for Redis to read).
+ */
+async function evalAnyKeys(
+  client: RedisLike,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  try {
+    return await client.call('EVALSHA', script.sha1, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
+    return client.call('EVAL', script.text, keys.length, ...keys, ...args);
+  }
 }

@@ -7,9 +7,10 @@
   `duplicate` is acked (booked before); one it answers `stale` is dead-lettered (reason
   'ledger-stale') and acked, so it is never silently dropped.
 
-  Entry i (1-based) uses KEYS[4i-3 .. 4i]; on Redis Cluster all four share one hash slot:
-  KEYS[4i-3]  stream          KEYS[4i-2] dead-letter stream
-  KEYS[4i-1]  owner state     KEYS[4i]   owner journal (as ledger-apply.lua's KEYS[2i-1], KEYS[2i])
+  KEYS[1]     stream          KEYS[2] dead-letter stream
+  KEYS[3..]   per entry, its owner's state and journal keys (the pair ledger-apply.lua takes per
+              entry); on Redis Cluster every key shares the stream's hash slot, and the script is
+              called with all of them (numberOfKeys counts only the first two)
   ARGV[1]     group           ARGV[2] consumer
   ARGV[3]     entries: one flat JSON array; per entry its stream id, its token (delivery count),
               then its ledger entry as ledger-apply.lua's ARGV[1] holds one
@@ -42,21 +43,25 @@ local dead_maxlen = ARGV[6]
 
 -- #include lib/ledger-book.lua
 
-local replies = {}
+local stream, dead = KEYS[1], KEYS[2]
+local replies, acked = {}, { 'XACK', stream, group }
 local a = 1
-for k = 1, #KEYS, 4 do
-  local stream, id, token = KEYS[k], args[a], args[a + 1]
+for k = 3, #KEYS, 2 do
+  local id, token = args[a], args[a + 1]
   if stream_fenced(stream, group, consumer, id, token) then
     a = skip_entry(a + 2)
     replies[#replies + 1] = '["fenced"]'
   else
     local reply
-    reply, a = book(KEYS[k + 2], KEYS[k + 3], a + 2)
+    reply, a = book(KEYS[k], KEYS[k + 1], a + 2)
     if sub(reply, 1, 8) == '["stale"' then
-      stream_dead_letter(stream, KEYS[k + 1], group, id, 'ledger-stale', token, '', '', dead_maxlen)
+      stream_dead_letter(stream, dead, group, id, 'ledger-stale', token, '', '', dead_maxlen)
     end
-    redis.call('XACK', stream, group, id)
+    acked[#acked + 1] = id
     replies[#replies + 1] = reply
   end
 end
+-- One XACK for the batch: each entry was fenced before it was booked, and nothing else runs in
+-- between (the script is atomic), so acking them together is the same as one by one.
+if #acked > 3 then redis.call(unpack(acked)) end
 return '[' .. table.concat(replies, ',') .. ']'
