@@ -67,7 +67,11 @@ export interface StreamConsumerOptions<E = unknown> {
   concurrency?: number;
   /** Pending entries idle longer than this are reclaimed (XAUTOCLAIM). Default `'30s'`. */
   claimIdle?: Duration;
-  /** Deliveries after which an entry is dead-lettered instead of run again. Default 5. */
+  /**
+   * Handler runs after which an entry is dead-lettered instead of run again. Default 5. Counted per
+   * entry beside the stream (`<stream>:attempts`), not by Redis's delivery count alone, which also
+   * counts deliveries no handler started (entries a killed consumer held while they waited).
+   */
   maxDeliveries?: number;
   /** The ordering key of an entry: a key's entries run one at a time, in stream order. Default: none. */
   key?: (delivery: Delivery<E>) => string;
@@ -91,6 +95,8 @@ export interface ResolvedOptions<E> {
   readonly reader: StreamClient | undefined;
   readonly stream: string;
   readonly deadStream: string;
+  /** The hash of handler runs counted per redelivered entry (`<stream>:attempts`). */
+  readonly attemptsKey: string;
   readonly group: string;
   readonly consumer: string;
   readonly handler: ((delivery: Delivery<E>) => unknown) | undefined;
@@ -168,6 +174,16 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
       deadStream,
     );
   }
+  // Runs counted per redelivered entry, beside the stream: the ack scripts clear an entry's count
+  // with its XACK, so on Cluster it must share the stream's slot too.
+  const attemptsKey = `${stream}:attempts`;
+  if (cluster && keySlot(attemptsKey) !== keySlot(stream)) {
+    throw new InvalidOptionError(
+      'stream',
+      'a stream name with a {hash tag} on Redis Cluster (e.g. `{orders}`), so that `<stream>:attempts` shares its slot',
+      stream,
+    );
+  }
   const claimIdleMs = parseDuration(options.claimIdle ?? '30s', 'claimIdle');
   // The claim loop runs every claimIdle / 3 (see consumer.ts): below 30 ms it would spin.
   if (claimIdleMs < 30) throw new InvalidOptionError('claimIdle', 'at least 30 ms', options.claimIdle);
@@ -183,6 +199,7 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
     reader,
     stream,
     deadStream,
+    attemptsKey,
     group,
     consumer,
     handler: options.handler,

@@ -91,7 +91,15 @@ export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions
   const ledger =
     options.ledger === undefined
       ? undefined
-      : createLedgerPath(options.ledger, o.client, o.stream, o.deadStream, o.group, o.consumer);
+      : createLedgerPath(
+          options.ledger,
+          o.client,
+          o.stream,
+          o.deadStream,
+          o.attemptsKey,
+          o.group,
+          o.consumer,
+        );
   const stats: StreamConsumerStats = { delivered: 0, acked: 0, failed: 0, deadLettered: 0, fenced: 0 };
   let started = false;
   return {
@@ -134,7 +142,7 @@ async function runConsumer<E>(
   const acks = createTickBatcher<{ id: string; token: number }, number>(MAX_SCRIPT_BATCH, async (items) => {
     const args: (string | number)[] = [group, consumer];
     for (const { id, token } of items) args.push(id, token);
-    return (await evalScript(client, scripts.streamAck, [stream], args)) as number[];
+    return (await evalScript(client, scripts.streamAck, [stream, o.attemptsKey], args)) as number[];
   });
   const applies =
     ledger === undefined
@@ -184,6 +192,7 @@ async function runConsumer<E>(
   async function deadLetter(
     job: ScheduledJob<Held<E>>,
     reason: 'max-deliveries' | 'terminal-error',
+    attempts: number,
     err?: unknown,
   ): Promise<void> {
     const seen = errors.get(job.id);
@@ -193,8 +202,8 @@ async function runConsumer<E>(
       const done = await evalScript(
         client,
         scripts.streamDead,
-        [stream, o.deadStream],
-        [group, consumer, job.id, job.token, reason, first, last, ''],
+        [stream, o.deadStream, o.attemptsKey],
+        [group, consumer, job.id, job.token, reason, first, last, '', attempts],
       );
       if (done === 1) {
         stats.deadLettered++;
@@ -210,9 +219,28 @@ async function runConsumer<E>(
   async function runJob(job: ScheduledJob<Held<E>>): Promise<void> {
     const { token } = job;
     const held = job.payload;
-    if (token > o.maxDeliveries) return deadLetter(job, 'max-deliveries');
-    if (held.error !== undefined || held.delivery === undefined)
-      return deadLetter(job, 'terminal-error', held.error);
+    // A redelivery is counted as a run first (fenced: a zombie's is not); a first delivery counts
+    // as one without a write, the common case.
+    let attempts = 1;
+    if (token > 1) {
+      try {
+        attempts = (await evalScript(
+          client,
+          scripts.streamAttempt,
+          [stream, o.attemptsKey],
+          [group, consumer, job.id, token],
+        )) as number;
+      } catch (error) {
+        emit({ type: 'error', operation: 'ack', error });
+        return finish(job, 'lost');
+      }
+      if (attempts === 0) return finish(job, 'fenced');
+      // The runs before this one: maxDeliveries of them failed (or crashed their consumer).
+      if (attempts > o.maxDeliveries) return deadLetter(job, 'max-deliveries', attempts - 1);
+    }
+    if (held.error !== undefined || held.delivery === undefined) {
+      return deadLetter(job, 'terminal-error', attempts, held.error);
+    }
     const delivery: Delivery<E> =
       token === held.delivery.deliveries ? held.delivery : { ...held.delivery, deliveries: token };
     let settle: Promise<'done' | 'fenced'>;
@@ -232,7 +260,7 @@ async function runConsumer<E>(
       // A ledger entry the ledger refuses (a bad amount, an owner in another Cluster slot) is
       // refused on every delivery: dead-lettered now, not retried.
       if (ledger !== undefined && isOnceflowError(err, ErrorCode.INVALID_ARGUMENT)) {
-        return deadLetter(job, 'terminal-error', err);
+        return deadLetter(job, 'terminal-error', attempts, err);
       }
       const text = errorText(err);
       const seen = errors.get(job.id);

@@ -66,6 +66,7 @@ export function createLedgerPath<E>(
   client: RedisLike,
   stream: string,
   deadStream: string,
+  attemptsKey: string,
   group: string,
   consumer: string,
 ): LedgerPath<E> {
@@ -162,8 +163,8 @@ export function createLedgerPath<E>(
       return cmd;
     },
     async applyAck(items) {
-      // The stream and dead-letter keys once, then each entry's two owner keys.
-      const keys: string[] = [stream, deadStream];
+      // The stream, dead-letter and attempts keys once, then each entry's two owner keys.
+      const keys: string[] = [stream, deadStream, attemptsKey];
       const entries: (string | number)[] = [];
       const memos: OwnerMemo[] = [];
       const known: boolean[] = [];

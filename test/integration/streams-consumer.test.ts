@@ -154,7 +154,7 @@ describe('stream consumer', () => {
     );
     expect(fields).toMatchObject({
       reason: 'max-deliveries',
-      attempts: '3',
+      attempts: '2',
       first_error: 'Error: cannot handle delivery 1',
       last_error: 'Error: cannot handle delivery 2',
       origin: `${stream}/g/${poisonId}`,
@@ -164,6 +164,31 @@ describe('stream consumer', () => {
     expect(Number(fields.at)).toBeGreaterThan(Date.now() - 60_000);
     expect(c.consumer.stats.acked).toBe(1);
     expect(await pending(stream, 'g')).toEqual([]);
+  });
+
+  it('counts handler runs, not deliveries: an entry only ever held by dying consumers is not dead-lettered', async () => {
+    const stream = newStream();
+    await client.call('XGROUP', 'CREATE', stream, 'g', '0', 'MKSTREAM');
+    await publish(stream, { held: true });
+    // Read, then passed between consumers that died before running it: delivery count 6.
+    const read = (await client.call('XREADGROUP', 'GROUP', 'g', 'd1', 'STREAMS', stream, '>')) as [
+      string,
+      [string][],
+    ][];
+    const id = read[0]?.[1][0]?.[0] as string;
+    for (let i = 2; i <= 6; i++) await client.call('XCLAIM', stream, 'g', `d${i}`, 0, id);
+    const seen: number[] = [];
+    const c = start<unknown>({
+      stream,
+      claimIdle: 60,
+      maxDeliveries: 3,
+      handler: (d) => void seen.push(d.deliveries),
+    });
+    await until(() => c.consumer.stats.acked === 1);
+    await c.stop();
+    expect(seen).toEqual([7]);
+    expect(c.consumer.stats.deadLettered).toBe(0);
+    expect(await client.call('EXISTS', `${stream}:attempts`)).toBe(0);
   });
 
   it('dead-letters an entry whose event cannot be decoded at once (terminal-error)', async () => {

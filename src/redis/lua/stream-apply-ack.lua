@@ -7,10 +7,10 @@
   `duplicate` is acked (booked before); one it answers `stale` is dead-lettered (reason
   'ledger-stale') and acked, so it is never silently dropped.
 
-  KEYS[1]     stream          KEYS[2] dead-letter stream
-  KEYS[3..]   per entry, its owner's state and journal keys (the pair ledger-apply.lua takes per
+  KEYS[1]     stream          KEYS[2] dead-letter stream      KEYS[3] attempts hash
+  KEYS[4..]   per entry, its owner's state and journal keys (the pair ledger-apply.lua takes per
               entry); on Redis Cluster every key shares the stream's hash slot, and the script is
-              called with all of them (numberOfKeys counts only the first two)
+              called with all of them (numberOfKeys counts only the first three)
   ARGV[1]     group           ARGV[2] consumer
   ARGV[3]     entries: one flat JSON array; per entry its stream id, its token (delivery count),
               then its ledger entry as ledger-apply.lua's ARGV[1] holds one
@@ -44,9 +44,9 @@ local dead_maxlen = ARGV[6]
 -- #include lib/ledger-book.lua
 
 local stream, dead = KEYS[1], KEYS[2]
-local replies, acked = {}, { 'XACK', stream, group }
+local replies, acked, counted = {}, { 'XACK', stream, group }, { 'HDEL', KEYS[3] }
 local a = 1
-for k = 3, #KEYS, 2 do
+for k = 4, #KEYS, 2 do
   local id, token = args[a], args[a + 1]
   if stream_fenced(stream, group, consumer, id, token) then
     a = skip_entry(a + 2)
@@ -58,10 +58,12 @@ for k = 3, #KEYS, 2 do
       stream_dead_letter(stream, dead, group, id, 'ledger-stale', token, '', '', dead_maxlen)
     end
     acked[#acked + 1] = id
+    if token ~= 1 then counted[#counted + 1] = id end
     replies[#replies + 1] = reply
   end
 end
 -- One XACK for the batch: each entry was fenced before it was booked, and nothing else runs in
 -- between (the script is atomic), so acking them together is the same as one by one.
 if #acked > 3 then redis.call(unpack(acked)) end
+if #counted > 2 then redis.call(unpack(counted)) end
 return '[' .. table.concat(replies, ',') .. ']'
