@@ -12,6 +12,7 @@ import {
 import { type Delivery, decodeDelivery, errorText, parseEntries, type RawEntry } from './delivery.js';
 import { createKeyScheduler, type ScheduledJob } from './key-scheduler.js';
 import { type ApplyAckItem, type ApplyAckReply, createLedgerPath, type LedgerPath } from './ledger-path.js';
+import { claimLoop, type Held } from './reclaim.js';
 import { createTickBatcher } from './tick-batcher.js';
 
 export type { StreamClient, StreamConsumerEvent, StreamConsumerOptions } from './consumer-options.js';
@@ -34,20 +35,10 @@ export interface StreamConsumer {
   readonly stats: Readonly<StreamConsumerStats>;
 }
 
-// What a held entry carries: the entry as read, and its decoded delivery or why it has none.
-interface Held<E> {
-  readonly entry: RawEntry;
-  readonly delivery: Delivery<E> | undefined;
-  readonly error: Error | undefined;
-}
-
 // At most this many entries per ack / apply-ack script: each costs Redis an XPENDING and its share
 // of one XACK (~2-4 µs; a booking ~8-20 µs, MAX_BATCH in src/redis/redis-store.ts), so 128 hold the
 // server ~0.5-3 ms at most, as a batch of ledger applies does.
 const MAX_SCRIPT_BATCH = 128;
-// A claim tick reads at most this many XAUTOCLAIM pages: a backlog of idle entries is taken in
-// steps between reads of new ones, never in one long sweep.
-const CLAIM_PAGES_PER_TICK = 4;
 // Errors kept per entry (first and last message) for its dead letter: one per failing entry held
 // or recently failed; 10 000 x ~2 KiB = ~20 MB at most, and a forgotten one leaves the fields empty.
 const ERRORS_KEPT = 10_000;
@@ -304,68 +295,6 @@ async function runConsumer<E>(
     }
   }
 
-  // Every held entry checked (still this consumer's delivery?) and, unless it failed, its idle time
-  // reset so no other consumer reclaims an entry that only waits its key's turn or runs long.
-  async function touch(): Promise<void> {
-    const jobs = [...scheduler.jobs()];
-    if (jobs.length === 0) return;
-    const args: (string | number)[] = [group, consumer];
-    for (const job of jobs) args.push(job.id, job.token, job.state === 'failed' ? '0' : '1');
-    const ours = (await evalScript(client, scripts.streamTouch, [stream], args)) as number[];
-    jobs.forEach((job, i) => {
-      // A running entry is left to its ack, which the fence refuses.
-      if (ours[i] === 0 && job.state !== 'running' && scheduler.get(job.id) === job) finish(job, 'fenced');
-    });
-  }
-
-  async function reclaim(): Promise<void> {
-    let cursor = '0-0';
-    for (let page = 0; page < CLAIM_PAGES_PER_TICK && !signal.aborted; page++) {
-      const room = maxHeld - scheduler.held;
-      if (room <= 0) return;
-      const [next, claimed, deleted] = (await evalScript(
-        client,
-        scripts.streamClaim,
-        [stream],
-        [group, consumer, o.claimIdleMs, cursor, room],
-      )) as [string, [string, string[], number][], string[]];
-      for (const [id, flat, count] of claimed) {
-        const [entry] = parseEntries([[id, flat]]);
-        offer(entry as RawEntry, count);
-      }
-      if (deleted.length > 0) {
-        for (const id of deleted) {
-          const job = scheduler.get(id);
-          if (job !== undefined && job.state !== 'running') finish(job, 'lost');
-        }
-        emit({ type: 'deleted', ids: deleted });
-      }
-      pump();
-      cursor = next;
-      if (cursor === '0-0') return;
-    }
-  }
-
-  // Every claimIdle / 3: a held entry's idle time is reset at least twice within claimIdle, so a
-  // touch late by one tick (a slow Redis, a busy event loop) still lands before another consumer's
-  // XAUTOCLAIM may take it.
-  async function claimLoop(): Promise<void> {
-    const interval = Math.floor(o.claimIdleMs / 3);
-    while (!signal.aborted) {
-      try {
-        await touch();
-      } catch (error) {
-        emit({ type: 'error', operation: 'touch', error });
-      }
-      try {
-        await reclaim();
-      } catch (error) {
-        emit({ type: 'error', operation: 'claim', error });
-      }
-      await sleep(interval, signal);
-    }
-  }
-
   await ensureGroup();
   if (signal.aborted) return;
   const ownReader = o.reader === undefined;
@@ -380,7 +309,16 @@ async function runConsumer<E>(
     if (typeof readerId === 'number') client.call('CLIENT', 'UNBLOCK', readerId).catch(() => {});
   };
   signal.addEventListener('abort', onAbort, { once: true });
-  const claiming = claimLoop();
+  const claiming = claimLoop({
+    o,
+    scheduler,
+    maxHeld,
+    offer,
+    pump,
+    finish,
+    emit,
+    sleep: (ms) => sleep(ms, signal),
+  });
   let retryMs = READ_RETRY_MS;
   try {
     while (!signal.aborted) {
