@@ -15,6 +15,7 @@ import type { StreamLedgerOptions } from './ledger-path.js';
 export interface StreamClient extends RedisLike {
   duplicate?(): StreamClient;
   disconnect?(): void;
+  on?(event: 'error', listener: (err: unknown) => void): unknown;
 }
 
 /** What a consumer reports as it works (see the `onEvent` option). */

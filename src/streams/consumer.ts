@@ -299,6 +299,9 @@ async function runConsumer<E>(
   if (signal.aborted) return;
   const ownReader = o.reader === undefined;
   const reader = o.reader ?? (client.duplicate as () => StreamClient)();
+  // The connection's own errors come back as failed reads (reported, retried): a listener keeps
+  // ioredis from logging each reconnect attempt as an unhandled 'error' event.
+  if (ownReader) reader.on?.('error', () => {});
   // A blocked read is ended at once on abort by CLIENT UNBLOCK from the main connection (it then
   // answers as a timeout: no entry is delivered and lost); without an id (Cluster, a proxy that
   // refuses CLIENT), the read ends within `block`.
