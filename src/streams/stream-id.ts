@@ -57,3 +57,21 @@ export function nextStreamId(id: StreamId): StreamId | undefined {
 export function streamIdAt(ms: number | bigint): StreamId {
   return { ms: BigInt(ms), seq: 0n };
 }
+
+/**
+ * Negative when entry id text `a` comes before `b` in the stream, 0 when equal, positive after:
+ * {@link compareStreamIds} without parsing (both parts are canonical unsigned decimals, so the
+ * longer is larger, then the text decides), for the consumer's hot path.
+ */
+export function compareIdText(a: string, b: string): number {
+  if (a === b) return 0;
+  const da = a.indexOf('-');
+  const db = b.indexOf('-');
+  const c = compareDecimal(a.slice(0, da), b.slice(0, db));
+  return c !== 0 ? c : compareDecimal(a.slice(da + 1), b.slice(db + 1));
+}
+
+function compareDecimal(a: string, b: string): number {
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}

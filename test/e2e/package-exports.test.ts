@@ -33,7 +33,7 @@ const ENTRY_POINTS: Record<string, string[]> = {
   'onceflow/testing': ['conformance', 'wrapStore', 'startTcpProxy', 'startRedis', 'startCluster'],
   'onceflow/redis': ['createRedisStore'],
   'onceflow/postgres': ['createPostgresStore', 'migrate'],
-  'onceflow/streams': ['createStreamProducer'],
+  'onceflow/streams': ['createStreamProducer', 'createStreamConsumer', 'trimStream'],
 };
 
 /**

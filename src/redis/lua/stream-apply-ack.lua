@@ -1,0 +1,69 @@
+--[[
+  stream-apply-ack: for each delivered entry, the fencing check, the ledger apply (exactly as
+  ledger-apply.lua books it: window with horizon, balances, scope totals, journal, replay marks)
+  and the XACK, in one script: a consumer killed at any point leaves either nothing done (the entry
+  is delivered again and booked then) or everything done (acked; not delivered again), and a
+  consumer whose delivery was reclaimed can neither book it nor ack it. An entry the window answers
+  `duplicate` is acked (booked before); one it answers `stale` is dead-lettered (reason
+  'ledger-stale') and acked, so it is never silently dropped.
+
+  KEYS[1]     stream          KEYS[2] dead-letter stream      KEYS[3] attempts hash
+  KEYS[4..]   per entry, its owner's state and journal keys (the pair ledger-apply.lua takes per
+              entry); on Redis Cluster every key shares the stream's hash slot, and the script is
+              called with all of them (numberOfKeys counts only the first three)
+  ARGV[1]     group           ARGV[2] consumer
+  ARGV[3]     entries: one flat JSON array; per entry its stream id, its token (delivery count),
+              then its ledger entry as ledger-apply.lua's ARGV[1] holds one
+  ARGV[4]     journal limit (as ledger-apply.lua's ARGV[2])
+  ARGV[5]     run (as ledger-apply.lua's ARGV[3])
+  ARGV[6]     dead-letter MAXLEN ('' none)
+  Returns     a JSON array, one reply per entry: ["fenced"] (nothing done), or ledger-apply.lua's
+              reply [outcome, seq, balances(, 1)] (the entry acked; a stale one dead-lettered)
+]]
+
+-- #include lib/int-compare.lua
+
+-- #include lib/int-text.lua
+
+-- #include lib/decimal-add.lua
+
+local find, sub, match, byte = string.find, string.sub, string.match, string.byte
+
+-- #include lib/journal-trail.lua
+
+-- #include lib/stream-fence.lua
+
+-- #include lib/stream-dead-letter.lua
+
+local group, consumer = ARGV[1], ARGV[2]
+local args = cjson.decode(ARGV[3])
+local limit = ARGV[4]
+local run = ARGV[5]
+local dead_maxlen = ARGV[6]
+
+-- #include lib/ledger-book.lua
+
+local stream, dead = KEYS[1], KEYS[2]
+local replies, acked, counted = {}, { 'XACK', stream, group }, { 'HDEL', KEYS[3] }
+local a = 1
+for k = 4, #KEYS, 2 do
+  local id, token = args[a], args[a + 1]
+  if stream_fenced(stream, group, consumer, id, token) then
+    a = skip_entry(a + 2)
+    replies[#replies + 1] = '["fenced"]'
+  else
+    local reply
+    reply, a = book(KEYS[k], KEYS[k + 1], a + 2)
+    if sub(reply, 1, 8) == '["stale"' then
+      stream_dead_letter(stream, dead, group, id, 'ledger-stale', token, '', '', dead_maxlen)
+    end
+    acked[#acked + 1] = id
+    if token ~= 1 then counted[#counted + 1] = id end
+    replies[#replies + 1] = reply
+  end
+end
+-- One XACK for the batch: each entry was fenced before it was booked, and nothing else runs in
+-- between (the script is atomic), so acking them together is the same as one by one.
+if #acked > 3 then redis.call(unpack(acked)) end
+if #counted > 2 then redis.call(unpack(counted)) end
+return '[' .. table.concat(replies, ',') .. ']'

@@ -1,0 +1,219 @@
+import { type Duration, parseDuration } from '../core/duration.js';
+import { InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
+import { jsonSerializer, type Serializer } from '../idempotency/serializer.js';
+import type { RedisLike } from '../redis/eval.js';
+import { keySlot } from '../redis/slot.js';
+import type { Delivery } from './delivery.js';
+import type { StreamLedgerOptions } from './ledger-path.js';
+
+/**
+ * The client a consumer needs: `call` for every command, and `duplicate()` for the connection of
+ * its own that its `XREADGROUP ... BLOCK` holds (a blocked connection answers nothing else), unless
+ * `reader` is given. ioredis `Redis` and `Cluster` have both.
+ */
+export interface StreamClient extends RedisLike {
+  duplicate?(): StreamClient;
+  disconnect?(): void;
+  on?(event: 'error', listener: (err: unknown) => void): unknown;
+}
+
+/** What a consumer reports as it works (see the `onEvent` option). */
+export type StreamConsumerEvent =
+  | {
+      readonly type: 'handler-error';
+      readonly id: string;
+      readonly deliveries: number;
+      readonly error: unknown;
+    }
+  /** This consumer's delivery was reclaimed (or acked) elsewhere: its ack or effect was refused. */
+  | { readonly type: 'fenced'; readonly id: string; readonly deliveries: number }
+  | {
+      readonly type: 'dead-letter';
+      readonly id: string;
+      readonly reason: 'max-deliveries' | 'terminal-error' | 'ledger-stale';
+      readonly deliveries: number;
+    }
+  /** A ledger booking's outcome (`duplicate`: booked before; `stale`: dead-lettered). */
+  | {
+      readonly type: 'applied';
+      readonly id: string;
+      readonly outcome: 'applied' | 'duplicate' | 'stale';
+      readonly seq: number | undefined;
+    }
+  /** Pending entries that were deleted from the stream (trimmed) before anyone acked them. */
+  | { readonly type: 'deleted'; readonly ids: readonly string[] }
+  /** A Redis call of the consumer failed (it goes on: reads are retried, entries redelivered). */
+  | {
+      readonly type: 'error';
+      readonly operation: 'read' | 'ack' | 'claim' | 'touch' | 'group';
+      readonly error: unknown;
+    };
+
+/** Options of {@link createStreamConsumer}. */
+export interface StreamConsumerOptions<E = unknown> {
+  /** An ioredis `Redis` or `Cluster` (see {@link StreamClient}). Not closed by the consumer. */
+  client: StreamClient;
+  /** The connection for `XREADGROUP ... BLOCK`. Default `client.duplicate()` (closed when run() ends). */
+  reader?: StreamClient;
+  stream: string;
+  group: string;
+  /** This consumer's name in the group: stable across restarts of one process slot. */
+  consumer: string;
+  /** The effect of an entry; a throw leaves it pending (delivered again after `claimIdle`). */
+  handler?: (delivery: Delivery<E>) => unknown;
+  /** The exactly-once path: each entry's ledger booking and its XACK in one script (instead of `handler`). */
+  ledger?: StreamLedgerOptions<E>;
+  /** Entries running at once (different keys). Default 16. */
+  concurrency?: number;
+  /** Pending entries idle longer than this are reclaimed (XAUTOCLAIM). Default `'30s'`. */
+  claimIdle?: Duration;
+  /**
+   * Handler runs after which an entry is dead-lettered instead of run again. Default 5. Counted per
+   * entry beside the stream (`<stream>:attempts`), not by Redis's delivery count alone, which also
+   * counts deliveries no handler started (entries a killed consumer held while they waited).
+   */
+  maxDeliveries?: number;
+  /** The ordering key of an entry: a key's entries run one at a time, in stream order. Default: none. */
+  key?: (delivery: Delivery<E>) => string;
+  /** How long one XREADGROUP waits for new entries. Default `'2s'`. */
+  block?: Duration;
+  /** Entries per XREADGROUP (COUNT). Default 64. */
+  batch?: number;
+  /** The dead-letter stream. Default `<stream>:dead` (same hash slot as the stream on Cluster). */
+  deadLetter?: { stream?: string };
+  /** Where a group created by the consumer starts (`XGROUP CREATE ... <from> MKSTREAM`). Default `'0'`. */
+  from?: string;
+  /** Decodes an entry's field `e`. Default `jsonSerializer` (bigints and Dates round-trip). */
+  serializer?: Serializer;
+  /** Aborting it stops the reads; run() resolves once the work in flight is done and acked. */
+  signal: AbortSignal;
+  onEvent?: (event: StreamConsumerEvent) => void;
+}
+
+export interface ResolvedOptions<E> {
+  readonly client: StreamClient;
+  readonly reader: StreamClient | undefined;
+  readonly stream: string;
+  readonly deadStream: string;
+  /** The hash of handler runs counted per redelivered entry (`<stream>:attempts`). */
+  readonly attemptsKey: string;
+  readonly group: string;
+  readonly consumer: string;
+  readonly handler: ((delivery: Delivery<E>) => unknown) | undefined;
+  readonly concurrency: number;
+  readonly claimIdleMs: number;
+  readonly maxDeliveries: number;
+  readonly key: ((delivery: Delivery<E>) => string) | undefined;
+  readonly blockMs: number;
+  readonly batch: number;
+  readonly from: string;
+  readonly serializer: Serializer;
+  readonly signal: AbortSignal;
+  readonly onEvent: ((event: StreamConsumerEvent) => void) | undefined;
+  readonly cluster: boolean;
+}
+
+/** The options checked once, with their defaults (p-queue style: one assert per option). */
+export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOptions<E> {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  const { client } = options;
+  if (typeof (client as RedisLike | undefined)?.call !== 'function') {
+    throw new InvalidOptionError('client', 'an ioredis Redis or Cluster client (with call())', client);
+  }
+  const reader = options.reader;
+  if (reader !== undefined && typeof reader?.call !== 'function') {
+    throw new InvalidOptionError('reader', 'a client of its own (with call())', reader);
+  }
+  if (reader === undefined && typeof client.duplicate !== 'function') {
+    throw new InvalidOptionError(
+      'reader',
+      'a connection of its own for XREADGROUP BLOCK when `client` has no duplicate()',
+      reader,
+    );
+  }
+  const stream = nonEmptyString('stream', options.stream);
+  const group = nonEmptyString('group', options.group);
+  const consumer = nonEmptyString('consumer', options.consumer);
+  const hasHandler = options.handler !== undefined;
+  if (hasHandler === (options.ledger !== undefined)) {
+    throw new InvalidOptionError('handler', 'exactly one of `handler` and `ledger`', options.handler);
+  }
+  if (hasHandler && typeof options.handler !== 'function') {
+    throw new InvalidOptionError('handler', 'a function (delivery) => unknown', options.handler);
+  }
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new InvalidOptionError('key', 'a function (delivery) => string', options.key);
+  }
+  if (!(options.signal instanceof AbortSignal)) {
+    throw new InvalidOptionError('signal', 'an AbortSignal (run() resolves once it aborts)', options.signal);
+  }
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
+    throw new InvalidOptionError('onEvent', 'a function', options.onEvent);
+  }
+  const serializer = options.serializer ?? jsonSerializer;
+  if (typeof serializer?.deserialize !== 'function') {
+    throw new InvalidOptionError('serializer', 'a Serializer (with deserialize())', serializer);
+  }
+  if (options.deadLetter !== undefined && !isPlainObject(options.deadLetter)) {
+    throw new InvalidOptionError(
+      'deadLetter',
+      'an object like { stream: "orders:dead" }',
+      options.deadLetter,
+    );
+  }
+  const deadStream =
+    options.deadLetter?.stream === undefined
+      ? `${stream}:dead`
+      : nonEmptyString('deadLetter.stream', options.deadLetter.stream);
+  const cluster = (client as { isCluster?: unknown }).isCluster === true;
+  // A dead letter and the entry's XACK are one script: on Cluster both keys must share a slot.
+  if (cluster && keySlot(deadStream) !== keySlot(stream)) {
+    throw new InvalidOptionError(
+      'deadLetter.stream',
+      'a stream in the same hash slot as `stream` on Redis Cluster (give both one {hash tag}: `{orders}` and `{orders}:dead`)',
+      deadStream,
+    );
+  }
+  // Runs counted per redelivered entry, beside the stream: the ack scripts clear an entry's count
+  // with its XACK, so on Cluster it must share the stream's slot too.
+  const attemptsKey = `${stream}:attempts`;
+  if (cluster && keySlot(attemptsKey) !== keySlot(stream)) {
+    throw new InvalidOptionError(
+      'stream',
+      'a stream name with a {hash tag} on Redis Cluster (e.g. `{orders}`), so that `<stream>:attempts` shares its slot',
+      stream,
+    );
+  }
+  const claimIdleMs = parseDuration(options.claimIdle ?? '30s', 'claimIdle');
+  // The claim loop runs every claimIdle / 3 (see consumer.ts): below 30 ms it would spin.
+  if (claimIdleMs < 30) throw new InvalidOptionError('claimIdle', 'at least 30 ms', options.claimIdle);
+  const blockMs = parseDuration(options.block ?? '2s', 'block');
+  // BLOCK 0 waits forever: a shutdown could then never end on a client that cannot unblock it.
+  if (blockMs < 1) throw new InvalidOptionError('block', 'at least 1 ms', options.block);
+  const from = options.from ?? '0';
+  if (typeof from !== 'string' || !/^(\$|0|\d+-\d+|\d+)$/.test(from)) {
+    throw new InvalidOptionError('from', "a stream id, '0' or '$'", from);
+  }
+  return {
+    client,
+    reader,
+    stream,
+    deadStream,
+    attemptsKey,
+    group,
+    consumer,
+    handler: options.handler,
+    concurrency: positiveInt('concurrency', options.concurrency ?? 16),
+    claimIdleMs,
+    maxDeliveries: positiveInt('maxDeliveries', options.maxDeliveries ?? 5),
+    key: options.key,
+    blockMs,
+    batch: positiveInt('batch', options.batch ?? 64),
+    from,
+    serializer,
+    signal: options.signal,
+    onEvent: options.onEvent,
+    cluster,
+  };
+}

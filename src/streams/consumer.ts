@@ -1,0 +1,384 @@
+import { ClosedError, ErrorCode, isOnceflowError } from '../core/errors.js';
+import { LruMap } from '../core/lru-map.js';
+import { evalScript } from '../redis/eval.js';
+import { scripts } from '../redis/scripts.generated.js';
+import {
+  type ResolvedOptions,
+  resolveOptions,
+  type StreamClient,
+  type StreamConsumerEvent,
+  type StreamConsumerOptions,
+} from './consumer-options.js';
+import { type Delivery, decodeDelivery, errorText, parseEntries, type RawEntry } from './delivery.js';
+import { createKeyScheduler, type ScheduledJob } from './key-scheduler.js';
+import { type ApplyAckItem, type ApplyAckReply, createLedgerPath, type LedgerPath } from './ledger-path.js';
+import { claimLoop, type Held } from './reclaim.js';
+import { createTickBatcher } from './tick-batcher.js';
+
+export type { StreamClient, StreamConsumerEvent, StreamConsumerOptions } from './consumer-options.js';
+export type { Delivery } from './delivery.js';
+export type { StreamLedgerOptions } from './ledger-path.js';
+
+/** Counts of what a consumer did, since it was made. */
+export interface StreamConsumerStats {
+  delivered: number;
+  acked: number;
+  failed: number;
+  deadLettered: number;
+  fenced: number;
+}
+
+/** A consumer of one stream in one group (see {@link createStreamConsumer}). */
+export interface StreamConsumer {
+  /** Reads, runs and acks until `signal` aborts; resolves once the work in flight is done and acked. */
+  run(): Promise<void>;
+  readonly stats: Readonly<StreamConsumerStats>;
+}
+
+// At most this many entries per ack / apply-ack script: each costs Redis an XPENDING and its share
+// of one XACK (~2-4 µs; a booking ~8-20 µs, MAX_BATCH in src/redis/redis-store.ts), so 128 hold the
+// server ~0.5-3 ms at most, as a batch of ledger applies does.
+const MAX_SCRIPT_BATCH = 128;
+// Errors kept per entry (first and last message) for its dead letter: one per failing entry held
+// or recently failed; 10 000 x ~2 KiB = ~20 MB at most, and a forgotten one leaves the fields empty.
+const ERRORS_KEPT = 10_000;
+// A failed read waits 50 ms, doubling to 2 s: long enough not to spin on a Redis that is down,
+// short enough that a restart is noticed within a couple of seconds.
+const READ_RETRY_MS = 50;
+const READ_RETRY_MAX_MS = 2000;
+
+/**
+ * A Redis Streams consumer in a consumer group: `XREADGROUP ... BLOCK` on a connection of its own,
+ * `XACK` after the handler resolves, reclaim of entries idle longer than `claimIdle` (`XAUTOCLAIM`:
+ * a crashed consumer's entries are picked up), dead letters by delivery count, per-key ordered
+ * parallelism, a fencing token per delivery (a consumer whose delivery was reclaimed cannot ack it),
+ * and, with `ledger`, the ledger booking and the XACK in one script (exactly once end to end).
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { createStreamConsumer } from 'onceflow/streams';
+ * const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const stream = `example:${process.pid}:orders`;
+ * await client.xadd(stream, '*', 'e', JSON.stringify({ order: 1 }), 'i', 'order-1');
+ * const done = new AbortController();
+ * const seen: unknown[] = [];
+ * const consumer = createStreamConsumer({
+ *   client, stream, group: 'billing', consumer: 'billing-1', signal: done.signal, block: '100ms',
+ *   handler: async ({ event }) => {
+ *     seen.push(event);
+ *     done.abort(); // one entry is enough for the example
+ *   },
+ * });
+ * await consumer.run();
+ * seen; // [{ order: 1 }]
+ * consumer.stats.acked; // 1
+ * await client.del(stream, `${stream}:dead`);
+ * await client.quit();
+ * ```
+ */
+export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions<E>): StreamConsumer {
+  const o = resolveOptions(options);
+  const ledger =
+    options.ledger === undefined
+      ? undefined
+      : createLedgerPath(
+          options.ledger,
+          o.client,
+          o.stream,
+          o.deadStream,
+          o.attemptsKey,
+          o.group,
+          o.consumer,
+        );
+  const stats: StreamConsumerStats = { delivered: 0, acked: 0, failed: 0, deadLettered: 0, fenced: 0 };
+  let started = false;
+  return {
+    get stats() {
+      return stats;
+    },
+    run() {
+      if (started) return Promise.reject(new ClosedError('stream consumer (run() is called once)'));
+      started = true;
+      return runConsumer(o, ledger, stats);
+    },
+  };
+}
+
+async function runConsumer<E>(
+  o: ResolvedOptions<E>,
+  ledger: LedgerPath<E> | undefined,
+  stats: StreamConsumerStats,
+): Promise<void> {
+  const { client, stream, group, consumer, signal } = o;
+  const scheduler = createKeyScheduler<Held<E>>(o.concurrency);
+  // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
+  const maxHeld = o.concurrency + o.batch;
+  const errors = new LruMap<string, { first: string; last: string }>(ERRORS_KEPT);
+  const waiters = new Set<() => void>();
+  const wake = () => {
+    for (const w of waiters) w();
+    waiters.clear();
+  };
+  const changed = () => new Promise<void>((resolve) => waiters.add(resolve));
+
+  const emit = (event: StreamConsumerEvent) => {
+    try {
+      o.onEvent?.(event);
+    } catch {
+      // A failing observer must not stop the consumer.
+    }
+  };
+
+  const acks = createTickBatcher<{ id: string; token: number }, number>(MAX_SCRIPT_BATCH, async (items) => {
+    const args: (string | number)[] = [group, consumer];
+    for (const { id, token } of items) args.push(id, token);
+    return (await evalScript(client, scripts.streamAck, [stream, o.attemptsKey], args)) as number[];
+  });
+  const applies =
+    ledger === undefined
+      ? undefined
+      : createTickBatcher<ApplyAckItem, ApplyAckReply>(MAX_SCRIPT_BATCH, (items) => ledger.applyAck(items));
+
+  function offer(entry: RawEntry, token: number): void {
+    stats.delivered++;
+    const decoded = decodeDelivery<E>(entry, token, o.serializer);
+    const delivery = 'delivery' in decoded ? decoded.delivery : undefined;
+    let error = 'error' in decoded ? decoded.error : undefined;
+    let key = entry.id;
+    if (delivery !== undefined && o.key !== undefined) {
+      try {
+        key = String(o.key(delivery));
+      } catch (err) {
+        error = err instanceof Error ? err : new Error(String(err));
+      }
+    }
+    scheduler.offer(entry.id, key, token, { entry, delivery, error });
+  }
+
+  function pump(): void {
+    if (signal.aborted) return;
+    for (const job of scheduler.take()) void runJob(job);
+  }
+
+  function finish(job: ScheduledJob<Held<E>>, outcome: 'done' | 'fenced' | 'failed' | 'lost'): void {
+    if (outcome === 'done') {
+      scheduler.complete(job.id);
+      errors.delete(job.id);
+    } else if (outcome === 'failed') {
+      scheduler.fail(job.id);
+    } else {
+      // Not this consumer's any more (fenced), or its ack's outcome is unknown (lost): whoever
+      // holds it, or a reclaim if it is still pending, settles it; this consumer lets its key go.
+      scheduler.drop(job.id);
+      if (outcome === 'fenced') {
+        stats.fenced++;
+        emit({ type: 'fenced', id: job.id, deliveries: job.token });
+      }
+    }
+    pump();
+    wake();
+  }
+
+  async function deadLetter(
+    job: ScheduledJob<Held<E>>,
+    reason: 'max-deliveries' | 'terminal-error',
+    attempts: number,
+    err?: unknown,
+  ): Promise<void> {
+    const seen = errors.get(job.id);
+    const last = err === undefined ? (seen?.last ?? '') : errorText(err);
+    const first = seen?.first ?? last;
+    try {
+      const done = await evalScript(
+        client,
+        scripts.streamDead,
+        [stream, o.deadStream, o.attemptsKey],
+        [group, consumer, job.id, job.token, reason, first, last, '', attempts],
+      );
+      if (done === 1) {
+        stats.deadLettered++;
+        emit({ type: 'dead-letter', id: job.id, reason, deliveries: job.token });
+        finish(job, 'done');
+      } else finish(job, 'fenced');
+    } catch (error) {
+      emit({ type: 'error', operation: 'ack', error });
+      finish(job, 'lost');
+    }
+  }
+
+  async function runJob(job: ScheduledJob<Held<E>>): Promise<void> {
+    const { token } = job;
+    const held = job.payload;
+    // A redelivery is counted as a run first (fenced: a zombie's is not); a first delivery counts
+    // as one without a write, the common case.
+    let attempts = 1;
+    if (token > 1) {
+      try {
+        attempts = (await evalScript(
+          client,
+          scripts.streamAttempt,
+          [stream, o.attemptsKey],
+          [group, consumer, job.id, token],
+        )) as number;
+      } catch (error) {
+        emit({ type: 'error', operation: 'ack', error });
+        return finish(job, 'lost');
+      }
+      if (attempts === 0) return finish(job, 'fenced');
+      // The runs before this one: maxDeliveries of them failed (or crashed their consumer).
+      if (attempts > o.maxDeliveries) return deadLetter(job, 'max-deliveries', attempts - 1);
+    }
+    if (held.error !== undefined || held.delivery === undefined) {
+      return deadLetter(job, 'terminal-error', attempts, held.error);
+    }
+    const delivery: Delivery<E> =
+      token === held.delivery.deliveries ? held.delivery : { ...held.delivery, deliveries: token };
+    let settle: Promise<'done' | 'fenced'>;
+    try {
+      if (ledger !== undefined) {
+        const command = await ledger.command(delivery);
+        // The token as of now: a reclaim by this consumer itself (its touch was late) updated it.
+        settle =
+          command === undefined
+            ? ack(job.id, job.token)
+            : bookAndAck(job.id, job.token, { id: job.id, token: job.token, command });
+      } else {
+        await (o.handler as (d: Delivery<E>) => unknown)(delivery);
+        settle = ack(job.id, job.token);
+      }
+    } catch (err) {
+      // A ledger entry the ledger refuses (a bad amount, an owner in another Cluster slot) is
+      // refused on every delivery: dead-lettered now, not retried.
+      if (ledger !== undefined && isOnceflowError(err, ErrorCode.INVALID_ARGUMENT)) {
+        return deadLetter(job, 'terminal-error', attempts, err);
+      }
+      const text = errorText(err);
+      const seen = errors.get(job.id);
+      errors.set(job.id, { first: seen?.first ?? text, last: text });
+      stats.failed++;
+      emit({ type: 'handler-error', id: job.id, deliveries: token, error: err });
+      finish(job, 'failed');
+      return;
+    }
+    try {
+      finish(job, await settle);
+    } catch (error) {
+      emit({ type: 'error', operation: 'ack', error });
+      finish(job, 'lost');
+    }
+  }
+
+  async function ack(id: string, token: number): Promise<'done' | 'fenced'> {
+    const acked = (await acks({ id, token })) === 1;
+    if (acked) stats.acked++;
+    return acked ? 'done' : 'fenced';
+  }
+
+  async function bookAndAck(id: string, token: number, item: ApplyAckItem): Promise<'done' | 'fenced'> {
+    const reply = await (applies as NonNullable<typeof applies>)(item);
+    if (reply.outcome === 'fenced') return 'fenced';
+    stats.acked++;
+    emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
+    if (reply.outcome === 'stale') {
+      stats.deadLettered++;
+      emit({ type: 'dead-letter', id, reason: 'ledger-stale', deliveries: token });
+    }
+    return 'done';
+  }
+
+  async function ensureGroup(): Promise<void> {
+    try {
+      await client.call('XGROUP', 'CREATE', stream, group, o.from, 'MKSTREAM');
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
+    }
+  }
+
+  await ensureGroup();
+  if (signal.aborted) return;
+  const ownReader = o.reader === undefined;
+  const reader = o.reader ?? (client.duplicate as () => StreamClient)();
+  // The connection's own errors come back as failed reads (reported, retried): a listener keeps
+  // ioredis from logging each reconnect attempt as an unhandled 'error' event.
+  if (ownReader) reader.on?.('error', () => {});
+  // A blocked read is ended at once on abort by CLIENT UNBLOCK from the main connection (it then
+  // answers as a timeout: no entry is delivered and lost); without an id (Cluster, a proxy that
+  // refuses CLIENT), the read ends within `block`.
+  let readerId: unknown;
+  if (!o.cluster) readerId = await reader.call('CLIENT', 'ID').catch(() => undefined);
+  const onAbort = () => {
+    wake();
+    if (typeof readerId === 'number') client.call('CLIENT', 'UNBLOCK', readerId).catch(() => {});
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  const claiming = claimLoop({
+    o,
+    scheduler,
+    maxHeld,
+    offer,
+    pump,
+    finish,
+    emit,
+    sleep: (ms) => sleep(ms, signal),
+  });
+  let retryMs = READ_RETRY_MS;
+  try {
+    while (!signal.aborted) {
+      const room = maxHeld - scheduler.held;
+      if (room <= 0) {
+        await changed();
+        continue;
+      }
+      let reply: unknown;
+      try {
+        reply = await reader.call(
+          'XREADGROUP',
+          'GROUP',
+          group,
+          consumer,
+          'COUNT',
+          Math.min(o.batch, room),
+          'BLOCK',
+          o.blockMs,
+          'STREAMS',
+          stream,
+          '>',
+        );
+        retryMs = READ_RETRY_MS;
+      } catch (error) {
+        if (signal.aborted) break;
+        emit({ type: 'error', operation: 'read', error });
+        if (error instanceof Error && error.message.startsWith('NOGROUP')) {
+          await ensureGroup().catch((e: unknown) => emit({ type: 'error', operation: 'group', error: e }));
+        }
+        await sleep(retryMs, signal);
+        retryMs = Math.min(retryMs * 2, READ_RETRY_MAX_MS);
+        continue;
+      }
+      const streams = reply as [string, unknown][] | null;
+      for (const entry of parseEntries(streams?.[0]?.[1])) offer(entry, 1);
+      pump();
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    await claiming;
+    // Graceful: the handlers running finish and their acks settle; entries held but not started
+    // stay pending and are reclaimed after claimIdle (by any consumer of the group).
+    while (scheduler.running > 0) await changed();
+    if (ownReader) reader.disconnect?.();
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,227 @@
+// The exactly-once path of the consumer: an entry whose effect is a ledger apply on the same
+// Redis is booked and acked by one script (stream-apply-ack.lua), fenced by its delivery.
+import { randomBytes } from 'node:crypto';
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, isWellFormed } from '../core/validate.js';
+import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
+import { connectionGeneration } from '../redis/connection-generation.js';
+import type { RedisLike } from '../redis/eval.js';
+import { ledgerOwnersKey, scopeOwnersKey } from '../redis/keys.js';
+import { createOwnerMemo, type OwnerMemo, rememberScope } from '../redis/owner-memo.js';
+import { pushEntryFields } from '../redis/resolve.js';
+import type { LuaScript } from '../redis/scripts.generated.js';
+import { scripts } from '../redis/scripts.generated.js';
+import { keySlot } from '../redis/slot.js';
+import { checkApplyCommand } from '../store/apply-command.js';
+import type { LedgerApplyCommand, LedgerApplyResult, Store } from '../store/store.js';
+import type { Delivery } from './delivery.js';
+
+/**
+ * The `ledger` option of the consumer: the ledger it books into, as `createLedger` and
+ * `createRedisStore` describe it (read it back with a ledger made with the same `name`,
+ * `capacity`, `horizon` and a Redis store with the same `prefix` and `journal`), and `entry`, which
+ * turns a delivery into the entry to book (`null` books nothing; the entry is acked).
+ */
+export interface StreamLedgerOptions<E = unknown> {
+  /** Window capacity per owner (see `createLedger`). */
+  capacity: number;
+  /** The ledger's name. Default `'default'`. */
+  name?: string;
+  /** Answer `stale` below the horizon (see `createLedger`). Default `true`. */
+  horizon?: boolean;
+  /** The Redis store's key prefix. Default `'onceflow:'` (as `createRedisStore`). */
+  prefix?: string;
+  /** Journal retention per owner (as `createRedisStore`'s `journal`). Default: keep every entry. */
+  journal?: { maxEntriesPerOwner?: number };
+  /** The ledger entry of a delivery (its signature is the dedup mark), or null to book nothing. */
+  entry(delivery: Delivery<E>): LedgerEntry | null | undefined | Promise<LedgerEntry | null | undefined>;
+}
+
+/** What one booked delivery answered: ledger-apply's outcome, or `fenced` (nothing done). */
+export type ApplyAckReply =
+  | { readonly outcome: 'fenced' }
+  | { readonly outcome: LedgerApplyResult['outcome']; readonly seq: number | undefined };
+
+/** One delivery to book: its stream id and token, and the validated command. */
+export interface ApplyAckItem {
+  readonly id: string;
+  readonly token: number;
+  readonly command: LedgerApplyCommand;
+}
+
+/** The ledger side of a consumer: turns entries into commands and books batches of them. */
+export interface LedgerPath<E> {
+  /** The command for a delivery (undefined: nothing to book), validated as the ledger does. */
+  command(delivery: Delivery<E>): Promise<LedgerApplyCommand | undefined>;
+  /** Books and acks the items in one script call; one reply per item, in order. */
+  applyAck(items: readonly ApplyAckItem[]): Promise<ApplyAckReply[]>;
+}
+
+/**
+ * Builds the ledger path. On Redis Cluster a script's keys must share a slot, so each owner's keys
+ * must hash with the stream: checked per entry (a typed error naming the owner).
+ */
+export function createLedgerPath<E>(
+  options: StreamLedgerOptions<E>,
+  client: RedisLike,
+  stream: string,
+  deadStream: string,
+  attemptsKey: string,
+  group: string,
+  consumer: string,
+): LedgerPath<E> {
+  if (!isPlainObject(options)) throw new InvalidOptionError('ledger', 'an object', options);
+  if (typeof options.entry !== 'function') {
+    throw new InvalidOptionError(
+      'ledger.entry',
+      'a function (delivery) => LedgerEntry | null',
+      options.entry,
+    );
+  }
+  const prefix = options.prefix ?? 'onceflow:';
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix) || !isWellFormed(prefix)) {
+    throw new InvalidOptionError('ledger.prefix', 'a well-formed string without `{` or `}`', prefix);
+  }
+  const maxPerOwner = options.journal?.maxEntriesPerOwner;
+  const journalLimit =
+    maxPerOwner === undefined || maxPerOwner === Number.POSITIVE_INFINITY ? '' : String(maxPerOwner);
+  if (journalLimit !== '' && !(Number.isSafeInteger(maxPerOwner) && (maxPerOwner as number) >= 0)) {
+    throw new InvalidOptionError(
+      'ledger.journal.maxEntriesPerOwner',
+      'a non-negative safe integer',
+      maxPerOwner,
+    );
+  }
+  // The ledger validates an entry and turns it into the store command (sizes, amounts, fields):
+  // a ledger over a store that only records the command it is given does exactly that, so the
+  // consumer books what `ledger.apply` would, validated the same way, without a copy of the rules.
+  let captured: LedgerApplyCommand | undefined;
+  const recorder = {
+    kind: 'stream-ledger-path',
+    ledgerApply(cmd: LedgerApplyCommand) {
+      captured = cmd;
+      return Promise.resolve({ outcome: 'applied', balances: {}, seq: 0 } as LedgerApplyResult);
+    },
+  } as unknown as Store;
+  const ledger = createLedger({
+    store: recorder,
+    capacity: options.capacity,
+    ...(options.name === undefined ? {} : { name: options.name }),
+    ...(options.horizon === undefined ? {} : { horizon: options.horizon }),
+  });
+  const cluster = (client as { isCluster?: unknown }).isCluster === true;
+  const streamSlot = keySlot(stream);
+  const owners = createOwnerMemo(prefix);
+  const generation = connectionGeneration(client);
+  // As the Redis store's: ledger-apply's replay marks name a run and a call (see ledger-apply.lua).
+  const run = randomBytes(9).toString('base64url');
+  let calls = 0;
+
+  async function register(memo: OwnerMemo, cmd: LedgerApplyCommand): Promise<void> {
+    if (memo.generation !== generation.value) {
+      memo.generation = generation.value;
+      memo.inLedger = false;
+      memo.scopes.clear();
+    }
+    // Registered before the script books (as the Redis store does): totals and journal queries
+    // over all owners find every owner that booked; a crash in between registers one with nothing.
+    const adds: Promise<unknown>[] = [];
+    if (!memo.inLedger) adds.push(client.call('SADD', ledgerOwnersKey(prefix, cmd.ledger), cmd.owner));
+    const scope = cmd.scope;
+    if (scope !== undefined && !memo.scopes.has(scope)) {
+      adds.push(client.call('SADD', scopeOwnersKey(prefix, cmd.ledger, scope), cmd.owner));
+    }
+    if (adds.length === 0) return;
+    await Promise.all(adds);
+    memo.inLedger = true;
+    if (scope !== undefined) rememberScope(memo, scope);
+  }
+
+  return {
+    async command(delivery) {
+      const entry = await options.entry(delivery);
+      if (entry === null || entry === undefined) return undefined;
+      captured = undefined;
+      // The ledger validates and calls the recorder synchronously: the command is read before
+      // anything else runs (other deliveries' commands are made concurrently). Invalid input
+      // rejects (ERR_INVALID_ARGUMENT), recording nothing.
+      const applied = ledger.apply(entry);
+      const cmd = captured as LedgerApplyCommand | undefined;
+      captured = undefined;
+      await applied;
+      if (cmd === undefined) throw new Error('the ledger did not produce a command');
+      if (cluster) {
+        const [state] = owners.get(cmd.ledger, cmd.owner).keys;
+        if (keySlot(state) !== streamSlot) {
+          throw new InvalidArgumentError(
+            'ledger.entry(...).owner',
+            `an owner whose ledger keys share the stream's hash slot on Redis Cluster (the apply and the XACK are one script): name the stream with the owner's hash tag, e.g. \`${state.slice(prefix.length, state.indexOf('}') + 1)}:events\``,
+            cmd.owner,
+          );
+        }
+      }
+      return cmd;
+    },
+    async applyAck(items) {
+      // The stream, dead-letter and attempts keys once, then each entry's two owner keys.
+      const keys: string[] = [stream, deadStream, attemptsKey];
+      const entries: (string | number)[] = [];
+      const memos: OwnerMemo[] = [];
+      const known: boolean[] = [];
+      for (const item of items) {
+        const memo = owners.get(item.command.ledger, item.command.owner);
+        memos.push(memo);
+        known.push(memo.inLedger);
+      }
+      await Promise.all(items.map((item, i) => register(memos[i] as OwnerMemo, item.command)));
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i] as ApplyAckItem;
+        const memo = memos[i] as OwnerMemo;
+        keys.push(memo.keys[0], memo.keys[1]);
+        // Per entry: its stream id and token (for the fence), then ledger-apply's entry (call number first).
+        entries.push(item.id, item.token, String(++calls));
+        pushEntryFields(entries, item.command, checkApplyCommand(item.command));
+      }
+      const raw = await evalAnyKeys(client, scripts.streamApplyAck, keys, [
+        group,
+        consumer,
+        JSON.stringify(entries),
+        journalLimit,
+        run,
+        '',
+      ]);
+      const replies = JSON.parse(raw as string) as [string, string?, unknown?, 1?][];
+      return replies.map((reply, i) => {
+        if (reply[0] === 'fenced') return { outcome: 'fenced' as const };
+        if (reply[3] === 1 && known[i]) {
+          // Redis had lost the owner's state (a restart without persistence): its registry
+          // entries may be gone too; registered again on its next booking.
+          const memo = memos[i] as OwnerMemo;
+          memo.inLedger = false;
+          memo.scopes.clear();
+        }
+        const outcome = reply[0] as LedgerApplyResult['outcome'];
+        return { outcome, seq: reply[1] === '' || reply[1] === undefined ? undefined : Number(reply[1]) };
+      });
+    },
+  };
+}
+
+/**
+ * EVALSHA, then EVAL on NOSCRIPT, as `evalScript` (src/redis/eval.ts) does, for a script whose
+ * key count varies with its entries beyond its fixed keys (stream-apply-ack.lua: the stream keys
+ * once, not once per entry: ~160 bytes an entry fewer to write and for Redis to read).
+ */
+async function evalAnyKeys(
+  client: RedisLike,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  try {
+    return await client.call('EVALSHA', script.sha1, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
+    return client.call('EVAL', script.text, keys.length, ...keys, ...args);
+  }
+}

@@ -1,0 +1,95 @@
+// The consumer's claim loop: keeps the entries it holds (touch) and takes over the group's idle
+// ones (XAUTOCLAIM), on a timer beside the read loop.
+import { evalScript } from '../redis/eval.js';
+import { scripts } from '../redis/scripts.generated.js';
+import type { ResolvedOptions, StreamConsumerEvent } from './consumer-options.js';
+import { type Delivery, parseEntries, type RawEntry } from './delivery.js';
+import type { KeyScheduler, ScheduledJob } from './key-scheduler.js';
+
+/** What a held entry carries: the entry as read, and its decoded delivery or why it has none. */
+export interface Held<E> {
+  readonly entry: RawEntry;
+  readonly delivery: Delivery<E> | undefined;
+  readonly error: Error | undefined;
+}
+
+/** The consumer state the claim loop works on. */
+export interface ClaimContext<E> {
+  readonly o: ResolvedOptions<E>;
+  readonly scheduler: KeyScheduler<Held<E>>;
+  readonly maxHeld: number;
+  offer(entry: RawEntry, token: number): void;
+  pump(): void;
+  finish(job: ScheduledJob<Held<E>>, outcome: 'fenced' | 'lost'): void;
+  emit(event: StreamConsumerEvent): void;
+  sleep(ms: number): Promise<void>;
+}
+
+// A claim tick reads at most this many XAUTOCLAIM pages: a backlog of idle entries is taken in
+// steps between reads of new ones, never in one long sweep.
+const CLAIM_PAGES_PER_TICK = 4;
+
+// Every held entry checked (still this consumer's delivery?) and, unless it failed, its idle time
+// reset so no other consumer reclaims an entry that only waits its key's turn or runs long.
+async function touch<E>(c: ClaimContext<E>): Promise<void> {
+  const jobs = [...c.scheduler.jobs()];
+  if (jobs.length === 0) return;
+  const args: (string | number)[] = [c.o.group, c.o.consumer];
+  for (const job of jobs) args.push(job.id, job.token, job.state === 'failed' ? '0' : '1');
+  const ours = (await evalScript(c.o.client, scripts.streamTouch, [c.o.stream], args)) as number[];
+  jobs.forEach((job, i) => {
+    // A running entry is left to its ack, which the fence refuses.
+    if (ours[i] === 0 && job.state !== 'running' && c.scheduler.get(job.id) === job) c.finish(job, 'fenced');
+  });
+}
+
+async function reclaim<E>(c: ClaimContext<E>): Promise<void> {
+  const { o, scheduler } = c;
+  let cursor = '0-0';
+  for (let page = 0; page < CLAIM_PAGES_PER_TICK && !o.signal.aborted; page++) {
+    const room = c.maxHeld - scheduler.held;
+    if (room <= 0) return;
+    const [next, claimed, deleted] = (await evalScript(
+      o.client,
+      scripts.streamClaim,
+      [o.stream],
+      [o.group, o.consumer, o.claimIdleMs, cursor, room],
+    )) as [string, [string, string[], number][], string[]];
+    for (const [id, flat, count] of claimed) {
+      const [entry] = parseEntries([[id, flat]]);
+      c.offer(entry as RawEntry, count);
+    }
+    if (deleted.length > 0) {
+      for (const id of deleted) {
+        const job = scheduler.get(id);
+        if (job !== undefined && job.state !== 'running') c.finish(job, 'lost');
+      }
+      c.emit({ type: 'deleted', ids: deleted });
+    }
+    c.pump();
+    cursor = next;
+    if (cursor === '0-0') return;
+  }
+}
+
+/**
+ * Touches and reclaims every claimIdle / 3 until the signal aborts: a held entry's idle time is
+ * reset at least twice within claimIdle, so a touch late by one tick (a slow Redis, a busy event
+ * loop) still lands before another consumer's XAUTOCLAIM may take it.
+ */
+export async function claimLoop<E>(c: ClaimContext<E>): Promise<void> {
+  const interval = Math.floor(c.o.claimIdleMs / 3);
+  while (!c.o.signal.aborted) {
+    try {
+      await touch(c);
+    } catch (error) {
+      c.emit({ type: 'error', operation: 'touch', error });
+    }
+    try {
+      await reclaim(c);
+    } catch (error) {
+      c.emit({ type: 'error', operation: 'claim', error });
+    }
+    await c.sleep(interval);
+  }
+}
