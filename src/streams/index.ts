@@ -1,6 +1,16 @@
 // onceflow/streams: an exactly-once event pipeline on Redis Streams. Re-exports only.
 export { backoffDelay, type RetryOptions, retryPolicy } from './backoff.js';
 export {
+  createStreamConsumer,
+  type Delivery,
+  type StreamClient,
+  type StreamConsumer,
+  type StreamConsumerEvent,
+  type StreamConsumerOptions,
+  type StreamConsumerStats,
+  type StreamLedgerOptions,
+} from './consumer.js';
+export {
   DEAD_LETTER_ERROR_BYTES,
   type DeadLetter,
   type DeadLetterReason,
