@@ -100,7 +100,9 @@ describe('package exports', () => {
     // where they import no package themselves: the Redis store takes the caller's client.
     const adapters = [...seen]
       .map((f) => relative(dist, f))
-      .filter((f) => ['cli', 'demo', 'postgres', 'redis', 'streams', 'testing'].includes(f.split(sep)[0] as string));
+      .filter((f) =>
+        ['cli', 'demo', 'postgres', 'redis', 'streams', 'testing'].includes(f.split(sep)[0] as string),
+      );
     expect(adapters).toEqual([]);
   });
 
