@@ -57,60 +57,56 @@ async function groupDone(group) {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// onceflowConsume: WRITTEN AGAINST THE createStreamConsumer API AS GUESSED BEFORE IT EXISTED.
-// The lead adapts this function (option names, the ledger hook, how completion is observed) at
-// merge; nothing else in the suite depends on the consumer's API.
-// Guesses: `ledger: { ledger, entry(delivery) }` makes the handler's effect a ledger apply run in
-// the consumer's script with the dedup mark and the XACK; `observer(event)` reports each acked
-// delivery; `run()` resolves once `signal` aborted and the work in flight is done.
-// ---------------------------------------------------------------------------------------------
-async function onceflowConsume({ group, ledger, total }) {
+// The onceflow side: every entry is booked by stream-apply-ack.lua (the fence, the ledger apply
+// and the XACK in one script); `applied` reports each entry answered (booked or duplicate).
+async function onceflowConsume({ group, name, total }) {
   const { createStreamConsumer } = await import('../dist/streams/index.js');
   const ac = new AbortController();
-  let acked = 0;
+  let answered = 0;
   const consumer = createStreamConsumer({
     client,
     stream,
     group,
     consumer: 'bench',
     concurrency: CONCURRENCY,
+    block: '100ms',
     ledger: {
-      ledger,
-      entry: ({ id, event }) => ({
-        owner: event.player,
-        signature: id,
-        deltas: { coins: BigInt(event.net) },
-      }),
+      prefix: ledgerPrefix,
+      name,
+      capacity: 4,
+      journal: { maxEntriesPerOwner: 0 },
+      entry: (d) => ({ owner: d.event.player, signature: d.eventId, deltas: { coins: BigInt(d.event.net) } }),
     },
-    observer: (e) => {
-      if (e.type === 'acked' && ++acked === total) ac.abort();
+    onEvent: (e) => {
+      if (e.type === 'applied' && ++answered === total) ac.abort();
     },
     signal: ac.signal,
   });
   await consumer.run();
-  return acked;
+  return answered;
 }
+
+const ledgerPrefix = `${prefix}ledger:`;
 
 async function onceflowPrepare() {
   const name = `of${runs}`;
   const ledger = createLedger({
-    store: createRedisStore({ client, prefix: `${prefix}{s}`, journal: { maxEntriesPerOwner: 0 } }),
+    store: createRedisStore({ client, prefix: ledgerPrefix, journal: { maxEntriesPerOwner: 0 } }),
     capacity: 4,
     name,
   });
-  return { group: await newGroup('onceflow'), ledger };
+  return { group: await newGroup('onceflow'), ledger, name };
 }
 
 const onceflowSide = {
   id: 'onceflow',
   label: 'createStreamConsumer({ ledger, concurrency: 16 }): ledger apply + dedup mark + XACK in one script',
   prepare: onceflowPrepare,
-  run: ({ group, ledger }) => onceflowConsume({ group, ledger, total: EVENTS }),
+  run: ({ group, name }) => onceflowConsume({ group, name, total: EVENTS }),
   dispose: ({ group }) => client.call('XGROUP', 'DESTROY', stream, group),
   async verify() {
-    const { group, ledger } = await onceflowPrepare();
-    const n = await onceflowConsume({ group, ledger, total: EVENTS });
+    const { group, ledger, name } = await onceflowPrepare();
+    const n = await onceflowConsume({ group, name, total: EVENTS });
     if (n !== EVENTS) throw new Error(`onceflow acked ${n} of ${EVENTS}`);
     await groupDone(group);
     const expected = new Map();
