@@ -10,6 +10,7 @@ import { redactUrl } from '../demo/redact-url.js';
 import { formatReport, toJson } from '../demo/report.js';
 import { runDemo, STRATEGIES } from '../demo/run-demo.js';
 import { sharedRowId, sharedStrategy } from '../demo/shared-strategy.js';
+import { STREAMS_ROW_ID, streamsStrategies } from '../demo/streams-strategy.js';
 import { MIGRATE_HELP, migrateCommand, UsageError } from './migrate-command.js';
 
 const HELP = `Usage: onceflow <command> [options]
@@ -98,14 +99,22 @@ async function main(argv: string[]): Promise<number> {
   const bar = progressBar(process.stderr, demo.progress);
   let result: Awaited<ReturnType<typeof runDemo>>;
   try {
-    result = demo.shared
-      ? await runDemo(
-          demo.config,
-          bar.update,
-          [sharedStrategy(demo.config, demo.shared), ...STRATEGIES],
-          sharedRowId(demo.shared.backend),
-        )
-      : await runDemo(demo.config, bar.update);
+    result =
+      demo.streams && demo.shared
+        ? await runDemo(
+            demo.config,
+            bar.update,
+            [...streamsStrategies(demo.config.seed, demo.shared), ...STRATEGIES],
+            STREAMS_ROW_ID,
+          )
+        : demo.shared
+          ? await runDemo(
+              demo.config,
+              bar.update,
+              [sharedStrategy(demo.config, demo.shared), ...STRATEGIES],
+              sharedRowId(demo.shared.backend),
+            )
+          : await runDemo(demo.config, bar.update);
   } finally {
     bar.stop();
   }

@@ -18,6 +18,7 @@ export const DEMO_OPTIONS = {
   redis: { type: 'string' },
   postgres: { type: 'string' },
   workers: { type: 'string' },
+  streams: { type: 'boolean' },
   json: { type: 'boolean' },
   'no-progress': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -40,6 +41,11 @@ export interface DemoCommand {
    * `--postgres URL`, with `--workers N`).
    */
   readonly shared?: SharedDemoOptions;
+  /**
+   * With `--redis`: the settlement deliveries go through a Redis stream to `--workers` consumer
+   * processes, some killed mid-run (`--streams`), instead of the partitioned workers.
+   */
+  readonly streams?: boolean;
 }
 
 // A million settlements is the documented big run; five is the most whose columns
@@ -70,6 +76,9 @@ Options:
   --postgres URL      also run onceflow on a shared PostgreSQL (postgres://user@host:port/db) with
                       worker processes, in a schema of the run's own, dropped at the end; that row
                       then decides the exit code (needs pg installed)
+  --streams           with --redis: deliver the settlements through a Redis stream to --workers
+                      consumer processes, 3 of them SIGKILLed mid-run and replaced; rows for
+                      onceflow's consumer (which then decides the exit code) and a naive one
   --workers N         worker processes for --redis or --postgres, 1..64 (default 4)
   --json              print one JSON object (config, requiredCapacity, rows) and nothing else
   --no-progress       no progress bar (it is also off when stderr is not a terminal)
@@ -114,6 +123,9 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
   if (values.workers !== undefined && values.redis === undefined && values.postgres === undefined) {
     throw new InvalidOptionError('--workers', 'used together with `--redis` or `--postgres`', values.workers);
   }
+  if (values.streams && values.redis === undefined) {
+    throw new InvalidOptionError('--streams', 'used together with `--redis`', true);
+  }
   // 64 processes is far more than 2-8 cores can run usefully; beyond it is a typo.
   const workers = () => int('workers', values.workers, 4, 1, 64);
   if (values.postgres !== undefined) {
@@ -135,7 +147,8 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
       redactUrl(values.redis),
     );
   }
-  return { ...command, shared: { backend: 'redis', url: values.redis, workers: workers() } };
+  const shared: SharedDemoOptions = { backend: 'redis', url: values.redis, workers: workers() };
+  return values.streams ? { ...command, shared, streams: true } : { ...command, shared };
 }
 
 /** A URL pg reads as its author meant: postgres:// or postgresql://, a port (if any) that exists. */

@@ -1,0 +1,81 @@
+// `onceflow demo --redis URL --streams`: the settlements go through a Redis stream to consumer
+// processes, 3 of them SIGKILLed mid-run. Runs the built CLI as demo.test.ts does.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { describe, expect, inject, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const cli = join(root, 'dist', 'cli', 'main.js');
+
+function onceflow(args: string[]): Promise<{ pid: number; code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(process.execPath, [cli, ...args], { cwd: root }, (err, stdout, stderr) => {
+      if (err !== null && typeof err.code !== 'number') reject(err);
+      else resolve({ pid: child.pid ?? -1, code: err === null ? 0 : (err.code as number), stdout, stderr });
+    });
+  });
+}
+
+/** The keys left under the run's own prefix (`onceflow-demo:<time>_<pid>:`), and only its own. */
+async function keysOfRun(url: string, pid: number): Promise<string[]> {
+  const client = new Redis(url);
+  const found: string[] = [];
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `onceflow-demo:*_${pid}:*`, 'COUNT', 10_000);
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+  return found;
+}
+
+describe('onceflow demo --streams', () => {
+  it('3 consumers, 3 kills: onceflow exact and deciding the exit code, the naive consumer not, no keys left', async () => {
+    const url = inject('redisUrl');
+    const run = await onceflow([
+      'demo',
+      '--settlements',
+      '20000',
+      '--json',
+      '--redis',
+      url,
+      '--streams',
+      '--workers',
+      '3',
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    const row = (id: string) => result.rows.find((r: { id: string }) => r.id === id);
+    const streams = row('onceflow-streams-c4');
+    expect(streams).toMatchObject({
+      strategy: 'onceflow via Redis Streams (capacity 4, 3 consumers, 3 kills)',
+      lostCount: 0,
+      doubledCount: 0,
+      misbookedCount: 0,
+      roomsOff: 0,
+      stale: 0,
+    });
+    // Every delivery decided as the in-process capacity-4 row decides it, kills notwithstanding.
+    const memory = row('onceflow-c4');
+    expect(streams.applied).toBe(memory.applied);
+    expect(streams.blocked).toBe(memory.blocked);
+    const naive = row('naive-streams');
+    expect(naive.strategy).toBe('naive stream consumer (no dedup, 3 consumers, 3 kills)');
+    expect(naive.doubledCount + naive.lostCount).toBeGreaterThan(0);
+    expect(naive.roomsOff).toBeGreaterThan(0);
+    expect(await keysOfRun(url, run.pid)).toEqual([]);
+  }, 60_000);
+
+  it('--streams needs --redis', async () => {
+    const run = await onceflow(['demo', '--streams']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('Expected `--streams` to be used together with `--redis`');
+  });
+});
