@@ -26,8 +26,14 @@ export async function openSharedLedger(
   return (await import('./postgres-ledger.js')).openPostgresLedger(url, namespace);
 }
 
-/** A namespace of the run's own: time and pid, valid as a Redis key prefix and a schema name. */
+/**
+ * A namespace of the run's own, from its time and pid: the Redis key prefix
+ * `onceflow-demo:<time>:<pid>:` (what docs/operations.md tells users to SCAN for after a killed
+ * run) or the schema `onceflow_demo_<time>_<pid>`.
+ */
 export function runNamespace(backend: SharedBackend): string {
-  const id = `${Date.now().toString(36)}_${process.pid}`;
-  return backend === 'redis' ? `onceflow-demo:${id}:` : `onceflow_demo_${id}`;
+  const time = Date.now().toString(36);
+  return backend === 'redis'
+    ? `onceflow-demo:${time}:${process.pid}:`
+    : `onceflow_demo_${time}_${process.pid}`;
 }

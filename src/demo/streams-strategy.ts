@@ -262,6 +262,22 @@ class StreamRun {
       const at = (name: string) => fields[fields.indexOf(name) + 1];
       if (at('reason') === 'ledger-stale' && at('id') !== undefined) stale.add(Number(at('id')));
     }
+    // A stale answer is referred to reconciliation, and the demo reconciles as a user would:
+    // `ledger.resolve` of the same entry books it when the journal proves it never was (the
+    // journal is kept whole here), answers duplicate when it was. Consumers of one group take a
+    // player's entries in parallel, so a late one can find its signature evicted, under load.
+    for (const i of [...stale]) {
+      const id = log.ref[i] as number;
+      const payload = settlementPayload(table, id);
+      const r = await ledger.resolve({
+        owner: playerName(table.player[id] as number),
+        signature: settlementSignature(payload),
+        deltas: { coins: payload.net },
+        scope: roomName(table.room[id] as number),
+        order: table.order[id] as number,
+      });
+      if (r.outcome !== 'unknown') stale.delete(i);
+    }
     const booked: Set<string>[] = [];
     for (let p = 0; p < log.players; p++) {
       const entries = await ledger.journal({ owner: playerName(p) });

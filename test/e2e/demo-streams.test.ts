@@ -25,7 +25,7 @@ async function keysOfRun(url: string, pid: number): Promise<string[]> {
   try {
     let cursor = '0';
     do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `onceflow-demo:*_${pid}:*`, 'COUNT', 10_000);
+      const [next, keys] = await client.scan(cursor, 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 10_000);
       found.push(...keys);
       cursor = next;
     } while (cursor !== '0');
