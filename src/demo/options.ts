@@ -153,19 +153,8 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
 
 /** A URL pg reads as its author meant: postgres:// or postgresql://, a port (if any) that exists. */
 function isPostgresUrl(text: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(text);
-    decodeURIComponent(url.username);
-    decodeURIComponent(url.password);
-  } catch {
-    return false;
-  }
-  return (
-    (url.protocol === 'postgres:' || url.protocol === 'postgresql:') &&
-    (url.port === '' || Number(url.port) >= 1) &&
-    url.hash === ''
-  );
+  const url = parsedUrl(text);
+  return url !== undefined && (url.protocol === 'postgres:' || url.protocol === 'postgresql:');
 }
 
 /**
@@ -176,21 +165,26 @@ function isPostgresUrl(text: string): boolean {
  * after the workers have started).
  */
 function isRedisUrl(text: string): boolean {
+  const url = parsedUrl(text);
+  // No host (redis:///0) is ioredis's localhost.
+  return (
+    url !== undefined &&
+    (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
+    /^(\/\d*)?$/.test(url.pathname)
+  );
+}
+
+/** `text` as a URL whose user info decodes, whose port (if any) exists and that has no fragment. */
+function parsedUrl(text: string): URL | undefined {
   let url: URL;
   try {
     url = new URL(text);
     decodeURIComponent(url.username);
     decodeURIComponent(url.password);
   } catch {
-    return false;
+    return undefined;
   }
-  return (
-    // No host (redis:///0) is ioredis's localhost.
-    (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
-    (url.port === '' || Number(url.port) >= 1) &&
-    /^(\/\d*)?$/.test(url.pathname) &&
-    url.hash === ''
-  );
+  return (url.port === '' || Number(url.port) >= 1) && url.hash === '' ? url : undefined;
 }
 
 function int(name: string, text: string | undefined, fallback: number, min: number, max: number): number {

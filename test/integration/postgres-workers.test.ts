@@ -4,52 +4,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLedger, defineSignature } from '../../src/index.js';
+import { createLedger } from '../../src/index.js';
 import { createPostgresStore, migrate } from '../../src/postgres/index.js';
 import { type StartedPostgres, startPostgres } from '../../src/testing/index.js';
-import { type Delivery, playerLog, roundPlan } from '../property/settlement-log.js';
+import type { Delivery } from '../property/settlement-log.js';
+import { buildLog, truth } from '../support/worker-log.js';
 import { dropSchema, PG_URL, runSchema } from './pg-env.js';
 
 const run = promisify(execFile);
 const worker = fileURLToPath(new URL('./fixtures/pg-apply-worker.mjs', import.meta.url));
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const WORKERS = 4;
-
-const settlement = defineSignature([
-  ['room', 'string'],
-  ['round', 'int'],
-  ['net', 'int'],
-  ['final', 'bool'],
-]);
-
-/** 40 players x 20 rounds with duplicates, replays, swaps and cross-room late finals (overlap 1). */
-function buildLog(seed: number): Delivery[][] {
-  const plans = fc.sample(fc.array(roundPlan, { minLength: 20, maxLength: 20 }), { seed, numRuns: 40 });
-  return plans.map((p, i) =>
-    playerLog(`player-${i}`, p, 1, (d) => settlement(d)).map((d) => {
-      // Rooms are shared between players, so scope totals sum several owners' shares.
-      const room = `room-${(i * 3 + Number(d.room.split('room')[1])) % 5}`;
-      return { ...d, room, signature: settlement({ ...d, room }) };
-    }),
-  );
-}
-
-function truth(players: Delivery[][]) {
-  const unique = new Map<string, Delivery>();
-  for (const d of players.flat()) unique.set(`${d.player}\n${d.signature}`, d);
-  const balances = new Map<string, bigint>();
-  const rooms = new Map<string, bigint>();
-  const signatures = new Map<string, string[]>();
-  for (const d of unique.values()) {
-    balances.set(d.player, (balances.get(d.player) ?? 0n) + BigInt(d.net));
-    rooms.set(d.room, (rooms.get(d.room) ?? 0n) + BigInt(d.net));
-    signatures.set(d.player, [...(signatures.get(d.player) ?? []), d.signature]);
-  }
-  return { count: unique.size, balances, rooms, signatures };
-}
 
 type Counts = { applied: number; duplicate: number; stale: number; retries: number };
 
