@@ -372,6 +372,11 @@ interface Worker {
   readonly child: ChildProcess;
   /** Set when the coordinator SIGKILLed it on purpose. */
   killed: boolean;
+  /**
+   * Set when the coordinator SIGTERMed it at the end of the run (the group settled: it holds
+   * nothing). A worker still starting has no handler for SIGTERM yet and dies of it: a stop too.
+   */
+  stopping: boolean;
   /** Set when it exited by itself, or with an error: the run cannot be judged. */
   failed: DemoFailure | undefined;
   readonly exited: Promise<void>;
@@ -388,7 +393,13 @@ function startWorker(config: StreamWorkerConfig): Worker {
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
-  const worker: Worker = { child, killed: false, failed: undefined, exited: Promise.resolve() };
+  const worker: Worker = {
+    child,
+    killed: false,
+    stopping: false,
+    failed: undefined,
+    exited: Promise.resolve(),
+  };
   const exited = new Promise<void>((resolve) => {
     const fail = (how: string) => {
       const said = stderr.trim();
@@ -401,7 +412,8 @@ function startWorker(config: StreamWorkerConfig): Worker {
       resolve();
     });
     child.once('exit', (code, signal) => {
-      if (!worker.killed && code !== 0)
+      const stopped = worker.stopping && signal === 'SIGTERM';
+      if (!worker.killed && !stopped && code !== 0)
         fail(code === null ? `was killed (${signal})` : `exited with ${code}`);
       resolve();
     });
@@ -412,7 +424,10 @@ function startWorker(config: StreamWorkerConfig): Worker {
 
 /** SIGTERMs every worker (each finishes and acks what it holds) and waits for their exits. */
 async function stopAll(workers: Set<Worker>): Promise<void> {
-  for (const w of workers) w.child.kill('SIGTERM');
+  for (const w of workers) {
+    w.stopping = true;
+    w.child.kill('SIGTERM');
+  }
   await Promise.all([...workers].map((w) => w.exited));
   for (const w of workers) if (w.failed) throw w.failed;
 }
