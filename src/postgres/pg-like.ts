@@ -91,9 +91,11 @@ export interface PgPoolLike extends PgQueryable {
 export function checkout(pool: PgPoolLike): Promise<PgPoolClientLike> {
   return new Promise((resolve, reject) => {
     let settled = false;
-    const returned = (
-      pool.connect as (cb: (err: Error | undefined, client?: PgPoolClientLike) => void) => unknown
-    )((err, client) => {
+    const connect = pool.connect as (
+      this: PgPoolLike,
+      cb: (err: Error | undefined, client?: PgPoolClientLike) => void,
+    ) => unknown;
+    const returned = connect.call(pool, (err, client) => {
       if (settled) return;
       settled = true;
       if (err || client === undefined) reject(err ?? new Error('pool.connect gave no client'));
