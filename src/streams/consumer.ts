@@ -35,9 +35,10 @@ export interface StreamConsumer {
   readonly stats: Readonly<StreamConsumerStats>;
 }
 
-// At most this many entries per ack / apply-ack script: each costs Redis an XPENDING and its share
-// of one XACK (~2-4 µs; a booking ~8-20 µs, MAX_BATCH in src/redis/redis-store.ts), so 128 hold the
-// server ~0.5-3 ms at most, as a batch of ledger applies does.
+// At most this many entries per ack / apply-ack script: each costs Redis an XPENDING (apply-ack:
+// its share of one XPENDING range) and its share of one XACK (~2-4 µs; a booking ~8-20 µs,
+// MAX_BATCH in src/redis/redis-store.ts), so 128 hold the server ~0.5-3 ms at most, as a batch of
+// ledger applies does.
 const MAX_SCRIPT_BATCH = 128;
 // Errors kept per entry (first and last message) for its dead letter: one per failing entry held
 // or recently failed; 10 000 x ~2 KiB = ~20 MB at most, and a forgotten one leaves the fields empty.
@@ -90,6 +91,8 @@ export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions
           o.attemptsKey,
           o.group,
           o.consumer,
+          // As runConsumer's maxHeld: what the consumer holds at most.
+          o.concurrency + o.batch,
         );
   const stats: StreamConsumerStats = { delivered: 0, acked: 0, failed: 0, deadLettered: 0, fenced: 0 };
   let started = false;

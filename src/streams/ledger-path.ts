@@ -15,6 +15,7 @@ import { keySlot } from '../redis/slot.js';
 import { checkApplyCommand } from '../store/apply-command.js';
 import type { LedgerApplyCommand, LedgerApplyResult, Store } from '../store/store.js';
 import type { Delivery } from './delivery.js';
+import { compareIdText } from './stream-id.js';
 
 /**
  * The `ledger` option of the consumer: the ledger it books into, as `createLedger` and
@@ -59,7 +60,8 @@ export interface LedgerPath<E> {
 
 /**
  * Builds the ledger path. On Redis Cluster a script's keys must share a slot, so each owner's keys
- * must hash with the stream: checked per entry (a typed error naming the owner).
+ * must hash with the stream: checked per entry (a typed error naming the owner). `maxHeld`: how
+ * many entries the consumer holds at most (the count of the script's pending range).
  */
 export function createLedgerPath<E>(
   options: StreamLedgerOptions<E>,
@@ -69,6 +71,7 @@ export function createLedgerPath<E>(
   attemptsKey: string,
   group: string,
   consumer: string,
+  maxHeld: number,
 ): LedgerPath<E> {
   if (!isPlainObject(options)) throw new InvalidOptionError('ledger', 'an object', options);
   if (typeof options.entry !== 'function') {
@@ -168,7 +171,11 @@ export function createLedgerPath<E>(
       const entries: (string | number)[] = [];
       const memos: OwnerMemo[] = [];
       const known: boolean[] = [];
+      let first = (items[0] as ApplyAckItem).id;
+      let last = first;
       for (const item of items) {
+        if (compareIdText(item.id, first) < 0) first = item.id;
+        else if (compareIdText(item.id, last) > 0) last = item.id;
         const memo = owners.get(item.command.ledger, item.command.owner);
         memos.push(memo);
         known.push(memo.inLedger);
@@ -189,6 +196,12 @@ export function createLedgerPath<E>(
         journalLimit,
         run,
         '',
+        first,
+        last,
+        // Every entry this consumer holds (at most maxHeld) fits: the range's reply covers the
+        // batch unless it also holds entries it let go (lost, fenced) in between, which are then
+        // checked one by one (see stream-apply-ack.lua).
+        maxHeld,
       ]);
       const replies = JSON.parse(raw as string) as [string, string?, unknown?, 1?][];
       return replies.map((reply, i) => {

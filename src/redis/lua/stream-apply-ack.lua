@@ -17,6 +17,8 @@
   ARGV[4]     journal limit (as ledger-apply.lua's ARGV[2])
   ARGV[5]     run (as ledger-apply.lua's ARGV[3])
   ARGV[6]     dead-letter MAXLEN ('' none)
+  ARGV[7..9]  the lowest and highest stream id of the entries, and how many of the consumer's
+              pending entries between them to read at most (see `pending` below)
   Returns     a JSON array, one reply per entry: ["fenced"] (nothing done), or ledger-apply.lua's
               reply [outcome, seq, balances(, 1)] (the entry acked; a stale one dead-lettered)
 ]]
@@ -41,6 +43,17 @@ local limit = ARGV[4]
 local run = ARGV[5]
 local dead_maxlen = ARGV[6]
 
+-- The fence of every entry from one XPENDING over the batch's id range (the delivery count of each
+-- entry pending as this consumer's), not one XPENDING per entry: the range reads the same pending
+-- list, and nothing in this script changes it before the XACK at the end, so an entry found in it
+-- is judged as its own XPENDING would judge it. One not found (fenced, or past the count when
+-- the consumer holds more in the range) is checked alone by stream_fenced: the range only ever
+-- saves calls, it never decides that an entry is fenced.
+local pending = {}
+for _, p in ipairs(redis.call('XPENDING', KEYS[1], group, ARGV[7], ARGV[8], ARGV[9], consumer)) do
+  pending[p[1]] = p[4]
+end
+
 -- #include lib/ledger-book.lua
 
 local stream, dead = KEYS[1], KEYS[2]
@@ -48,7 +61,14 @@ local replies, acked, counted = {}, { 'XACK', stream, group }, { 'HDEL', KEYS[3]
 local a = 1
 for k = 4, #KEYS, 2 do
   local id, token = args[a], args[a + 1]
-  if stream_fenced(stream, group, consumer, id, token) then
+  local count = pending[id]
+  local fenced
+  if count == nil then
+    fenced = stream_fenced(stream, group, consumer, id, token)
+  else
+    fenced = count ~= tonumber(token)
+  end
+  if fenced then
     a = skip_entry(a + 2)
     replies[#replies + 1] = '["fenced"]'
   else
