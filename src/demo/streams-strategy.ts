@@ -49,8 +49,8 @@ const KILL_EVERY_MS = 300;
 // player's deliveries can overtake each other by up to ~2 x 16 / 64 active players (scenario.ts)
 // < 1 position; the log itself already needs all of capacity 4 (the report's "Capacity this log
 // required"), so any more reordering can evict a signature early and the horizon answers `stale`
-// (64 here gave ~170 stale first deliveries per 20,000 settlements, 16 none on an idle machine;
-// under load some still are, and the run reconciles them with ledger.resolve, as users would).
+// (a bound of 64 lets ~170 of 20,000 first deliveries go stale, 16 none on an idle machine; what
+// load still makes stale, the run reconciles with ledger.resolve, as users would).
 const IN_FLIGHT = 16;
 // The coordinator polls the groups' progress this often: a few round trips per step.
 const POLL_MS = 2;
