@@ -5,6 +5,7 @@ import { isOnceflowError } from './errors.js';
 import {
   amount,
   isPlainObject,
+  knownKeys,
   nonEmptyString,
   nonEmptyStringArg,
   nonNegativeInt,
@@ -149,5 +150,19 @@ describe('orderToString / orderFromString', () => {
     expect(orderFromString('9007199254740992')).toBe(9007199254740992n);
     expect(orderFromString('-9007199254740992')).toBe(-9007199254740992n);
     expect(orderToString(12)).toBe('12');
+  });
+});
+
+describe('knownKeys', () => {
+  it('passes known keys and refuses a typo with a did-you-mean, naming the nested path', () => {
+    expect(() => knownKeys('', { capacity: 4 }, ['capacity', 'store'])).not.toThrow();
+    expect(() => knownKeys('', { capcity: 4 }, ['capacity', 'store'])).toThrow(
+      'Expected `capcity` to be a known option (did you mean `capacity`?), got `4` (number)',
+    );
+    expect(() => knownKeys('retry', { tires: 3 }, ['tries', 'delay'])).toThrow(
+      /`retry\.tires`.*did you mean `tries`/,
+    );
+    expect(() => knownKeys('', { zzzzzzzz: 1 }, ['capacity', 'store'])).toThrow(/one of `capacity`, `store`/);
+    expect(() => knownKeys('', { ['x'.repeat(100)]: 1 }, ['capacity'])).toThrow(/one of `capacity`/);
   });
 });

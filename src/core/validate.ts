@@ -92,3 +92,62 @@ export function orderFromString(text: string): Order {
   const big = BigInt(text);
   return big <= BigInt(Number.MAX_SAFE_INTEGER) && big >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(big) : big;
 }
+
+/**
+ * Refuses an options object that holds a key outside `known`, naming the closest known key: a
+ * JavaScript caller's typo (`blokDuration`) would otherwise change nothing and say nothing.
+ * Call it first in a factory, before any option is read, so a refused call changes no state.
+ *
+ * @param where the options' path in messages (`''` for a factory's own options, `'retry'` for a
+ *   nested object: its keys are then named `retry.<key>`)
+ * @example
+ * ```ts
+ * knownKeys('', { capcity: 4 }, ['capacity', 'store']);
+ * // throws OnceflowError [ERR_INVALID_OPTION]: Expected `capcity` to be a known option (did you mean `capacity`?), got `4` (number)
+ * ```
+ */
+export function knownKeys(where: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const name = where === '' ? key : `${where}.${key}`;
+    const near = closest(key, known);
+    const hint =
+      near === undefined ? `one of ${known.map((k) => `\`${k}\``).join(', ')}` : `did you mean \`${near}\`?`;
+    throw new InvalidOptionError(name, `a known option (${hint})`, (options as Record<string, unknown>)[key]);
+  }
+}
+
+// A key within a third of its length (at least 2) edits of a known one is taken for a typo of it;
+// further off, the message lists every known key instead of guessing.
+function closest(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(key.length / 3)) + 1;
+  const lower = key.toLowerCase();
+  for (const candidate of known) {
+    const d = editDistance(lower, candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+// Levenshtein distance. A key over 64 characters is no typo of an option name (none is half as
+// long): it is not compared, which bounds the work at 64 x the longest known name.
+function editDistance(a: string, b: string): number {
+  if (a.length > 64) return Number.POSITIVE_INFINITY;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(
+        (prev[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    prev = row;
+  }
+  return prev[b.length] as number;
+}
