@@ -117,6 +117,15 @@ async function runConsumer<E>(
   const scheduler = createKeyScheduler<Held<E>>(o.concurrency);
   // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
   const maxHeld = o.concurrency + o.batch;
+  // At most `batch` entries held per key: a key whose head failed waits for it (claimIdle, up to
+  // maxDeliveries times), and its newer entries then never take more than `batch` of the maxHeld
+  // places; the other `concurrency` stay for other keys and for reclaims. Reads stop while a key's
+  // backlog is full (XREADGROUP '>' cannot skip a key: whatever it returns is this consumer's to
+  // hold), and the failed head is claimed again by id (reclaim.ts), which needs no room at all.
+  const keyCap = o.batch;
+  // A read waits until a quarter of a key's cap is free again (or all of it, for a cap under 4):
+  // a key that stays near its cap is then read in quarters, not one round trip per entry.
+  const readAtLeast = Math.max(1, Math.floor(keyCap / 4));
   const errors = new LruMap<string, { first: string; last: string }>(ERRORS_KEPT);
   const waiters = new Set<() => void>();
   const wake = () => {
@@ -328,8 +337,9 @@ async function runConsumer<E>(
   let retryMs = READ_RETRY_MS;
   try {
     while (!signal.aborted) {
-      const room = maxHeld - scheduler.held;
-      if (room <= 0) {
+      // A read takes no more than the room left in all, nor than lets one key exceed keyCap.
+      const room = Math.min(maxHeld - scheduler.held, keyCap - scheduler.longest());
+      if (room < readAtLeast) {
         await changed();
         continue;
       }

@@ -15,6 +15,21 @@ describe('createKeyScheduler', () => {
     expect(ids(s.take())).toEqual(['2-0']);
   });
 
+  it('longest() is the backlog of the key holding most (its running or failed head included)', () => {
+    const s = createKeyScheduler<null>(4);
+    expect(s.longest()).toBe(0);
+    for (let i = 1; i <= 3; i++) s.offer(`${i}-0`, 'a', 1, null);
+    s.offer('4-0', 'b', 1, null);
+    expect(s.longest()).toBe(3);
+    s.take();
+    s.fail('1-0');
+    expect(s.longest()).toBe(3);
+    s.offer('1-0', 'a', 2, null);
+    s.take();
+    s.complete('1-0');
+    expect(s.longest()).toBe(2);
+  });
+
   it('caps the entries running at concurrency', () => {
     const s = createKeyScheduler<null>(2);
     for (let i = 1; i <= 5; i++) s.offer(`${i}-0`, `k${i}`, 1, null);

@@ -42,6 +42,8 @@ export interface KeyScheduler<T> {
   get(id: string): ScheduledJob<T> | undefined;
   /** Entries held (queued, running or failed). */
   readonly held: number;
+  /** The most entries one key holds (its backlog, the running or failed head included). */
+  longest(): number;
   readonly running: number;
   /** Every held entry, for the caller's own bookkeeping (heartbeats, shutdown). */
   jobs(): IterableIterator<ScheduledJob<T>>;
@@ -159,6 +161,12 @@ export function createKeyScheduler<T>(concurrency: number): KeyScheduler<T> {
     },
     get running() {
       return running;
+    },
+    longest() {
+      // One pass over the keys held: at most the consumer's maxHeld, once per read.
+      let most = 0;
+      for (const queue of queues.values()) most = Math.max(most, queue.jobs.length);
+      return most;
     },
     jobs: () => byId.values(),
   };

@@ -43,17 +43,30 @@ async function touch<E>(c: ClaimContext<E>): Promise<void> {
   });
 }
 
+// Failed entries claimed again by id per script call: each costs an XCLAIM argument and an
+// XPENDING, so 128 hold the server well under a millisecond (as MAX_SCRIPT_BATCH in consumer.ts).
+const RETRY_IDS_PER_CALL = 128;
+
 async function reclaim<E>(c: ClaimContext<E>): Promise<void> {
   const { o, scheduler } = c;
-  let cursor = '0-0';
-  for (let page = 0; page < CLAIM_PAGES_PER_TICK && !o.signal.aborted; page++) {
-    const room = c.maxHeld - scheduler.held;
-    if (room <= 0) return;
+  // This consumer's failed entries first, by id: they are held already, so their retry needs no
+  // room. Claiming them only through XAUTOCLAIM, which takes what room is left, stalled a consumer
+  // whose room was full of entries that wait for them (a failed entry blocks its key).
+  const failed: string[] = [];
+  for (const job of scheduler.jobs()) if (job.state === 'failed') failed.push(job.id);
+  // undefined once XAUTOCLAIM's sweep of the pending list has come round.
+  let cursor: string | undefined = '0-0';
+  for (let page = 0; !o.signal.aborted; page++) {
+    const retry = failed.splice(0, RETRY_IDS_PER_CALL);
+    // XAUTOCLAIM takes entries this consumer does not hold yet: at most the room it has left.
+    const sweep = cursor !== undefined && page < CLAIM_PAGES_PER_TICK;
+    const room = sweep ? Math.max(0, c.maxHeld - scheduler.held) : 0;
+    if (room === 0 && retry.length === 0) return;
     const [next, claimed, deleted] = (await evalScript(
       o.client,
       scripts.streamClaim,
       [o.stream],
-      [o.group, o.consumer, o.claimIdleMs, cursor, room],
+      [o.group, o.consumer, o.claimIdleMs, cursor ?? '0-0', room, ...retry],
     )) as [string, [string, string[], number][], string[]];
     for (const [id, flat, count] of claimed) {
       const [entry] = parseEntries([[id, flat]]);
@@ -67,8 +80,7 @@ async function reclaim<E>(c: ClaimContext<E>): Promise<void> {
       c.emit({ type: 'deleted', ids: deleted });
     }
     c.pump();
-    cursor = next;
-    if (cursor === '0-0') return;
+    if (room > 0) cursor = next === '0-0' ? undefined : next;
   }
 }
 
