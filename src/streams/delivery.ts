@@ -15,6 +15,31 @@ export interface Delivery<E = unknown> {
   readonly deliveries: number;
   /** Every field of the entry as Redis holds it. */
   readonly fields: Readonly<Record<string, string>>;
+  /**
+   * The entry's place in its stream as one integer, `ms * 2^64 + seq` of its id: pass it as the
+   * ledger entry's `order`, so that a redelivery arriving after the owner's window moved on is
+   * answered `stale` (not booked again). See docs/streams.md, "Exactly once".
+   */
+  readonly order: bigint;
+}
+
+/**
+ * The ledger order of entry id `ms-seq`: `ms * 2^64 + seq`, which compares as the ids do.
+ *
+ * Why the stream id and not an order the producer carries: the server assigns it when the entry is
+ * appended, increasing along the stream, and it is the entry's identity, so every redelivery and
+ * reclaim of an entry carries the same order, with no counter the producers must agree on. With
+ * `key` naming the ledger owner (or a key that contains it), one consumer books an owner's entries
+ * in stream id order, so its orders rise as its window moves on and an entry evicted from the
+ * window is at or below the horizon when it comes again: `stale`, never applied twice. What it does
+ * not cover: the same event appended twice (a second XADD has a newer id), which the producer's
+ * dedup keeps out of the stream, and entries of one owner booked out of stream order (two
+ * consumers sharing an owner, a reclaim from a crashed one), whose late first delivery may then be
+ * answered `stale` as well: `ledger.resolve` tells a new one from a repeat.
+ */
+export function streamOrder(id: string): bigint {
+  const dash = id.indexOf('-');
+  return (BigInt(id.slice(0, dash)) << 64n) | BigInt(id.slice(dash + 1));
 }
 
 /** An entry as read from the stream, before its event is decoded. */
@@ -53,7 +78,16 @@ export function decodeDelivery<E>(
   } catch (err) {
     return { error: err instanceof Error ? err : new Error(String(err)) };
   }
-  return { delivery: { id: entry.id, event, eventId: entry.fields.i, deliveries, fields: entry.fields } };
+  return {
+    delivery: {
+      id: entry.id,
+      event,
+      eventId: entry.fields.i,
+      deliveries,
+      fields: entry.fields,
+      order: streamOrder(entry.id),
+    },
+  };
 }
 
 // Dead letters keep an error's message up to 1 KiB (the shared format): enough to tell the failure,

@@ -61,6 +61,7 @@ async function setup(count: number, maxHeld: number) {
       eventId: undefined,
       deliveries: token,
       fields: {},
+      order: 0n,
     };
     const command = await path.command(delivery);
     if (command === undefined) throw new Error('no command');

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createIdempotency } from '../../src/idempotency/idempotency.js';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
+import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/redis-store.js';
 import {
   createStreamConsumer,
@@ -369,6 +370,54 @@ describe('stream consumer', () => {
     await c.stop();
     expect(charges).toBe(1);
     expect(await pending(stream, 'g')).toEqual([]);
+  });
+
+  it('a handler booking with ledger.apply and d.order: a redelivery after the window moved on is stale, not applied', async () => {
+    const stream = newStream();
+    for (let i = 1; i <= 4; i++) await publish(stream, { coins: i }, `pay-${i}`);
+    // Capacity 2: once pay-2..pay-4 are booked, pay-1 has left p1's window.
+    const ledger = createLedger({
+      store: createRedisStore({ client, prefix: `${prefix}order:` }),
+      capacity: 2,
+    });
+    const outcomes: string[] = [];
+    const c = start<{ coins: number }>({
+      stream,
+      claimIdle: 100,
+      handler: async (d) => {
+        const r = await ledger.apply({
+          owner: 'p1',
+          signature: d.eventId ?? d.id,
+          deltas: { coins: d.event.coins },
+          order: d.order,
+        });
+        outcomes.push(`${d.eventId}:${r.outcome}`);
+        // The first delivery of pay-1 crashes after its booking, before the ack; it comes back
+        // after claimIdle, once the newer entries have moved the window on.
+        if (d.eventId === 'pay-1' && d.deliveries === 1) throw new Error('crashed before the ack');
+      },
+    });
+    await until(() => c.consumer.stats.acked === 4);
+    await c.stop();
+    expect(outcomes).toContain('pay-1:applied');
+    expect(outcomes).toContain('pay-1:stale');
+    expect(await ledger.balances('p1')).toEqual({ coins: 10n });
+    expect(await pending(stream, 'g')).toEqual([]);
+  });
+
+  it('gives each delivery its stream id as a bigint order, rising along the stream', async () => {
+    const stream = newStream();
+    const ids = [await publish(stream, 1), await publish(stream, 2)];
+    const orders: bigint[] = [];
+    const c = start<number>({ stream, handler: (d) => void orders.push(d.order) });
+    await until(() => c.consumer.stats.acked === 2);
+    await c.stop();
+    const expected = ids.map((id) => {
+      const [ms, seq] = id.split('-') as [string, string];
+      return BigInt(ms) * 2n ** 64n + BigInt(seq);
+    });
+    expect(orders).toEqual(expected);
+    expect(expected[0] as bigint).toBeLessThan(expected[1] as bigint);
   });
 
   it('refuses bad options by name', () => {
