@@ -46,10 +46,12 @@ export {
   type TrimmedPastEvent,
 } from './trimmed-past.js';
 export {
+  type DecodedWindowEntry,
   type ReadWindowOptions,
   readWindow,
   type StreamWindow,
   type StreamWindowsOptions,
   streamWindows,
+  type UndecodableWindowEntry,
   type WindowEntry,
 } from './windows.js';

@@ -7,18 +7,36 @@ import { redisStoreError } from '../redis/store-error.js';
 import { compareStreamIds, parseStreamId } from './stream-id.js';
 import type { TrimmedPastEvent } from './trimmed-past.js';
 
-/** One entry of a window: its id, its time, and its event decoded. */
-export interface WindowEntry {
+/** What every entry of a window has, decoded or not. */
+interface WindowEntryBase {
   readonly id: string;
   /** The id's time part (ms): when the entry was added (by the server's clock). */
   readonly at: number;
-  /** The event (field `e`, tagged JSON: bigints and Dates come back), `undefined` without `e`. */
-  readonly event: unknown;
   /** The event's idempotency id (field `i`), when it has one. */
   readonly eventId: string | undefined;
   /** Every field of the entry as Redis holds it. */
   readonly fields: Readonly<Record<string, string>>;
 }
+
+/** An entry whose event (field `e`, tagged JSON: bigints and Dates come back) was decoded. */
+export interface DecodedWindowEntry extends WindowEntryBase {
+  readonly decoded: true;
+  readonly event: unknown;
+}
+
+/**
+ * An entry with no event to give: `no-event` (no field `e`: written by something other than the
+ * producer) or `undecodable` (field `e` is not tagged JSON; `error` says why). Its fields are there
+ * as Redis holds them; the rest of the window is read on.
+ */
+export interface UndecodableWindowEntry extends WindowEntryBase {
+  readonly decoded: false;
+  readonly problem: 'no-event' | 'undecodable';
+  readonly error: Error;
+}
+
+/** One entry of a window: decoded, or why not (narrow on `decoded`). */
+export type WindowEntry = DecodedWindowEntry | UndecodableWindowEntry;
 
 /** A time window of a stream: {@link readWindow}. */
 export interface StreamWindow {
@@ -80,7 +98,8 @@ const DEFAULT_PAGE = 1_000;
  * await redis.xadd(stream, '1500-0', 'e', JSON.stringify({ n: 2 }), 'i', 'ev2');
  * await redis.xadd(stream, '2000-0', 'e', JSON.stringify({ n: 3 }), 'i', 'ev3');
  * const w = await readWindow({ client: redis, stream, from: 1000, to: 2000 });
- * w.entries.map((e) => e.event); // [{ n: 1 }, { n: 2 }]
+ * // An entry that cannot be decoded comes back as such (decoded: false), with its fields.
+ * w.entries.map((e) => (e.decoded ? e.event : e.problem)); // [{ n: 1 }, { n: 2 }]
  * w.entries.map((e) => e.eventId); // ['ev1', 'ev2']
  * w.complete; // true
  * await redis.del(stream);
@@ -163,18 +182,22 @@ async function wholeSince(
   return false;
 }
 
-/** An entry as XRANGE gives it (`[id, [field, value, ...]]`), decoded. */
+/** An entry as XRANGE gives it (`[id, [field, value, ...]]`), decoded, or why it cannot be. */
 export function decodeEntry(id: string, flat: readonly string[]): WindowEntry {
   const fields: Record<string, string> = Object.create(null);
   for (let i = 0; i + 1 < flat.length; i += 2) fields[String(flat[i])] = String(flat[i + 1]);
+  const base = { id, at: Number(parseStreamId(id).ms), eventId: fields['i'], fields: Object.freeze(fields) };
   const e = fields['e'];
-  return Object.freeze({
-    id,
-    at: Number(parseStreamId(id).ms),
-    event: e === undefined ? undefined : jsonSerializer.deserialize(e),
-    eventId: fields['i'],
-    fields: Object.freeze(fields),
-  });
+  if (e === undefined) {
+    const error = new Error(`stream entry ${id} has no field \`e\` (the event)`);
+    return Object.freeze({ ...base, decoded: false, problem: 'no-event', error });
+  }
+  try {
+    return Object.freeze({ ...base, decoded: true, event: jsonSerializer.deserialize(e) });
+  } catch (err) {
+    const error = err instanceof Error ? err : new Error(String(err));
+    return Object.freeze({ ...base, decoded: false, problem: 'undecodable', error });
+  }
 }
 
 function timeArg(path: string, value: number | Date): number {

@@ -42,6 +42,38 @@ describe('windowed reads by time', () => {
     expect((await readWindow({ client, stream: s, from: 2000, to: 2000 })).entries).toEqual([]);
   });
 
+  it('reports an entry it cannot decode as such, per entry, and reads on', async () => {
+    const s = key();
+    await client.call('XADD', s, '1000-0', 'e', jsonSerializer.serialize({ n: 1 }), 'i', 'ev1');
+    await client.call('XADD', s, '1001-0', 'e', '{not json', 'i', 'ev2');
+    await client.call('XADD', s, '1002-0', 'payload', 'foreign', 'source', 'elsewhere');
+    await client.call('XADD', s, '1003-0', 'e', jsonSerializer.serialize({ n: 4 }));
+    const w = await readWindow({ client, stream: s, from: 0, to: 2000 });
+    expect(w.entries.map((e) => [e.id, e.decoded])).toEqual([
+      ['1000-0', true],
+      ['1001-0', false],
+      ['1002-0', false],
+      ['1003-0', true],
+    ]);
+    const [first, bad, foreign, last] = w.entries;
+    expect(first).toMatchObject({ decoded: true, event: { n: 1 }, eventId: 'ev1' });
+    expect(bad).toMatchObject({
+      decoded: false,
+      problem: 'undecodable',
+      eventId: 'ev2',
+      fields: { e: '{not json' },
+    });
+    expect(bad?.decoded === false && bad.error).toBeInstanceOf(Error);
+    expect(foreign).toMatchObject({
+      decoded: false,
+      problem: 'no-event',
+      at: 1002,
+      fields: { payload: 'foreign', source: 'elsewhere' },
+    });
+    expect(foreign && 'event' in foreign).toBe(false);
+    expect(last).toMatchObject({ decoded: true, event: { n: 4 }, eventId: undefined });
+  });
+
   it('is bounded by count, and says it was cut', async () => {
     const s = key();
     await seed(s);
