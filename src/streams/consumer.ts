@@ -206,7 +206,18 @@ async function runConsumer<E>(
         client,
         scripts.streamDead,
         [stream, o.deadStream, o.attemptsKey],
-        [group, consumer, job.id, job.token, reason, first, last, '', attempts],
+        [
+          group,
+          consumer,
+          job.id,
+          job.token,
+          reason,
+          first,
+          last,
+          '',
+          attempts,
+          ...entryFields(job.payload.entry),
+        ],
       );
       if (done === 1) {
         stats.deadLettered++;
@@ -381,6 +392,13 @@ async function runConsumer<E>(
     while (scheduler.running > 0) await changed();
     if (ownReader) reader.disconnect?.();
   }
+}
+
+/** The entry's fields, flat, as the dead-letter script takes them (its copy if the entry is gone). */
+function entryFields(entry: RawEntry): string[] {
+  const flat: string[] = [];
+  for (const [name, value] of Object.entries(entry.fields)) flat.push(name, value);
+  return flat;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

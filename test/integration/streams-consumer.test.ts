@@ -6,13 +6,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createIdempotency } from '../../src/idempotency/idempotency.js';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
 import { createLedger } from '../../src/ledger/ledger.js';
+import { evalScript } from '../../src/redis/eval.js';
 import { createRedisStore } from '../../src/redis/redis-store.js';
+import { scripts } from '../../src/redis/scripts.generated.js';
 import {
   createStreamConsumer,
   type Delivery,
   type StreamConsumerEvent,
   type StreamConsumerOptions,
 } from '../../src/streams/consumer.js';
+import { parseDeadLetter } from '../../src/streams/dead-letter.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -201,6 +204,85 @@ describe('stream consumer', () => {
     const dead = (await client.call('XRANGE', `${stream}:dead`, '-', '+')) as [string, string[]][];
     expect(dead[0]?.[1].slice(0, 4)).toEqual(['reason', 'terminal-error', 'attempts', '1']);
     expect(await pending(stream, 'g')).toEqual([]);
+  });
+
+  it('a dead letter keeps every field of a foreign entry (no field e): none dropped, no empty event', async () => {
+    const stream = newStream();
+    const id = (await client.call(
+      'XADD',
+      stream,
+      '*',
+      'payload',
+      '{"amount":5}',
+      'source',
+      'legacy',
+      'i',
+      'x-1',
+    )) as string;
+    const c = start<unknown>({ stream, handler: () => {} });
+    await until(() => c.consumer.stats.deadLettered === 1);
+    await c.stop();
+    // Trimmed away, the original's content lives on in its dead letter only.
+    await client.call('XDEL', stream, id);
+    const dead = (await client.call('XRANGE', `${stream}:dead`, '-', '+')) as [string, string[]][];
+    const letter = parseDeadLetter(dead[0]?.[1] ?? []);
+    expect(letter).toMatchObject({
+      reason: 'terminal-error',
+      origin: `${stream}/g/${id}`,
+      id: 'x-1',
+      'field:payload': '{"amount":5}',
+      'field:source': 'legacy',
+    });
+    expect(letter.event).toBeUndefined();
+    expect(letter.last_error).toMatch(/no field `e`/);
+  });
+
+  it('a dead letter written after its entry was deleted keeps the fields the consumer read', async () => {
+    const stream = newStream();
+    await client.call('XGROUP', 'CREATE', stream, 'g', '0', 'MKSTREAM');
+    const id = (await client.call(
+      'XADD',
+      stream,
+      '*',
+      'e',
+      '{"n":1}',
+      'i',
+      'ev-1',
+      'note',
+      'kept',
+    )) as string;
+    await client.call('XREADGROUP', 'GROUP', 'g', 'c1', 'STREAMS', stream, '>');
+    await client.call('XDEL', stream, id); // still pending: its dead letter can be written, its fields are gone
+    const done = await evalScript(
+      client,
+      scripts.streamDead,
+      [stream, `${stream}:dead`, `${stream}:attempts`],
+      [
+        'g',
+        'c1',
+        id,
+        1,
+        'max-deliveries',
+        'boom',
+        'boom',
+        '',
+        5,
+        'e',
+        '{"n":1}',
+        'i',
+        'ev-1',
+        'note',
+        'kept',
+      ],
+    );
+    expect(done).toBe(1);
+    const dead = (await client.call('XRANGE', `${stream}:dead`, '-', '+')) as [string, string[]][];
+    expect(parseDeadLetter(dead[0]?.[1] ?? [])).toMatchObject({
+      reason: 'max-deliveries',
+      event: '{"n":1}',
+      id: 'ev-1',
+      'field:note': 'kept',
+    });
   });
 
   it('refuses the ack of a zombie whose delivery was reclaimed (fencing), and the new holder acks it', async () => {
