@@ -338,8 +338,14 @@ export function createStreamProducer(options: StreamProducerOptions): StreamProd
         try {
           text = jsonSerializer.serialize(event);
         } catch (err) {
-          if (isOnceflowError(err, 'ERR_INVALID_ARGUMENT'))
-            throw new InvalidArgumentError('event', 'a JSON value (bigints and Dates allowed)', event);
+          // A value JSON cannot write (a cycle: JSON.stringify's TypeError; a symbol, a function:
+          // the serializer's own refusal) is bad input, refused by name before anything is queued.
+          if (isOnceflowError(err, 'ERR_INVALID_ARGUMENT') || err instanceof TypeError)
+            throw new InvalidArgumentError(
+              'event',
+              `a JSON value without cycles (bigints and Dates allowed)${err instanceof TypeError ? `: ${err.message.split('\n')[0]}` : ''}`,
+              event,
+            );
           throw err;
         }
         const size = Buffer.byteLength(text, 'utf8');

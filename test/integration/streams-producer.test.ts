@@ -139,6 +139,21 @@ describe('stream producer on Redis', () => {
     await Promise.all([p.close(), bare.close(), small.close()]);
   });
 
+  it('refuses a cyclic event with a typed error naming it, holding nothing (no backlog slot, no write)', async () => {
+    const s = stream('cyclic');
+    const p = createStreamProducer({ client: redis, stream: s });
+    const event: Record<string, unknown> = { n: 1 };
+    event.self = event;
+    const err = await p.publish(event, { id: 'c1' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', path: 'event' });
+    expect((err as Error).message).toMatch(/cycle/);
+    expect(p.backlog()).toEqual({ events: 0, bytes: 0 });
+    // Nothing is pending: the same id is free, and close resolves at once.
+    const entryId = await p.publish({ n: 1 }, { id: 'c1' });
+    await p.close();
+    expect((await entries(s)).map((e) => e.entryId)).toEqual([entryId]);
+  });
+
   it('dead-letters after a terminal error (the stream key holds a string), with reason, attempts, errors, origin', async () => {
     const s = stream('wrongtype');
     await redis.set(s, 'not a stream');
