@@ -26,6 +26,16 @@ describe('backoff with full jitter', () => {
     }
   });
 
+  it('refuses a wait a timer cannot hold (over 2^31 - 1 ms), by name: it would fire at once, a busy retry', () => {
+    expect(() => retryPolicy({ max: '25d' })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_OPTION', option: 'retry.max' }),
+    );
+    expect(() => retryPolicy({ base: 2 ** 31, max: 2 ** 31 })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_OPTION', option: 'retry.base' }),
+    );
+    expect(retryPolicy({ max: 2 ** 31 - 1 }).maxMs).toBe(2 ** 31 - 1);
+  });
+
   it('spreads draws over the whole range (jitter, not a fixed wait)', () => {
     let seed = 42;
     const random = () => {

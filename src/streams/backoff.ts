@@ -1,5 +1,6 @@
-import { type Duration, parseDuration } from '../core/duration.js';
+import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { timerDuration } from '../core/timer-delay.js';
 import { positiveInt } from '../core/validate.js';
 
 /** How a failing call is tried again: at most `attempts` tries in all, waits grow from `base` to `max`. */
@@ -31,8 +32,9 @@ export function retryPolicy(options: RetryOptions | undefined, prefix = 'retry.'
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError(prefix.slice(0, -1), 'an object { attempts, base, max }', options);
   const attempts = positiveInt(`${prefix}attempts`, options.attempts ?? DEFAULT_RETRY.attempts);
-  const baseMs = parseDuration(options.base ?? DEFAULT_RETRY.baseMs, `${prefix}base`);
-  const maxMs = parseDuration(options.max ?? DEFAULT_RETRY.maxMs, `${prefix}max`);
+  // Each wait is one timer: over 2^31 - 1 ms it would fire at once (a busy retry), so refused.
+  const baseMs = timerDuration(`${prefix}base`, options.base ?? DEFAULT_RETRY.baseMs);
+  const maxMs = timerDuration(`${prefix}max`, options.max ?? DEFAULT_RETRY.maxMs);
   if (baseMs <= 0) throw new InvalidOptionError(`${prefix}base`, 'a positive duration', options.base);
   if (maxMs < baseMs)
     throw new InvalidOptionError(

@@ -1,5 +1,6 @@
 // The consumer's claim loop: keeps the entries it holds (touch) and takes over the group's idle
 // ones (XAUTOCLAIM), on a timer beside the read loop.
+import { timerDelay } from '../core/timer-delay.js';
 import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 import type { ResolvedOptions, StreamConsumerEvent } from './consumer-options.js';
@@ -90,7 +91,9 @@ async function reclaim<E>(c: ClaimContext<E>): Promise<void> {
  * loop) still lands before another consumer's XAUTOCLAIM may take it.
  */
 export async function claimLoop<E>(c: ClaimContext<E>): Promise<void> {
-  const interval = Math.floor(c.o.claimIdleMs / 3);
+  // Clamped to the 2^31 - 1 ms a timer holds (a claimIdle over ~74 days): a longer wait would fire
+  // after 1 ms and spin the loop; a tick that comes sooner than claimIdle / 3 only touches sooner.
+  const interval = timerDelay(Math.floor(c.o.claimIdleMs / 3));
   while (!c.o.signal.aborted) {
     try {
       await touch(c);

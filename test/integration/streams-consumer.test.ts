@@ -502,6 +502,23 @@ describe('stream consumer', () => {
     expect(expected[0] as bigint).toBeLessThan(expected[1] as bigint);
   });
 
+  it('a claimIdle past the 2^31 ms timer limit does not spin the claim loop (its wait is clamped)', async () => {
+    const stream = newStream();
+    let claims = 0;
+    const counting = {
+      call: (...args: unknown[]) => {
+        if (args[0] === 'EVALSHA' && args[1] === scripts.streamClaim.sha1) claims++;
+        return (client.call as (...a: unknown[]) => Promise<unknown>)(...args);
+      },
+      duplicate: () => client.duplicate(),
+    };
+    const c = start<unknown>({ stream, client: counting, claimIdle: '100d', handler: () => {} } as never);
+    await sleep(500);
+    await c.stop();
+    // One claim at start, then the next one in 24.8 days: not one per millisecond.
+    expect(claims).toBeLessThanOrEqual(2);
+  });
+
   it('refuses bad options by name', () => {
     const signal = new AbortController().signal;
     const base = { client, stream: 's', group: 'g', consumer: 'c', signal };
