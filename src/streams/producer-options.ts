@@ -26,8 +26,8 @@ export type ProducerEvent =
     }
   | { readonly type: 'backlog-full'; readonly events: number; readonly bytes: number };
 
-/** Options of {@link createStreamProducer}. */
-export interface StreamProducerOptions {
+/** Options of {@link createStreamProducer}; `T` is the event's type (`publish` and `id` take it). */
+export interface StreamProducerOptions<T = unknown> {
   /** Any client with `call` (ioredis `Redis` or `Cluster`). */
   client: RedisLike;
   /** The stream key. Its dedup record shares its hash slot (see `dedup`). */
@@ -35,7 +35,7 @@ export interface StreamProducerOptions {
   /** Names the producer in dead letters' `origin` (`producer:<name>`). Default: the stream. */
   name?: string;
   /** Derives an event's idempotency id when `publish` is given none (a signature of its fields). */
-  id?: (event: unknown) => string;
+  id?: (event: T) => string;
   /**
    * The dedup record: an id is answered with its first entry id while it is among the last
    * `maxIds` ids written and less than `window` old. Every producer of a stream must use the same.
@@ -101,7 +101,7 @@ export function dedupKeys(stream: string): [ids: string, order: string] {
   return [`${base}:ids`, `${base}:order`];
 }
 
-export function producerConfig(options: StreamProducerOptions): ProducerConfig {
+export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerConfig {
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError('options', 'an object', options);
   const client = options.client;
@@ -145,7 +145,7 @@ export function producerConfig(options: StreamProducerOptions): ProducerConfig {
     maxEvents: positiveInt('backlog.maxEvents', backlog.maxEvents ?? DEFAULT_BACKLOG_EVENTS),
     maxBytes: positiveInt('backlog.maxBytes', backlog.maxBytes ?? DEFAULT_BACKLOG_BYTES),
     maxEventBytes: positiveInt('maxEventBytes', options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES),
-    deriveId: options.id,
+    deriveId: options.id as ((event: unknown) => string) | undefined,
     onEvent: options.onEvent,
     random: options.random ?? Math.random,
   };

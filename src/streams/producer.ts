@@ -11,8 +11,8 @@ import { BacklogFullError, DeadLetterFailedError, PublishFailedError } from './p
 import { type ProducerEvent, producerConfig, type StreamProducerOptions } from './producer-options.js';
 import { classifyStreamError, errorMessage } from './stream-errors.js';
 
-/** A producer of one stream: see {@link createStreamProducer}. */
-export interface StreamProducer {
+/** A producer of one stream of events of type `T`: see {@link createStreamProducer}. */
+export interface StreamProducer<T = unknown> {
   /**
    * Appends `event` (a JSON value; bigints and Dates round-trip) to the stream once per id:
    * resolves to its entry id, the first write's when the id was written before within the dedup
@@ -21,7 +21,7 @@ export interface StreamProducer {
    * backlog is full, ERR_PUBLISH_FAILED when it gave up (the event is in the dead-letter stream),
    * ERR_DEAD_LETTER_FAILED when the dead letter failed too, ERR_CLOSED after close.
    */
-  publish(event: unknown, options?: { id?: string }): Promise<string>;
+  publish(event: T, options?: { id?: string }): Promise<string>;
   /** Events accepted and not settled yet, and their bytes. */
   backlog(): { events: number; bytes: number };
   /**
@@ -103,7 +103,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * redis.disconnect();
  * ```
  */
-export function createStreamProducer(options: StreamProducerOptions): StreamProducer {
+export function createStreamProducer<T = unknown>(options: StreamProducerOptions<T>): StreamProducer<T> {
   const config = producerConfig(options);
   const queue: Item[] = [];
   let head = 0; // queue[head..] are unsettled; the prefix is dropped in chunks
@@ -320,7 +320,7 @@ export function createStreamProducer(options: StreamProducerOptions): StreamProd
   }
 
   return {
-    publish(event: unknown, publishOptions?: { id?: string }): Promise<string> {
+    publish(event: T, publishOptions?: { id?: string }): Promise<string> {
       try {
         if (closed) throw new ClosedError('stream producer');
         const given = publishOptions?.id;
