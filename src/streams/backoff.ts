@@ -1,7 +1,7 @@
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { timerDuration } from '../core/timer-delay.js';
-import { positiveInt } from '../core/validate.js';
+import { knownKeys, positiveInt } from '../core/validate.js';
 
 /** How a failing call is tried again: at most `attempts` tries in all, waits grow from `base` to `max`. */
 export interface RetryOptions {
@@ -31,6 +31,7 @@ export function retryPolicy(options: RetryOptions | undefined, prefix = 'retry.'
   if (options === undefined) return DEFAULT_RETRY;
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError(prefix.slice(0, -1), 'an object { attempts, base, max }', options);
+  knownKeys(prefix.slice(0, -1), options, ['attempts', 'base', 'max']);
   const attempts = positiveInt(`${prefix}attempts`, options.attempts ?? DEFAULT_RETRY.attempts);
   // Each wait is one timer: over 2^31 - 1 ms it would fire at once (a busy retry), so refused.
   const baseMs = timerDuration(`${prefix}base`, options.base ?? DEFAULT_RETRY.baseMs);

@@ -1,6 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
-import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
+import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { jsonSerializer, type Serializer } from '../idempotency/serializer.js';
 import type { RedisLike } from '../redis/eval.js';
 import { keySlot } from '../redis/slot.js';
@@ -114,9 +114,32 @@ export interface ResolvedOptions<E> {
   readonly cluster: boolean;
 }
 
+// Every key of StreamConsumerOptions: any other is a typo, refused by name (knownKeys).
+const CONSUMER_OPTIONS = [
+  'client',
+  'reader',
+  'stream',
+  'group',
+  'consumer',
+  'handler',
+  'ledger',
+  'concurrency',
+  'claimIdle',
+  'maxDeliveries',
+  'key',
+  'block',
+  'batch',
+  'deadLetter',
+  'from',
+  'serializer',
+  'signal',
+  'onEvent',
+] as const;
+
 /** The options checked once, with their defaults (p-queue style: one assert per option). */
 export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOptions<E> {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, CONSUMER_OPTIONS);
   const { client } = options;
   if (typeof (client as RedisLike | undefined)?.call !== 'function') {
     throw new InvalidOptionError('client', 'an ioredis Redis or Cluster client (with call())', client);
@@ -162,6 +185,7 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
       options.deadLetter,
     );
   }
+  if (options.deadLetter !== undefined) knownKeys('deadLetter', options.deadLetter, ['stream']);
   const deadStream =
     options.deadLetter?.stream === undefined
       ? `${stream}:dead`

@@ -2,7 +2,7 @@
 // Redis is booked and acked by one script (stream-apply-ack.lua), fenced by its delivery.
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { isPlainObject, isWellFormed } from '../core/validate.js';
+import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
 import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
 import { connectionGeneration } from '../redis/connection-generation.js';
 import type { RedisLike } from '../redis/eval.js';
@@ -74,6 +74,13 @@ export function createLedgerPath<E>(
   maxHeld: number,
 ): LedgerPath<E> {
   if (!isPlainObject(options)) throw new InvalidOptionError('ledger', 'an object', options);
+  knownKeys('ledger', options, ['capacity', 'name', 'horizon', 'prefix', 'journal', 'entry']);
+  if (options.journal !== undefined) {
+    if (!isPlainObject(options.journal)) {
+      throw new InvalidOptionError('ledger.journal', 'an object { maxEntriesPerOwner }', options.journal);
+    }
+    knownKeys('ledger.journal', options.journal, ['maxEntriesPerOwner']);
+  }
   if (typeof options.entry !== 'function') {
     throw new InvalidOptionError(
       'ledger.entry',

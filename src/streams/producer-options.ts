@@ -1,7 +1,7 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { LIMITS, optionWithinLimit } from '../core/limits.js';
-import { nonEmptyString, positiveInt } from '../core/validate.js';
+import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { RedisLike } from '../redis/eval.js';
 import { keySlot } from '../redis/slot.js';
 import { type RetryOptions, type RetryPolicy, retryPolicy } from './backoff.js';
@@ -101,9 +101,34 @@ export function dedupKeys(stream: string): [ids: string, order: string] {
   return [`${base}:ids`, `${base}:order`];
 }
 
+// Every key of StreamProducerOptions: any other is a typo, refused by name (knownKeys).
+const PRODUCER_OPTIONS = [
+  'client',
+  'stream',
+  'name',
+  'id',
+  'dedup',
+  'retry',
+  'deadLetter',
+  'backlog',
+  'maxEventBytes',
+  'signal',
+  'onEvent',
+  'random',
+] as const;
+
+/** A nested options object (`{}` when not given): an object with only the `known` keys. */
+function nested<T extends object>(option: string, value: T | undefined, known: readonly string[]): T {
+  if (value === undefined) return {} as T;
+  if (!isPlainObject(value)) throw new InvalidOptionError(option, `an object { ${known.join(', ')} }`, value);
+  knownKeys(option, value, known);
+  return value;
+}
+
 export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerConfig {
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, PRODUCER_OPTIONS);
   const client = options.client;
   if (typeof (client as { call?: unknown } | undefined)?.call !== 'function')
     throw new InvalidOptionError('client', 'a Redis client with `call` (ioredis Redis or Cluster)', client);
@@ -116,14 +141,14 @@ export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerCo
       stream,
     );
   const name = options.name === undefined ? stream : nonEmptyString('name', options.name);
-  const dedup = options.dedup ?? {};
+  const dedup = nested('dedup', options.dedup, ['window', 'maxIds']);
   const windowMs = parseDuration(dedup.window ?? DEFAULT_DEDUP_WINDOW_MS, 'dedup.window');
   if (windowMs <= 0) throw new InvalidOptionError('dedup.window', 'a positive duration', dedup.window);
   const maxIds = positiveInt('dedup.maxIds', dedup.maxIds ?? DEFAULT_DEDUP_MAX_IDS);
-  const backlog = options.backlog ?? {};
+  const backlog = nested('backlog', options.backlog, ['maxEvents', 'maxBytes']);
   let deadStream: string | undefined;
   if (options.deadLetter !== false) {
-    const given = options.deadLetter?.stream;
+    const given = nested('deadLetter', options.deadLetter, ['stream']).stream;
     deadStream = given === undefined ? `${stream}:dead` : nonEmptyString('deadLetter.stream', given);
   }
   if (options.id !== undefined && typeof options.id !== 'function')

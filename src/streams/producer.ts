@@ -1,6 +1,6 @@
 import { ClosedError, InvalidArgumentError, isOnceflowError } from '../core/errors.js';
 import { withinLimit } from '../core/limits.js';
-import { nonEmptyStringArg } from '../core/validate.js';
+import { isPlainObject, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { jsonSerializer } from '../idempotency/serializer.js';
 import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
@@ -323,6 +323,11 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
     publish(event: T, publishOptions?: { id?: string }): Promise<string> {
       try {
         if (closed) throw new ClosedError('stream producer');
+        if (publishOptions !== undefined) {
+          if (!isPlainObject(publishOptions))
+            throw new InvalidArgumentError('options', 'an object { id }', publishOptions);
+          knownKeys('options', publishOptions, ['id']);
+        }
         const given = publishOptions?.id;
         let id: string;
         if (given !== undefined) id = nonEmptyStringArg('options.id', given);

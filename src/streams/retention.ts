@@ -1,7 +1,7 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { timerDuration } from '../core/timer-delay.js';
-import { nonEmptyString, nonNegativeInt } from '../core/validate.js';
+import { isPlainObject, knownKeys, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import { evalScript, type RedisLike } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { redisStoreError } from '../redis/store-error.js';
@@ -51,6 +51,13 @@ export interface TrimResult {
   readonly mode: 'floor' | 'acked';
 }
 
+// Every key of TrimStreamOptions: any other is a typo, refused by name (knownKeys).
+const TRIM_OPTIONS = ['client', 'stream', 'maxAge', 'groups', 'approximate', 'limit', 'mode'] as const;
+
+function checkObject(options: unknown): void {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+}
+
 const BOUNDS = new Set(['age', 'pending', 'undelivered', 'acked', 'missing-group', 'no-stream', 'young']);
 
 /**
@@ -82,6 +89,8 @@ const BOUNDS = new Set(['age', 'pending', 'undelivered', 'acked', 'missing-group
  * ```
  */
 export async function trimStream(options: TrimStreamOptions): Promise<TrimResult> {
+  checkObject(options);
+  knownKeys('', options, TRIM_OPTIONS);
   const { client } = options;
   const stream = nonEmptyString('stream', options.stream);
   const maxAge = parseDuration(options.maxAge, 'maxAge');
@@ -187,6 +196,13 @@ export interface Retention {
  * ```
  */
 export function startRetention(options: RetentionOptions): Retention {
+  checkObject(options);
+  knownKeys('', options, [...TRIM_OPTIONS, 'every', 'signal', 'onTrim', 'onError']);
+  // What trimStream takes of them (it refuses the others).
+  const trim: TrimStreamOptions = { client: options.client, stream: options.stream, maxAge: options.maxAge };
+  for (const key of TRIM_OPTIONS) {
+    if (options[key] !== undefined) (trim as unknown as Record<string, unknown>)[key] = options[key];
+  }
   const every = timerDuration('every', options.every);
   if (every <= 0) throw new InvalidOptionError('every', 'a positive duration', options.every);
   // Validate once, here, rather than at the first tick where the error would go to onError.
@@ -203,7 +219,7 @@ export function startRetention(options: RetentionOptions): Retention {
   const tick = () => {
     timer = undefined;
     if (stopped) return;
-    inFlight = trimStream(options).then(
+    inFlight = trimStream(trim).then(
       (r) => options.onTrim?.(r),
       (err) => options.onError?.(err),
     );

@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../core/errors.js';
-import { nonEmptyString, nonNegativeInt } from '../core/validate.js';
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, knownKeys, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import { evalScript, type RedisLike } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { redisStoreError } from '../redis/store-error.js';
@@ -97,6 +97,8 @@ export async function checkTrimmedPast(
 ): Promise<TrimmedPastCheck> {
   nonEmptyString('stream', stream);
   nonEmptyString('group', group);
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object { pendingCap }', options);
+  knownKeys('options', options, ['pendingCap']);
   const cap = options.pendingCap === undefined ? 1000 : nonNegativeInt('pendingCap', options.pendingCap);
   let reply: unknown;
   try {
@@ -205,6 +207,10 @@ export async function checkReaderPosition(
   position: ReaderPosition,
 ): Promise<TrimmedPastCheck> {
   nonEmptyString('stream', stream);
+  if (!isPlainObject(position)) {
+    throw new InvalidArgumentError('position', 'an object { lastId, entriesRead? }', position);
+  }
+  knownKeys('position', position, ['lastId', 'entriesRead']);
   const pos = parseStreamId(position.lastId, 'lastId');
   const counted = position.entriesRead;
   if (counted !== undefined && (!Number.isSafeInteger(counted) || counted < 0)) {

@@ -1,6 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { nonEmptyString, positiveInt } from '../core/validate.js';
+import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { jsonSerializer } from '../idempotency/serializer.js';
 import type { RedisLike } from '../redis/eval.js';
 import { redisStoreError } from '../redis/store-error.js';
@@ -76,6 +76,9 @@ export interface ReadWindowOptions {
   onTrimmedPast?: (event: TrimmedPastEvent) => void;
 }
 
+// Every key of ReadWindowOptions: any other is a typo, refused by name (knownKeys).
+const READ_WINDOW_OPTIONS = ['client', 'stream', 'from', 'to', 'count', 'pageSize', 'onTrimmedPast'];
+
 // A window is returned whole, so `count` bounds the memory of one read: 10,000 entries of a
 // settlement-sized event (~200 bytes decoded) is ~2 MB, and a minute of a busy stream (~150
 // events/s) fits in it. A caller that wants more says so, and owns the memory it asks for.
@@ -107,6 +110,8 @@ const DEFAULT_PAGE = 1_000;
  * ```
  */
 export async function readWindow(options: ReadWindowOptions): Promise<StreamWindow> {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, READ_WINDOW_OPTIONS);
   const { client } = options;
   const stream = nonEmptyString('stream', options.stream);
   const from = timeArg('from', options.from);
@@ -242,6 +247,8 @@ export interface StreamWindowsOptions extends Omit<ReadWindowOptions, 'from' | '
  * ```
  */
 export async function* streamWindows(options: StreamWindowsOptions): AsyncGenerator<StreamWindow> {
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, [...READ_WINDOW_OPTIONS, 'size', 'step']);
   const from = timeArg('from', options.from);
   const to = timeArg('to', options.to);
   const size = parseDuration(options.size, 'size');
@@ -254,7 +261,9 @@ export async function* streamWindows(options: StreamWindowsOptions): AsyncGenera
       options.step,
     );
   }
+  // What readWindow takes of them (it refuses the others).
+  const { size: _size, step: _step, ...read } = options;
   for (let start = from; start < to; start += step) {
-    yield await readWindow({ ...options, from: start, to: start + size });
+    yield await readWindow({ ...read, from: start, to: start + size });
   }
 }
