@@ -117,15 +117,18 @@ async function runConsumer<E>(
   const scheduler = createKeyScheduler<Held<E>>(o.concurrency);
   // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
   const maxHeld = o.concurrency + o.batch;
-  // At most `batch` entries held per key: a key whose head failed waits for it (claimIdle, up to
-  // maxDeliveries times), and its newer entries then never take more than `batch` of the maxHeld
-  // places; the other `concurrency` stay for other keys and for reclaims. Reads stop while a key's
-  // backlog is full (XREADGROUP '>' cannot skip a key: whatever it returns is this consumer's to
-  // hold), and the failed head is claimed again by id (reclaim.ts), which needs no room at all.
-  const keyCap = o.batch;
-  // A read waits until a quarter of a key's cap is free again (or all of it, for a cap under 4):
-  // a key that stays near its cap is then read in quarters, not one round trip per entry.
-  const readAtLeast = Math.max(1, Math.floor(keyCap / 4));
+  // At most max(batch, concurrency) entries held per key, always less than maxHeld (both are at
+  // least 1): a key whose head failed waits for it (claimIdle, up to maxDeliveries times), and its
+  // newer entries never take every place; the rest stay for other keys and for reclaims. Reads
+  // stop while a key's backlog is full (XREADGROUP '>' cannot skip a key: whatever it returns is
+  // this consumer's to hold), and the failed head is claimed again by id (reclaim.ts), which needs
+  // no room at all. Not `batch` alone: with a small batch, a key holding `batch` entries would
+  // stop the reads while `concurrency` allows far more keys at once. Without `key` every entry is
+  // its own key: no cap.
+  const keyCap = o.key === undefined ? Number.POSITIVE_INFINITY : Math.max(o.batch, o.concurrency);
+  // A read waits for a quarter of a key's cap (at most one batch, at least one entry) to be free
+  // again: a key that stays near its cap is then read in quarters, not one round trip per entry.
+  const readAtLeast = Math.max(1, Math.min(o.batch, Math.floor(Math.min(keyCap, maxHeld) / 4)));
   const errors = new LruMap<string, { first: string; last: string }>(ERRORS_KEPT);
   const waiters = new Set<() => void>();
   const wake = () => {

@@ -147,6 +147,37 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
     expect(await client.call('XPENDING', stream, 'g', '-', '+', 10)).toEqual([]);
   }, 60_000);
 
+  it("while a key is blocked behind its poison, a dead consumer's entries of other keys are still reclaimed and handled", async () => {
+    const stream = `${prefix}s${++n}`;
+    await client.call('XGROUP', 'CREATE', stream, 'g', '0', 'MKSTREAM');
+    for (let i = 1; i <= 5; i++) {
+      await client.call(
+        'XADD',
+        stream,
+        '*',
+        'e',
+        jsonSerializer.serialize({ owner: 'z', n: i }),
+        'i',
+        `z-${i}`,
+      );
+    }
+    // A consumer that read the five and died: they become idle, to be reclaimed after claimIdle.
+    await client.call('XREADGROUP', 'GROUP', 'g', 'dead', 'COUNT', 5, 'STREAMS', stream, '>');
+    await fill(stream);
+    const handled: number[] = [];
+    const c = consume(stream, {
+      // The poison is never given up on within the test: its key stays blocked throughout.
+      maxDeliveries: 1000,
+      handler: (d) => {
+        if (d.event.poison) throw new Error('poison');
+        if (d.event.owner === 'z') handled.push(d.event.n);
+      },
+    });
+    await until(() => handled.length === 5);
+    await c.stop();
+    expect(handled).toEqual([1, 2, 3, 4, 5]);
+  }, 60_000);
+
   it('a restart behind the poison clears it too: dead-lettered, every other entry handled', async () => {
     const stream = `${prefix}s${++n}`;
     await fill(stream);
