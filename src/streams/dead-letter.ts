@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../core/errors.js';
+import { isPlainObject, knownKeys } from '../core/validate.js';
 import { evalScript, type RedisLike } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 
@@ -55,6 +56,8 @@ export function truncateUtf8(text: string, maxBytes = DEAD_LETTER_ERROR_BYTES): 
  * ```
  */
 export function deadLetterFields(letter: DeadLetter): string[] {
+  if (!isPlainObject(letter)) throw new InvalidArgumentError('letter', 'a DeadLetter object', letter);
+  knownKeys('letter', letter, ['reason', 'attempts', 'firstError', 'lastError', 'origin', 'event', 'id']);
   if (!Number.isSafeInteger(letter.attempts) || letter.attempts < 0)
     throw new InvalidArgumentError('attempts', 'a non-negative safe integer', letter.attempts);
   const fields = [

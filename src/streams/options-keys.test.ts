@@ -7,6 +7,7 @@ import {
   checkTrimmedPast,
   createStreamConsumer,
   createStreamProducer,
+  deadLetterFields,
   readWindow,
   startRetention,
   streamWindows,
@@ -129,6 +130,21 @@ const cases: [string, () => unknown, string, string | undefined][] = [
     () => checkReaderPosition(client, 's', { lastId: '0-0', entriesread: 1 } as never),
     'position.entriesread',
     'entriesRead',
+  ],
+  [
+    'deadLetterFields',
+    () =>
+      deadLetterFields({
+        reason: 'terminal-error',
+        attempts: 1,
+        firstError: '',
+        lastError: '',
+        origin: 'o',
+        event: '1',
+        eventId: 'x',
+      } as never),
+    'letter.eventId',
+    undefined,
   ],
 ];
 
