@@ -149,8 +149,9 @@ export function durabilityOption(value: unknown, client: RedisLike): Durability 
   return { replicas, timeoutMs, aof, onShort: onShort as Durability['onShort'], waitaof: undefined };
 }
 
-// How long a wait's marker key lives if the DEL after it never runs (a connection lost between
-// them): long enough to outlast any WAIT timeout it serves, short enough to leave nothing behind.
+// How long a wait's marker key lives if the DEL right after it in the pipeline never runs (the
+// connection lost between them): it then expires by itself. Any value would do, as nothing reads
+// it; a minute leaves nothing behind for long.
 const MARKER_TTL_MS = 60_000;
 
 /**
