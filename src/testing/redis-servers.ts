@@ -276,6 +276,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Starte
       for (const n of nodes) {
         const info = await cli(n.port, 'cluster', 'info');
         if (!info.includes('cluster_state:ok')) return false;
+        // Every node sees every other, and every replica as one (gossip spreads roles in a
+        // moment): a test reading the topology from any node finds each master's replica.
+        const view = (await cli(n.port, 'cluster', 'nodes')).trim().split('\n');
+        const seen = view.filter((line) => !/fail|handshake|noaddr/.test(line.split(' ')[2] ?? ''));
+        if (seen.length !== nodes.length) return false;
+        if (seen.filter((line) => /slave/.test(line.split(' ')[2] ?? '')).length !== masters * replicas)
+          return false;
         const replication = await cli(n.port, 'info', 'replication');
         if (
           replication.includes('role:slave') &&

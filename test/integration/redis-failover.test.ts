@@ -1,5 +1,5 @@
 // What an acknowledgement is worth when a Redis Cluster master fails over (docs/redis.md,
-// *Failover and durability*). A cluster of this test's own (3 masters, 3 replicas, a 1 s
+// *Failover and durability*). A cluster of this test's own (3 masters, 3 replicas, a 2 s
 // cluster-node-timeout), settlements applied, events published and idempotency records written
 // from many callers while one master is killed and its replica promoted; afterwards, every
 // acknowledged write is looked for on the cluster.
@@ -20,11 +20,11 @@ import { keySlot } from '../../src/redis/slot.js';
 import { createStreamProducer } from '../../src/streams/index.js';
 import { type StartedCluster, startCluster } from '../support/redis-servers.js';
 
-// 1 s: a failover takes ~2-3 s (the master is suspected after the timeout, failed once a majority
-// agrees, then the replica waits ~0.5-1 s before its election). Redis's default, 15 s, would
-// make the test wait that long; much lower, and a master stalled on a loaded machine fails over
-// by itself.
-const NODE_TIMEOUT_MS = 1000;
+// 2 s: a failover then takes ~4-5 s (the master is suspected after the timeout, failed once a
+// majority agrees, then the replica waits ~0.5-1 s before its election). Redis's default, 15 s,
+// would make each trial wait that long; much lower, and a node stalled on a loaded machine (load
+// 10 on 2 cores) could be failed over by itself, changing which master the trial kills.
+const NODE_TIMEOUT_MS = 2000;
 // 200 ms: a healthy replica on loopback confirms in well under 1 ms, so only a lagging or
 // partitioned one reaches it, even on a loaded machine. A master without its replica (the victim
 // partitioned, the promoted one alone) holds each script call this long, and a connection's calls
