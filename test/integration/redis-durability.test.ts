@@ -71,10 +71,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await stopReplica();
-  client.disconnect();
-  await master.stop();
-  rmSync(master.dir, { recursive: true, force: true });
+  try {
+    await stopReplica();
+  } finally {
+    client.disconnect();
+    await master.stop();
+    rmSync(master.dir, { recursive: true, force: true });
+  }
 });
 
 describe('createRedisStore({ durability }): options', () => {
