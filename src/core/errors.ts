@@ -45,6 +45,11 @@ export const ErrorCode = Object.freeze({
   PUBLISH_FAILED: 'ERR_PUBLISH_FAILED',
   /** A publish gave up and writing its dead letter failed too: the event is in neither stream. */
   DEAD_LETTER_FAILED: 'ERR_DEAD_LETTER_FAILED',
+  /**
+   * A Redis write was answered, but fewer replicas than `durability.replicas` confirmed it in time
+   * (the `cause` of an ERR_STORE): a failover may still lose it. Retry the same call.
+   */
+  NOT_REPLICATED: 'ERR_NOT_REPLICATED',
 } as const);
 
 /** The union of every code in {@link ErrorCode}. */

@@ -6,7 +6,8 @@ import type {
   IdempotencyStoreOps,
 } from '../idempotency/store-ops.js';
 import { type BatchItem, createBatcher } from './batcher.js';
-import { evalScript, type RedisLike } from './eval.js';
+import { type Durability, evalDurable } from './durability.js';
+import type { RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
 import { scripts } from './scripts.generated.js';
 import { isClosedClient, redisStoreError } from './store-error.js';
@@ -76,7 +77,11 @@ interface IdemItem extends BatchItem<unknown> {
  * client fails it instead (maxRetriesPerRequest, a closed connection), each entry fails with
  * StoreError `outcome: 'unknown'`, `retriable: true`.
  */
-export function redisIdempotencyOps(client: RedisLike, prefix: string): Required<IdempotencyStoreOps> {
+export function redisIdempotencyOps(
+  client: RedisLike,
+  prefix: string,
+  durability?: Durability,
+): Required<IdempotencyStoreOps> {
   const recordKey = (name: string, key: string) => `${prefix}{idem:${escapeId(name)}:${escapeId(key)}}:r`;
 
   const enqueue = createBatcher<unknown, IdemItem>({
@@ -122,10 +127,19 @@ export function redisIdempotencyOps(client: RedisLike, prefix: string): Required
     const closed = isClosedClient(client);
     let reply: unknown;
     try {
-      reply = await evalScript(client, scripts.idempotencyBatch, keys, args);
+      // With durability, answered once enough replicas have the records (else ERR_STORE `unknown`).
+      reply = await evalDurable(
+        client,
+        durability,
+        'idempotency',
+        items.length,
+        scripts.idempotencyBatch,
+        keys,
+        args,
+      );
     } catch (err) {
-      // The script may have run (a lost reply) or stopped part-way: each entry's failure is what
-      // that call alone would have got (see redisFailure).
+      // The script may have run (a lost reply) or stopped part-way, or its replicas fell short:
+      // each entry's failure is what that call alone would have got (see redisFailure).
       for (const item of items) item.reject(redisStoreError(OPERATION[item.op], err, closed, 'script'));
       return;
     }

@@ -2,6 +2,11 @@
 // doc comment the generated module cannot carry: its text is rewritten by scripts/gen-lua.mjs).
 import { scripts as generated } from './scripts.generated.js';
 
+export {
+  type DurabilityOptions,
+  NotReplicatedError,
+  type ReplicationShortfall,
+} from './durability.js';
 export type { RedisLike } from './eval.js';
 export { escapeId } from './keys.js';
 export { createRedisStore, type RedisStoreOptions } from './redis-store.js';

@@ -14,6 +14,12 @@ import type {
 } from '../store/store.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { connectionGeneration } from './connection-generation.js';
+import {
+  type DurabilityOptions,
+  durabilityOption,
+  evalWaited,
+  type NotReplicatedError,
+} from './durability.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { redisIdempotencyOps } from './idempotency-store.js';
 import { readJournal } from './journal-reader.js';
@@ -22,7 +28,7 @@ import { createRedisLimiterBackend } from './limiter-backend.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
 import { pushEntryFields, resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
-import { scripts } from './scripts.generated.js';
+import { type LuaScript, scripts } from './scripts.generated.js';
 import { isClosedClient, type RedisCallKind, redisFailure, redisStoreError } from './store-error.js';
 
 // At most this many applies per script call. A ledger step costs ~8-20 µs of Redis time by machine
@@ -73,6 +79,13 @@ export interface RedisStoreOptions {
    * ledger; on Redis that would need a ledger-wide, cross-slot count, so it is refused by name.)
    */
   journal?: { maxEntriesPerOwner?: number };
+  /**
+   * Replicas that must confirm a write before it is answered: ledger applies and resolves, and
+   * idempotency records, each script call followed by WAIT (WAITAOF with `aof`) on its
+   * connection. Without it (default) an answer means the master has the write, and a failover
+   * to a replica that had not received it yet loses it (docs/redis.md, *Failover and durability*).
+   */
+  durability?: DurabilityOptions;
 }
 
 // A registration that failed after its script had run is retried at 1, 2, 4 ... s, then every
@@ -142,6 +155,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const maxEntries = keepAll
     ? ''
     : String(nonNegativeInt('journal.maxEntriesPerOwner', options.journal?.maxEntriesPerOwner));
+  const durability = durabilityOption(options.durability, client);
   const owners = createOwnerMemo(prefix);
   const generation = connectionGeneration(client);
   // This store's run: every apply carries it and a call number, so a script the client sends again
@@ -176,11 +190,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         // One JSON argument in, one JSON string out (see ledger-apply.lua).
         closed = isClosedClient(client);
         sent = true;
-        const reply = await evalScript(client, scripts.ledgerApply, keys, [
-          JSON.stringify(entries),
-          maxEntries,
-          run,
-        ]);
+        const { reply, short } = await evalWaited(
+          client,
+          durability,
+          'ledgerApply',
+          items.length,
+          scripts.ledgerApply,
+          keys,
+          [JSON.stringify(entries), maxEntries, run],
+        );
         const replies = JSON.parse(reply as string) as ApplyReply[];
         // The connection dropped between the SADDs and the script's answer: the Redis that ran the
         // script may have lost them (a restart, a failover), so they are written again.
@@ -203,6 +221,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
             registerLater(lost, REGISTER_RETRY_MS);
           }
         }
+        // Not confirmed by enough replicas: after the bookkeeping above (the script has run), each
+        // caller gets ERR_STORE `unknown` and retries the same entry (see DurabilityOptions.onShort).
+        if (short) throw short;
         return replies.map(toApplyResult);
       } catch (err) {
         if (sent) throw redisStoreError('ledgerApply', err, closed, 'script');
@@ -317,9 +338,26 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     }
     closed = isClosedClient(client);
     let reply: Awaited<ReturnType<typeof resolveSteps>>;
+    // With durability, each step waits for its replicas; the deciding step's shortfall (the last
+    // one's) is thrown once the registrations below are done.
+    let short: NotReplicatedError | undefined;
+    const evaluate =
+      durability === undefined
+        ? undefined
+        : async (script: LuaScript, keys: readonly string[], args: readonly (string | number)[]) => {
+            const waited = await evalWaited(client, durability, 'ledgerResolve', 1, script, keys, args);
+            short = waited.short;
+            return waited.reply;
+          };
     try {
-      reply = await resolveSteps(client, memo.keys, resolveEntry(cmd, meta), maxEntries, (call) =>
-        enqueue.barrier(memo.keys[0], call),
+      reply = await resolveSteps(
+        client,
+        memo.keys,
+        resolveEntry(cmd, meta),
+        maxEntries,
+        (call) => enqueue.barrier(memo.keys[0], call),
+        undefined,
+        evaluate,
       );
     } catch (err) {
       // Any step may have been the one that decides and books (the others change nothing).
@@ -331,6 +369,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       memo.scopes.clear();
       await register([item]).catch(() => registerLater([item], REGISTER_RETRY_MS));
     }
+    if (short) throw new StoreError('ledgerResolve', short, { outcome: 'unknown', retriable: true });
     return toResolveResult(reply, balancesOf);
   }
 
@@ -355,7 +394,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
     limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
     ...redisOrderingOps(client, prefix),
-    ...redisIdempotencyOps(client, prefix),
+    ...redisIdempotencyOps(client, prefix, durability),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
     ledgerApply: (cmd: LedgerApplyCommand) =>

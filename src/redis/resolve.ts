@@ -4,7 +4,7 @@
 import { orderToString } from '../core/validate.js';
 import type { LedgerApplyCommand, LedgerResolveResult, ResolveOutcome } from '../store/store.js';
 import { evalScript, type RedisLike } from './eval.js';
-import { scripts } from './scripts.generated.js';
+import { type LuaScript, scripts } from './scripts.generated.js';
 
 // Journal entries one step reads at most. Inside a script, an entry read costs Redis ~5 µs (its
 // fields become Lua strings: 1000 entries took 4.6-7.4 ms, scripts/redis-resolve-cost.mjs), so a
@@ -46,7 +46,8 @@ export function resolveEntry(cmd: LedgerApplyCommand, meta: string | undefined):
 
 /**
  * Runs ledger-resolve.lua on the owner's keys until a step decides. `step` runs each script call
- * (the store orders it with its own applies of the owner); `page` is the entries a step reads.
+ * (the store orders it with its own applies of the owner); `page` is the entries a step reads;
+ * `evaluate` sends a script call (the store's durable call when it waits for replicas).
  */
 export async function resolveSteps(
   client: RedisLike,
@@ -55,11 +56,16 @@ export async function resolveSteps(
   journalLimit: string,
   step: <T>(call: () => Promise<T>) => Promise<T>,
   page: number = RESOLVE_PAGE,
+  evaluate: (
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ) => Promise<unknown> = (script, keys, args) => evalScript(client, script, keys, args),
 ): Promise<Decided> {
   let cursor = '';
   for (;;) {
     const raw = await step(() =>
-      evalScript(client, scripts.ledgerResolve, keys, [entry, journalLimit, cursor, String(page)]),
+      evaluate(scripts.ledgerResolve, keys, [entry, journalLimit, cursor, String(page)]),
     );
     const reply = JSON.parse(raw as string) as Reply;
     if (reply[0] !== 'more') return reply;

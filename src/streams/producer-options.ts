@@ -2,6 +2,7 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { LIMITS, optionWithinLimit } from '../core/limits.js';
 import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
+import { type Durability, type DurabilityOptions, durabilityOption } from '../redis/durability.js';
 import type { RedisLike } from '../redis/eval.js';
 import { keySlot } from '../redis/slot.js';
 import { type RetryOptions, type RetryPolicy, retryPolicy } from './backoff.js';
@@ -53,6 +54,13 @@ export interface StreamProducerOptions<T = unknown> {
   onEvent?: (event: ProducerEvent) => void;
   /** The jitter's random source, [0, 1) (tests pass a fixed one). Default Math.random. */
   random?: () => number;
+  /**
+   * Replicas that must confirm a batch before its publishes resolve (WAIT after each script call;
+   * as `createRedisStore`'s `durability`, docs/redis.md *Failover and durability*). A shortfall
+   * with `onShort: 'throw'` is a retryable failure: the batch is tried again (each event answered
+   * as a duplicate of its first write once that is confirmed) with the producer's retries.
+   */
+  durability?: DurabilityOptions;
 }
 
 export interface ProducerConfig {
@@ -71,6 +79,7 @@ export interface ProducerConfig {
   readonly deriveId: ((event: unknown) => string) | undefined;
   readonly onEvent: ((event: ProducerEvent) => void) | undefined;
   readonly random: () => number;
+  readonly durability: Durability | undefined;
 }
 
 // 10 minutes: a publish is sent again by the producer's own retries within ~10 s (DEFAULT_RETRY),
@@ -115,6 +124,7 @@ const PRODUCER_OPTIONS = [
   'signal',
   'onEvent',
   'random',
+  'durability',
 ] as const;
 
 /** A nested options object (`{}` when not given): an object with only the `known` keys. */
@@ -173,6 +183,7 @@ export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerCo
     deriveId: options.id as ((event: unknown) => string) | undefined,
     onEvent: options.onEvent,
     random: options.random ?? Math.random,
+    durability: durabilityOption(options.durability, client),
   };
 }
 

@@ -2,7 +2,7 @@ import { ClosedError, InvalidArgumentError, isOnceflowError } from '../core/erro
 import { withinLimit } from '../core/limits.js';
 import { isPlainObject, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { jsonSerializer } from '../idempotency/serializer.js';
-import { evalScript } from '../redis/eval.js';
+import { evalDurable } from '../redis/durability.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { isClosedClient } from '../redis/store-error.js';
 import { backoffDelay } from './backoff.js';
@@ -240,8 +240,12 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
       args[2 + 2 * i] = item.id;
       args[3 + 2 * i] = item.text;
     }
-    const reply = await evalScript(
+    // With `durability`: once enough replicas confirmed it, else a retryable failure.
+    const reply = await evalDurable(
       config.client,
+      config.durability,
+      'publish',
+      items.length,
       scripts.streamPublish,
       [config.stream, config.idsKey, config.orderKey],
       args,

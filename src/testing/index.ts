@@ -17,8 +17,17 @@ export type {
   LimiterStep,
 } from './limiter-cases.js';
 export type { OrderingCase, OrderingStep, StoredVersion } from './ordering-cases.js';
+export { freePort, type PortRange, testPortRange } from './ports.js';
 export { postgresAnswers, type StartedPostgres, startPostgres } from './postgres-servers.js';
-export { freePort, pingable, type StartedRedis, startCluster, startRedis } from './redis-servers.js';
+export {
+  type ClusterNode,
+  type ClusterOptions,
+  pingable,
+  type StartedCluster,
+  type StartedRedis,
+  startCluster,
+  startRedis,
+} from './redis-servers.js';
 export type { AnyCase, KitOptions, OutageHook, Suite, SuiteCaseResult, SuiteName } from './suites.js';
 export { startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcp-proxy.js';
 export { wrapStore } from './wrap-store.js';

@@ -1,14 +1,19 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './ports.js';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 const exec = promisify(execFile);
 
 // Redis servers of a test's own, for fault tests that kill or restart them (never a shared
-// server). node: built-ins only: `onceflow/testing` needs no client library for these.
+// server). node: built-ins only: `onceflow/testing` needs no client library for these. Every port
+// they listen on (a server's, a cluster bus's, a proxy's) is within ONCEFLOW_TEST_PORTS (ports.ts).
+
+export { freePort } from './ports.js';
 
 /** A redis-server this test run started (and must stop). */
 export interface StartedRedis {
@@ -48,34 +53,7 @@ export async function pingable(port: number, host = '127.0.0.1', timeoutMs = 500
   });
 }
 
-async function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A port p such that p and p + 10000 (the cluster bus) are both free on 127.0.0.1.
- *
- * @example
- * ```ts
- * const port = await freePort();
- * const redis = await startRedis([], { port });
- * redis.port === port; // true
- * await redis.stop();
- * ```
- */
-export async function freePort(): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    if ((await portFree(port)) && (await portFree(port + 10_000))) return port;
-  }
-  throw new Error('no free port pair found');
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (await check()) return;
@@ -84,11 +62,16 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   throw new Error(`timed out waiting for ${what}`);
 }
 
+// A port chosen here may be taken by another process between the check and the server's bind:
+// the server then exits at once, and is started again on another port, this many times.
+const START_TRIES = 5;
+
 /**
  * Starts a redis-server (it must be on the PATH) in the foreground, a child of this process so a
  * crash of the test run takes it down too, on a free port (or `options.port`) and a fresh
- * directory, with no snapshots. `extra` adds config arguments, e.g. AOF or cluster mode. Resolves
- * once it answers PING. Restart one on its port and directory to test recovery.
+ * directory, with no snapshots. `extra` adds config arguments, e.g. AOF or cluster mode (a
+ * cluster node gets its bus on a free port too, `--cluster-port`, unless `extra` sets one).
+ * Resolves once it answers PING. Restart one on its port and directory to test recovery.
  *
  * @example
  * ```ts
@@ -104,86 +87,226 @@ export async function startRedis(
   extra: string[] = [],
   options: { port?: number; dir?: string } = {},
 ): Promise<StartedRedis> {
-  const port = options.port ?? (await freePort());
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'onceflow-redis-'));
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
+  const clusterNode = extra.some((arg, i) => arg === '--cluster-enabled' && extra[i + 1] === 'yes');
+  const busGiven = extra.includes('--cluster-port');
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await freePort());
+    const bus = clusterNode && !busGiven ? ['--cluster-port', String(await freePort())] : [];
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--logfile',
+        'redis.log',
+        ...bus,
+        ...extra,
+      ],
+      { stdio: 'ignore' },
+    );
+    const exited = () => child.exitCode !== null || child.signalCode !== null;
+    // Another server answering on the port is not this one: only a live child counts.
+    await waitFor(async () => exited() || (await pingable(port)), `redis-server on ${port}`);
+    if (exited()) {
+      if (options.port === undefined && attempt < START_TRIES) continue;
+      throw new Error(`redis-server on ${port} exited at start (see ${join(dir, 'redis.log')})`);
+    }
+    return {
+      port,
       dir,
-      '--save',
-      '',
-      '--logfile',
-      'redis.log',
-      ...extra,
-    ],
-    { stdio: 'ignore' },
-  );
-  await waitFor(() => pingable(port), `redis-server on ${port}`);
-  return {
-    port,
-    dir,
-    process: child,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-      }
-    },
-  };
+      process: child,
+      async stop() {
+        if (!exited()) {
+          const gone = new Promise((r) => child.once('exit', r));
+          child.kill('SIGKILL');
+          await gone;
+        }
+      },
+    };
+  }
+}
+
+/** A node of a cluster {@link startCluster} started. */
+export interface ClusterNode {
+  /** The port it listens on. */
+  readonly port: number;
+  /** The port it announces to the cluster (its proxy's with `proxied`, else its own). */
+  readonly announced: number;
+  /** With `proxied`: the proxy every connection to `announced` goes through. */
+  readonly proxy: TcpProxy | undefined;
+  readonly server: StartedRedis;
+}
+
+/** Options of {@link startCluster}. */
+export interface ClusterOptions {
+  /** Masters (each with a third of the slots, as redis-cli assigns them). Default 3. */
+  masters?: number;
+  /** Replicas per master. Default 0. Resolves only once each replica's initial sync is done. */
+  replicas?: number;
+  /**
+   * `cluster-node-timeout` in ms: how long a node may not answer before it is failed over.
+   * Default Redis's (15 000). Short values (1000) make a failover test quick; on a loaded
+   * machine a node that stalls that long is failed over too.
+   */
+  nodeTimeoutMs?: number;
+  /**
+   * Puts a {@link TcpProxy} in front of each node and has the node announce the proxy's port
+   * (`cluster-announce-port`): whatever finds a node through the cluster (a replica's replication
+   * link to its master, a client reading CLUSTER SLOTS) goes through its proxy, while the cluster
+   * bus stays direct. A client that should go direct maps each announced port to the node's own
+   * with {@link StartedCluster.natMap} (ioredis `Cluster`'s `natMap`). Cutting a master's proxy
+   * then partitions its replicas from it and nothing else.
+   */
+  proxied?: boolean;
+  /** Config arguments for every node (e.g. `['--appendonly', 'yes']`). */
+  extra?: string[];
+}
+
+/** A cluster {@link startCluster} started. */
+export interface StartedCluster {
+  /** Every node's own port, the masters' first: seed nodes for a client. */
+  readonly ports: number[];
+  readonly nodes: ClusterNode[];
+  /**
+   * Announced `127.0.0.1:port` to the node's own address, for ioredis `Cluster`'s `natMap`
+   * (empty unless `proxied`).
+   */
+  readonly natMap: Record<string, { host: string; port: number }>;
+  /** Kills every node (and closes the proxies) and removes their directories. */
+  stop(): Promise<void>;
+}
+
+async function cli(port: number, ...args: string[]): Promise<string> {
+  return (await exec('redis-cli', ['-p', String(port), ...args])).stdout;
 }
 
 /**
- * A 3-master Redis Cluster on free ports, no replicas (redis-server and redis-cli on the PATH);
- * resolves once `cluster_state:ok`. `stop()` kills the nodes and removes their directories.
+ * A Redis Cluster on free ports (redis-server and redis-cli on the PATH): 3 masters by default,
+ * with `replicas` replicas each; resolves once every node reports `cluster_state:ok` and every
+ * replica has finished its initial sync (`master_link_status:up`, no sync in progress), so a
+ * failover right after finds replicas holding the data. `stop()` kills the nodes and removes their
+ * directories.
  *
  * @example
  * ```ts
  * const cluster = await startCluster();
  * cluster.ports.length; // 3
- * // new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port }))) with ioredis
+ * // new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })), { natMap: cluster.natMap }) with ioredis
  * await cluster.stop();
  * ```
  */
-export async function startCluster(): Promise<{ ports: number[]; stop(): Promise<void> }> {
-  const nodes: StartedRedis[] = [];
-  for (let i = 0; i < 3; i++) {
-    nodes.push(
-      await startRedis([
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        'nodes.conf',
-        '--appendonly',
-        'no',
-      ]),
-    );
-  }
-  const ports = nodes.map((n) => n.port);
-  await exec('redis-cli', [
-    '--cluster',
-    'create',
-    ...ports.map((p) => `127.0.0.1:${p}`),
-    '--cluster-replicas',
-    '0',
-    '--cluster-yes',
-  ]);
-  await waitFor(async () => {
-    const { stdout } = await exec('redis-cli', ['-p', String(ports[0]), 'cluster', 'info']);
-    return stdout.includes('cluster_state:ok');
-  }, 'cluster_state:ok');
-  return {
-    ports,
-    async stop() {
-      for (const n of nodes) {
-        await n.stop();
-        rmSync(n.dir, { recursive: true, force: true });
-      }
-    },
+export async function startCluster(options: ClusterOptions = {}): Promise<StartedCluster> {
+  const masters = options.masters ?? 3;
+  const replicas = options.replicas ?? 0;
+  if (!Number.isSafeInteger(masters) || masters < 3)
+    throw new Error(`startCluster: masters must be an integer >= 3 (redis-cli's minimum), got ${masters}`);
+  if (!Number.isSafeInteger(replicas) || replicas < 0)
+    throw new Error(`startCluster: replicas must be an integer >= 0, got ${replicas}`);
+  const common = [
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--appendonly',
+    'no',
+    ...(options.nodeTimeoutMs === undefined ? [] : ['--cluster-node-timeout', String(options.nodeTimeoutMs)]),
+    // A master waits this long for more replicas before a diskless full sync (default 5 s): its
+    // replicas attach at once here, and each cluster would start 5 s later.
+    ...(replicas > 0 ? ['--repl-diskless-sync-delay', '0'] : []),
+    ...(options.extra ?? []),
+  ];
+  const nodes: ClusterNode[] = [];
+  const stop = async () => {
+    for (const n of nodes) {
+      await n.proxy?.close();
+      await n.server.stop();
+      rmSync(n.server.dir, { recursive: true, force: true });
+    }
   };
+  try {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
+      if (!options.proxied) {
+        const server = await startRedis(common);
+        nodes.push({ port: server.port, announced: server.port, proxy: undefined, server });
+        continue;
+      }
+      // The proxy first (it needs the node's port), the node then told to announce it.
+      const port = await freePort();
+      const proxy = await startTcpProxy(port);
+      try {
+        const bus = await freePort();
+        const server = await startRedis(
+          [
+            ...common,
+            '--cluster-port',
+            String(bus),
+            '--cluster-announce-ip',
+            '127.0.0.1',
+            '--cluster-announce-port',
+            String(proxy.port),
+            '--cluster-announce-bus-port',
+            String(bus),
+          ],
+          { port },
+        );
+        nodes.push({ port, announced: proxy.port, proxy, server });
+      } catch (err) {
+        await proxy.close();
+        throw err;
+      }
+    }
+    // redis-cli makes the first `masters` nodes listed masters (all on one host, it cannot spread
+    // them) and the rest their replicas; which replica serves which master is read back below.
+    await exec('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ]);
+    await waitFor(async () => {
+      for (const n of nodes) {
+        const info = await cli(n.port, 'cluster', 'info');
+        if (!info.includes('cluster_state:ok')) return false;
+        // Every node sees every other, and every replica as one (gossip spreads roles in a
+        // moment): a test reading the topology from any node finds each master's replica.
+        const view = (await cli(n.port, 'cluster', 'nodes')).trim().split('\n');
+        const seen = view.filter((line) => !/fail|handshake|noaddr/.test(line.split(' ')[2] ?? ''));
+        if (seen.length !== nodes.length) return false;
+        if (seen.filter((line) => /slave/.test(line.split(' ')[2] ?? '')).length !== masters * replicas)
+          return false;
+        const replication = await cli(n.port, 'info', 'replication');
+        if (
+          replication.includes('role:slave') &&
+          !(
+            replication.includes('master_link_status:up') && replication.includes('master_sync_in_progress:0')
+          )
+        )
+          return false;
+      }
+      // Every master's replicas are attached (a replica may still be joining the cluster).
+      let attached = 0;
+      for (const n of nodes) {
+        const replication = await cli(n.port, 'info', 'replication');
+        if (replication.includes('role:master'))
+          attached += Number(/connected_slaves:(\d+)/.exec(replication)?.[1] ?? 0);
+      }
+      return attached === masters * replicas;
+    }, 'cluster_state:ok and every replica synced');
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const natMap: Record<string, { host: string; port: number }> = {};
+  for (const n of nodes)
+    if (n.proxy) natMap[`127.0.0.1:${n.announced}`] = { host: '127.0.0.1', port: n.port };
+  return { ports: nodes.map((n) => n.port), nodes, natMap, stop };
 }

@@ -63,4 +63,46 @@ describe('startTcpProxy', () => {
       await proxy.close();
     }
   });
+
+  it('partition() drops every byte both ways on open and new connections, closing none, until restore()', async () => {
+    const proxy = await startTcpProxy(echoPort);
+    try {
+      const open = connect(proxy.port, '127.0.0.1');
+      open.on('error', () => {});
+      await new Promise((r) => open.once('connect', r));
+      const received: string[] = [];
+      open.on('data', (d) => received.push(d.toString()));
+      let closed = false;
+      open.once('close', () => {
+        closed = true;
+      });
+      proxy.partition();
+      open.write('lost');
+      // Silence, not an error: nothing comes back and the connection stays open.
+      await new Promise((r) => setTimeout(r, 200));
+      expect([received, closed, proxy.killed]).toEqual([[], false, 0]);
+      proxy.restore();
+      open.write('after');
+      await new Promise((r) => open.once('data', r));
+      // What was sent in the partition never arrives, after it either.
+      expect(received.join('')).toBe('after');
+      open.destroy();
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('listens within ONCEFLOW_TEST_PORTS', async () => {
+    const before = process.env['ONCEFLOW_TEST_PORTS'];
+    process.env['ONCEFLOW_TEST_PORTS'] = '23100-23199';
+    try {
+      const proxy = await startTcpProxy(echoPort);
+      expect(proxy.port).toBeGreaterThanOrEqual(23100);
+      expect(proxy.port).toBeLessThanOrEqual(23199);
+      await proxy.close();
+    } finally {
+      if (before === undefined) delete process.env['ONCEFLOW_TEST_PORTS'];
+      else process.env['ONCEFLOW_TEST_PORTS'] = before;
+    }
+  });
 });

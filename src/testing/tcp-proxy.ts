@@ -1,5 +1,6 @@
 import { connect, createServer, type Socket } from 'node:net';
 import { InvalidArgumentError } from '../core/errors.js';
+import { freePort } from './ports.js';
 
 /**
  * A TCP proxy in front of a server (a Redis) that loses what production loses, for fault tests.
@@ -26,6 +27,13 @@ export interface TcpProxy {
    * client.
    */
   cut(): void;
+  /**
+   * A silent partition: from now on every byte, both ways, is dropped, and connections stay open
+   * (no reset: each end notices only by its own timeouts), new ones included, until `restore()`.
+   * Unlike `cut`, what was sent meanwhile is never delivered: the other end never sees it.
+   */
+  partition(): void;
+  /** Ends `cut` and `partition`. */
   restore(): void;
   /** Delays every chunk, both ways, by `ms` from now on (0: none); order is kept. */
   latency(ms: number): void;
@@ -63,6 +71,7 @@ export async function startTcpProxy(upstreamPort: number, options: TcpProxyOptio
   let dropScript = false;
   let holding = false;
   let cut = false;
+  let silent = false;
   let delayMs = 0;
   let killed = 0;
   const held: Socket[] = [];
@@ -107,6 +116,7 @@ export async function startTcpProxy(upstreamPort: number, options: TcpProxyOptio
     };
     kills.add(kill);
     client.on('data', (data) => {
+      if (silent) return;
       if (dropScript && isScript(data)) {
         dropScript = false;
         kill();
@@ -116,6 +126,7 @@ export async function startTcpProxy(upstreamPort: number, options: TcpProxyOptio
       up(upstream, data);
     });
     upstream.on('data', (data) => {
+      if (silent) return;
       // An error reply (NOSCRIPT after another test's SCRIPT FLUSH) means the script did not run:
       // passed on, and the next script call's reply is the one lost.
       if (scriptSent && data[0] === 0x2d) scriptSent = false;
@@ -149,7 +160,20 @@ export async function startTcpProxy(upstreamPort: number, options: TcpProxyOptio
       held.push(client);
     } else wire(client);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // On a port within ONCEFLOW_TEST_PORTS; one taken meanwhile by another process is skipped.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const bound = await new Promise<boolean>((resolve) => {
+      const fail = () => resolve(false);
+      server.once('error', fail);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', fail);
+        resolve(true);
+      });
+    });
+    if (bound) break;
+    if (attempt === 5) throw new Error(`proxy: no port to listen on (last tried ${port})`);
+  }
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('proxy: no port');
   return {
@@ -181,8 +205,12 @@ export async function startTcpProxy(upstreamPort: number, options: TcpProxyOptio
         socket.destroy();
       }
     },
+    partition: () => {
+      silent = true;
+    },
     restore: () => {
       cut = false;
+      silent = false;
     },
     latency: (ms) => {
       if (!Number.isSafeInteger(ms) || ms < 0)

@@ -1,0 +1,309 @@
+// Durability of a Redis write across a failover: Redis replicates asynchronously, so a write a
+// master answered and then lost with its replicas behind is gone once a replica is promoted. With
+// `durability`, each script call that writes is followed, on the same connection, by WAIT (or
+// WAITAOF) and answered only once enough replicas confirmed it (docs/redis.md, *Failover and
+// durability*).
+import type { Duration } from '../core/duration.js';
+import { ErrorCode, InvalidOptionError, OnceflowError } from '../core/errors.js';
+import { timerDuration } from '../core/timer-delay.js';
+import { isPlainObject, knownKeys, nonNegativeInt } from '../core/validate.js';
+import { evalScript, type RedisLike } from './eval.js';
+import type { LuaScript } from './scripts.generated.js';
+
+/**
+ * The `durability` option of `createRedisStore` and `createStreamProducer`: how many replicas
+ * must confirm a write before it is answered.
+ */
+export interface DurabilityOptions {
+  /**
+   * Replicas of the key's master that must have the write (WAIT) before the call answers. 0 is
+   * allowed with `aof: true` only (the master's own AOF fsync, nothing replicated).
+   */
+  replicas: number;
+  /**
+   * How long to wait for them (`'100ms'`, `'1s'`, or ms; at least 1 ms). The connection waits with
+   * the call: commands sent after it on the same client wait too.
+   */
+  timeout: Duration;
+  /**
+   * Also wait until the write is fsynced to the AOF of the master and of `replicas` replicas
+   * (WAITAOF, Redis >= 7.2, `appendonly yes` on the master). On an older server the wait falls
+   * back to WAIT alone (replicas' memory, not their disks); `shortfall.aof` says which ran.
+   * Default false.
+   */
+  aof?: boolean;
+  /**
+   * When fewer replicas confirmed than wanted within `timeout` (the write is on the master, a
+   * failover may lose it): `'throw'` (default) rejects the call with ERR_STORE (`outcome:
+   * 'unknown'`, `retriable: true`, `cause` an ERR_NOT_REPLICATED {@link NotReplicatedError}):
+   * retry the same call, which is answered as it was (`duplicate`, the same entry id, `replayed`)
+   * once replicated, or applied again if the failover lost it. A function instead is called with
+   * the shortfall and the call answers as usual (availability first: log it, count it).
+   */
+  onShort?: 'throw' | ((shortfall: ReplicationShortfall) => void);
+}
+
+/** What a wait that fell short found: see {@link DurabilityOptions.onShort}. */
+export interface ReplicationShortfall {
+  /** The store operation (`ledgerApply`, `ledgerResolve`, `idempotency`, `publish`). */
+  readonly operation: string;
+  /** Calls answered by the script call the wait followed (a batch answers many at once). */
+  readonly calls: number;
+  /** Replicas wanted (`durability.replicas`). */
+  readonly wanted: number;
+  /** Replicas that confirmed within the timeout. */
+  readonly replicas: number;
+  /** WAITAOF ran (else WAIT): `replicas` then counts fsyncs, and `local` is the master's. */
+  readonly aof: boolean;
+  /** With `aof`: whether the master fsynced its own AOF in time. */
+  readonly local: boolean | undefined;
+  readonly timeoutMs: number;
+}
+
+/**
+ * A write was answered by its master but fewer replicas than wanted confirmed it in time: the
+ * `cause` of the ERR_STORE a durable call rejects with (`durability.onShort: 'throw'`).
+ *
+ * @example
+ * ```ts
+ * import { NotReplicatedError } from 'onceflow/redis';
+ * const err = new NotReplicatedError({
+ *   operation: 'ledgerApply', calls: 3, wanted: 1, replicas: 0, aof: false, local: undefined, timeoutMs: 100,
+ * });
+ * err.code; // 'ERR_NOT_REPLICATED'
+ * err.shortfall.replicas; // 0
+ * ```
+ */
+export class NotReplicatedError extends OnceflowError {
+  readonly shortfall: ReplicationShortfall;
+  constructor(shortfall: ReplicationShortfall) {
+    const { operation, calls, wanted, replicas, aof, local, timeoutMs } = shortfall;
+    const what = aof
+      ? `fsynced by ${replicas} of ${wanted} replicas${local === false ? ' and not by the master' : ''} (WAITAOF)`
+      : `confirmed by ${replicas} of ${wanted} replicas (WAIT)`;
+    super(
+      ErrorCode.NOT_REPLICATED,
+      `\`${operation}\` (${calls} call${calls === 1 ? '' : 's'}) was applied by the master but ${what} within ${timeoutMs} ms: a failover may lose it; retry the same call`,
+    );
+    this.shortfall = shortfall;
+  }
+}
+
+/** A validated `durability` option; `waitaof` is learnt from the first WAITAOF the server refuses. */
+export interface Durability {
+  readonly replicas: number;
+  readonly timeoutMs: number;
+  readonly aof: boolean;
+  readonly onShort: 'throw' | ((shortfall: ReplicationShortfall) => void);
+  /** Whether WAITAOF is known to work (true), be missing (false), or untried (undefined). */
+  waitaof: boolean | undefined;
+}
+
+/** A client that can pipeline (ioredis `Redis` and `Cluster`): the WAIT rides with the script. */
+interface Pipeline {
+  call(command: string, ...args: (string | number)[]): Pipeline;
+  exec(): Promise<[Error | null, unknown][] | null>;
+}
+
+/**
+ * Reads the `durability` option of `where` (`createRedisStore`, `createStreamProducer`): undefined
+ * when absent, else validated, and the client checked for `pipeline()`.
+ */
+export function durabilityOption(value: unknown, client: RedisLike): Durability | undefined {
+  if (value === undefined) return undefined;
+  if (!isPlainObject(value))
+    throw new InvalidOptionError('durability', "an object like { replicas: 1, timeout: '100ms' }", value);
+  knownKeys('durability', value, ['replicas', 'timeout', 'aof', 'onShort']);
+  const aof = value['aof'] ?? false;
+  if (typeof aof !== 'boolean') throw new InvalidOptionError('durability.aof', 'a boolean', aof);
+  const replicas = nonNegativeInt('durability.replicas', value['replicas']);
+  if (replicas === 0 && !aof)
+    throw new InvalidOptionError(
+      'durability.replicas',
+      'at least 1 (0 waits for nothing unless `aof: true` waits for the master to fsync)',
+      replicas,
+    );
+  if (value['timeout'] === undefined)
+    throw new InvalidOptionError(
+      'durability.timeout',
+      "a duration such as '100ms' (how long to wait)",
+      undefined,
+    );
+  const timeoutMs = timerDuration('durability.timeout', value['timeout'] as Duration);
+  // WAIT's 0 means "forever": a replica that never comes back would hold the call for good.
+  if (timeoutMs === 0)
+    throw new InvalidOptionError(
+      'durability.timeout',
+      'at least 1 ms (0 would wait forever)',
+      value['timeout'],
+    );
+  const onShort = value['onShort'] ?? 'throw';
+  if (onShort !== 'throw' && typeof onShort !== 'function')
+    throw new InvalidOptionError('durability.onShort', "'throw' or a function (shortfall) => void", onShort);
+  if (typeof (client as { pipeline?: unknown }).pipeline !== 'function')
+    throw new InvalidOptionError(
+      'client',
+      'an ioredis Redis or Cluster client (with pipeline(): `durability` sends WAIT with each write)',
+      client,
+    );
+  return { replicas, timeoutMs, aof, onShort: onShort as Durability['onShort'], waitaof: undefined };
+}
+
+// How long a wait's marker key lives if the DEL right after it in the pipeline never runs (the
+// connection lost between them): it then expires by itself. Any value would do, as nothing reads
+// it; a minute leaves nothing behind for long.
+const MARKER_TTL_MS = 60_000;
+
+/**
+ * A key in `key`'s hash slot for the marker write: its hash tag kept (so a Cluster sends it to the
+ * node that ran the script, in the same pipeline), or the whole key made the tag.
+ */
+export function markerKey(key: string): string {
+  const open = key.indexOf('{');
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1 ? `${key.slice(0, close + 1)}:onceflow-wait` : `{${key}}:onceflow-wait`;
+}
+
+/**
+ * Runs `script` as {@link evalScript} does, then, with `durability`, waits for its replicas: in
+ * one pipeline on the node that runs it, the script, a marker write (SET then DEL of a key in its
+ * slot) and WAIT (or WAITAOF). The marker makes the wait cover everything that master had written
+ * when it answered, whatever the script wrote (nothing, when it answered a repeat from what an
+ * earlier call wrote, perhaps on another connection): WAIT counts replicas that reached the
+ * connection's last write, and a master replicates in one ordered stream. A shortfall is reported
+ * (`onShort` a function) or handed back as `short` for the caller to throw once it has done what
+ * an answered script call needs (`onShort: 'throw'`); `calls` is how many calls the script answers.
+ */
+export async function evalWaited(
+  client: RedisLike,
+  durability: Durability | undefined,
+  operation: string,
+  calls: number,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<{ reply: unknown; short: NotReplicatedError | undefined }> {
+  if (durability === undefined)
+    return { reply: await evalScript(client, script, keys, args), short: undefined };
+  const marker = markerKey(keys[0] as string);
+  let [scriptResult, waited] = await pipelined(client, durability, marker, [
+    'EVALSHA',
+    script.sha1,
+    keys.length,
+    ...keys,
+    ...args,
+  ]);
+  let error = scriptResult?.[0];
+  if (error?.message.startsWith('NOSCRIPT')) {
+    // EVAL also caches the script, so the next call's EVALSHA succeeds again.
+    [scriptResult, waited] = await pipelined(client, durability, marker, [
+      'EVAL',
+      script.text,
+      keys.length,
+      ...keys,
+      ...args,
+    ]);
+    error = scriptResult?.[0];
+  }
+  let reply: unknown;
+  if (error && /^(MOVED|ASK) /.test(error.message)) {
+    // A Cluster's slot moved: nothing ran there. The client follows the redirection for a plain
+    // call; the wait then goes to the slot's node in a pipeline of its own.
+    reply = await evalScript(client, script, keys, args);
+    [, waited] = await pipelined(client, durability, marker, undefined);
+  } else if (error) {
+    throw error;
+  } else {
+    reply = scriptResult?.[1];
+  }
+  return { reply, short: shortfall(durability, operation, calls, waited) };
+}
+
+/** {@link evalWaited}, throwing its shortfall (`onShort: 'throw'`) at once. */
+export async function evalDurable(
+  client: RedisLike,
+  durability: Durability | undefined,
+  operation: string,
+  calls: number,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  const { reply, short } = await evalWaited(client, durability, operation, calls, script, keys, args);
+  if (short) throw short;
+  return reply;
+}
+
+/** The replicas (and local fsync) a wait found, as WAIT or WAITAOF answered. */
+interface Waited {
+  readonly aof: boolean;
+  readonly replicas: number;
+  readonly local: boolean | undefined;
+}
+
+// One pipeline: `command` (a script call, or nothing), the marker write, the wait. Learns from
+// the server's refusal that it has no WAITAOF, and waits with WAIT on the same connection then.
+async function pipelined(
+  client: RedisLike,
+  durability: Durability,
+  marker: string,
+  command: (string | number)[] | undefined,
+): Promise<[[Error | null, unknown] | undefined, Waited]> {
+  const aof = durability.aof && durability.waitaof !== false;
+  const pipe = (client as unknown as { pipeline(): Pipeline }).pipeline();
+  if (command !== undefined) pipe.call(...(command as [string, ...(string | number)[]]));
+  pipe.call('SET', marker, '1', 'PX', MARKER_TTL_MS).call('DEL', marker);
+  if (aof) pipe.call('WAITAOF', 1, durability.replicas, durability.timeoutMs);
+  else pipe.call('WAIT', durability.replicas, durability.timeoutMs);
+  const results = (await pipe.exec()) ?? [];
+  const scriptResult = command === undefined ? undefined : results[0];
+  const [waitError, waitReply] = results[results.length - 1] ?? [
+    new Error('no reply to the wait'),
+    undefined,
+  ];
+  if (waitError) {
+    if (aof && /unknown command/i.test(waitError.message)) {
+      // Redis before 7.2: WAIT alone from now on (documented). Its marker is written again, so
+      // this wait covers the script too.
+      durability.waitaof = false;
+      const [, waited] = await pipelined(client, durability, marker, undefined);
+      return [scriptResult, waited];
+    }
+    // The script's own failure (a redirection, NOSCRIPT) fails the marker and the wait too: the
+    // caller handles it. Otherwise the wait's failure is the call's.
+    if (scriptResult?.[0]) return [scriptResult, { aof, replicas: 0, local: undefined }];
+    throw waitError;
+  }
+  if (aof) {
+    durability.waitaof = true;
+    const [local, replicas] = waitReply as [number, number];
+    return [scriptResult, { aof, replicas: Number(replicas), local: Number(local) >= 1 }];
+  }
+  return [scriptResult, { aof, replicas: Number(waitReply), local: undefined }];
+}
+
+// The error to throw when the wait fell short and `onShort` is 'throw'; a function is called instead.
+function shortfall(
+  durability: Durability,
+  operation: string,
+  calls: number,
+  waited: Waited,
+): NotReplicatedError | undefined {
+  if (waited.replicas >= durability.replicas && waited.local !== false) return undefined;
+  const found: ReplicationShortfall = {
+    operation,
+    calls,
+    wanted: durability.replicas,
+    replicas: waited.replicas,
+    aof: waited.aof,
+    local: waited.local,
+    timeoutMs: durability.timeoutMs,
+  };
+  if (durability.onShort === 'throw') return new NotReplicatedError(found);
+  try {
+    durability.onShort(found);
+  } catch {
+    // A throwing report must not turn an answered call into a failure (it was applied).
+  }
+  return undefined;
+}
