@@ -12,6 +12,7 @@ import type {
 } from '../limiter/types.js';
 import { verdict } from '../limiter/verdict.js';
 import { type BatchItem, createBatcher } from './batcher.js';
+import { clientCommandTimeout } from './client-options.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
 import { groupBySlot } from './slot.js';
@@ -96,16 +97,15 @@ function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | num
 }
 
 /** Internal: one decision per queued item; decisions of one hash slot share a script call. */
-export function createRedisLimiterBackend(client: RedisLike, prefix: string): RedisLimiterBackend {
+export function createRedisLimiterBackend(
+  client: RedisLike,
+  prefix: string,
+  keyPrefix: string,
+): RedisLimiterBackend {
   const self = {};
   // The client's own command timeout (ioredis `Redis`, or a `Cluster`'s redisOptions): it rejects a
   // command that may still be sent later, so it bounds a take's fence too.
-  const options = (
-    client as { options?: { commandTimeout?: unknown; redisOptions?: { commandTimeout?: unknown } } }
-  ).options;
-  const commandTimeout = options?.commandTimeout ?? options?.redisOptions?.commandTimeout;
-  const clientTimeoutMs =
-    typeof commandTimeout === 'number' && commandTimeout > 0 ? commandTimeout : Number.POSITIVE_INFINITY;
+  const clientTimeoutMs = clientCommandTimeout(client);
   // A lower bound of (Redis ms - performance.now()), from the last reply (see rule 1 above);
   // undefined until one arrived.
   let offset: number | undefined;
@@ -326,8 +326,11 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
         ? (client as unknown as { nodes(role: string): RedisLike[] }).nodes('master')
         : [client];
     // `{<ns>:` (one subject per decision) and `{<ns>}` (several): exactly this namespace's keys,
-    // since escaped ids contain neither `:` nor `}` (src/limiter/keys.ts).
-    const patterns = [`${globEscape(prefix)}{${namespace}:*`, `${globEscape(prefix)}{${namespace}}*`];
+    // since escaped ids contain neither `:` nor `}` (src/limiter/keys.ts). A SCAN pattern is not
+    // prefixed by the client and a SCAN answers keys as stored: the pattern carries the client's
+    // keyPrefix, and the keys found lose it before the client prefixes them again in UNLINK.
+    const base = globEscape(keyPrefix + prefix);
+    const patterns = [`${base}{${namespace}:*`, `${base}{${namespace}}*`];
     let removed = 0;
     for (const node of nodes) {
       for (const pattern of patterns) {
@@ -339,9 +342,10 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
           ];
           cursor = next;
           // One UNLINK per hash slot found (keys of different slots cannot share a command on a
-          // cluster node; a tenant's keys are one slot per subject): not a round trip per key.
+          // cluster; a tenant's keys are one slot per subject): not a round trip per key. Sent
+          // through the client, which routes it by slot (a node's client may prefix otherwise).
           for (const keys of groupBySlot(found, (key) => key))
-            removed += Number(await node.call('UNLINK', ...keys));
+            removed += Number(await client.call('UNLINK', ...keys.map((key) => key.slice(keyPrefix.length))));
         } while (cursor !== '0');
       }
     }

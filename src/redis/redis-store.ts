@@ -13,6 +13,7 @@ import type {
   WindowState,
 } from '../store/store.js';
 import { type BatchItem, createBatcher } from './batcher.js';
+import { clientKeyPrefix } from './client-options.js';
 import { connectionGeneration } from './connection-generation.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { redisIdempotencyOps } from './idempotency-store.js';
@@ -142,6 +143,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const maxEntries = keepAll
     ? ''
     : String(nonNegativeInt('journal.maxEntriesPerOwner', options.journal?.maxEntriesPerOwner));
+  // The client's own keyPrefix, prepended to every key it sends: a reset's SCAN must match it.
+  const keyPrefix = clientKeyPrefix(client);
   const owners = createOwnerMemo(prefix);
   const generation = connectionGeneration(client);
   // This store's run: every apply carries it and a call number, so a script the client sends again
@@ -334,7 +337,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return toResolveResult(reply, balancesOf);
   }
 
-  const limiter = createRedisLimiterBackend(client, prefix);
+  const limiter = createRedisLimiterBackend(client, prefix, keyPrefix);
 
   return {
     kind: 'redis',
