@@ -1,4 +1,4 @@
-import { queuesOffline } from './client-options.js';
+import { maxRetriesPerRequest, queuesOffline } from './client-options.js';
 import type { RedisLike } from './eval.js';
 
 /**
@@ -28,10 +28,14 @@ interface Connectable {
   connect?(): Promise<unknown>;
 }
 
-/** A command waiting for its client to be ready: `ready` sends it, `closed` refuses it. */
+/**
+ * A command waiting for its client to be ready: `ready` sends it, `closed` refuses it,
+ * `reconnecting` counts a failed connection attempt.
+ */
 interface Waiter {
   ready(): void;
   closed(): void;
+  reconnecting(): void;
 }
 
 // One set of waiters, and one pair of listeners, per client: every store made on it (one per
@@ -53,6 +57,9 @@ function waitersOf(client: Connectable): Set<Waiter> {
       waiter.ready();
     }
   });
+  client.on?.('reconnecting', () => {
+    for (const waiter of [...set]) waiter.reconnecting();
+  });
   client.on?.('end', () => {
     for (const waiter of [...set]) {
       set.delete(waiter);
@@ -68,8 +75,9 @@ function waitersOf(client: Connectable): Set<Waiter> {
  *
  * - While an ioredis client is not ready (connecting, reconnecting, never yet connected) a command
  *   is held here, not in the client's offline queue (which writes it whenever the client
- *   connects, however late): still held when the wait is over, it is refused with
- *   {@link NotSentError} and can never run. A lazyConnect client still waiting is told to connect,
+ *   connects, however late): still held when the wait is over, or after the client's
+ *   `maxRetriesPerRequest` reconnection attempts (as ioredis fails its offline queue), it is
+ *   refused with {@link NotSentError} and can never run. A lazyConnect client still waiting is told to connect,
  *   as its own first command would.
  * - Given to a ready client, it was written (or is about to be): no reply within the wait rejects
  *   it with {@link NoReplyError}, and it may have run, or may still run (the client resends what
@@ -82,6 +90,10 @@ function waitersOf(client: Connectable): Set<Waiter> {
 export function boundedClient(client: RedisLike, timeoutMs: number): RedisLike {
   const connectable = client as RedisLike & Connectable;
   const gated = typeof connectable.on === 'function' && queuesOffline(client);
+  // A client's maxRetriesPerRequest still holds: ioredis fails what its offline queue holds after
+  // that many reconnection attempts (a Cluster waits for its own retry strategy instead).
+  const retries =
+    (client as { isCluster?: unknown }).isCluster === true ? undefined : maxRetriesPerRequest(client);
   const inspected = client as RedisLike & { isCluster?: unknown; options?: unknown };
   const bounded: RedisLike & Connectable & { readonly isCluster: unknown; readonly options: unknown } = {
     // What the store's other parts read of a client (isClosedClient, bySlot, commandTimeout), as
@@ -131,11 +143,24 @@ export function boundedClient(client: RedisLike, timeoutMs: number): RedisLike {
           send();
           return;
         }
+        let attempts = 0;
+        const refuse = (err: NotSentError) => {
+          clearTimeout(timer);
+          if (waiter !== undefined) waitersOf(connectable).delete(waiter);
+          reject(err);
+        };
         waiter = {
           ready: send,
-          closed() {
-            clearTimeout(timer);
-            reject(new NotSentError('the Redis client was closed: the command was not sent', false));
+          closed: () =>
+            refuse(new NotSentError('the Redis client was closed: the command was not sent', false)),
+          reconnecting() {
+            if (retries === undefined || ++attempts <= retries) return;
+            refuse(
+              new NotSentError(
+                `the Redis client did not connect in ${attempts} attempts (maxRetriesPerRequest ${retries}): the command was not sent`,
+                true,
+              ),
+            );
           },
         };
         waitersOf(connectable).add(waiter);

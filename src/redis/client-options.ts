@@ -6,6 +6,7 @@ interface ClientOptions {
   keyPrefix?: unknown;
   enableOfflineQueue?: unknown;
   commandTimeout?: unknown;
+  maxRetriesPerRequest?: unknown;
   redisOptions?: { keyPrefix?: unknown; enableOfflineQueue?: unknown; commandTimeout?: unknown };
 }
 
@@ -62,4 +63,15 @@ export function clientCommandTimeout(client: object): number {
  */
 export function queuesOffline(client: object): boolean {
   return optionsOf(client)?.enableOfflineQueue !== false;
+}
+
+/**
+ * The reconnection attempts after which ioredis fails the commands its offline queue holds
+ * (`maxRetriesPerRequest`, 20 by default); undefined when it never does (`null`).
+ */
+export function maxRetriesPerRequest(client: object): number | undefined {
+  const options = optionsOf(client);
+  if (options === undefined || !('maxRetriesPerRequest' in options)) return undefined;
+  const n = options.maxRetriesPerRequest;
+  return typeof n === 'number' && n >= 0 ? n : undefined;
 }
