@@ -240,8 +240,12 @@ export function createRedisLimiterBackend(
     let at = 1;
     for (const item of items) {
       if (flat[at + 1] === 2) {
+        // The script ran and charged nothing: certain, and a take called again may be decided.
         item.refuse(
-          new StoreError('limiterTake', new Error('reached Redis past its fence: not decided, not charged')),
+          new StoreError('limiterTake', new Error('reached Redis past its fence: not decided, not charged'), {
+            outcome: 'not-applied',
+            retriable: true,
+          }),
         );
         replies.push(NOT_DECIDED);
         at += 2 + 4 * item.limits.length;
@@ -292,10 +296,15 @@ export function createRedisLimiterBackend(
       }
       if (connectionLost()) {
         const status = String((client as { status?: unknown }).status);
+        // Never given to the client: it cannot run. A closed client ('end') refuses every take.
         return Promise.reject(
           new StoreError(
             'limiterTake',
             new Error(`the Redis connection is ${status}: the take was not sent`),
+            {
+              outcome: 'not-applied',
+              retriable: status !== 'end',
+            },
           ),
         );
       }

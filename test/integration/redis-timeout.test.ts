@@ -186,6 +186,29 @@ describe('a bounded wait on every store call', () => {
     }
   });
 
+  it('a take while the connection is known lost is refused at once, not-applied (it was never sent)', async () => {
+    const server = await startRedis();
+    const proxy = await startTcpProxy(server.port);
+    const c = client({ port: proxy.port, retryStrategy: () => 50 });
+    try {
+      const { limiter } = capabilities(createRedisStore({ client: c, prefix }));
+      // Seen ready by a take: the store then knows a connection that is not ready was lost.
+      for (let i = 0; i < 500 && c.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 10));
+      expect((await limiter.take('k')).allowed).toBe(true);
+      proxy.cut();
+      for (let i = 0; i < 500 && c.status === 'ready'; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(c.status).not.toBe('ready');
+      const r = await failure(() => limiter.take('k'));
+      expect(r).toMatchObject({ code: 'ERR_STORE', outcome: 'not-applied', retriable: true });
+      expect(r.ms).toBeLessThan(5_000);
+    } finally {
+      c.disconnect();
+      await proxy.close();
+      await server.stop();
+      rmSync(server.dir, { recursive: true, force: true });
+    }
+  });
+
   it('a healthy server answers as before', async () => {
     const c = client({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) });
     try {
