@@ -52,7 +52,8 @@ export interface LimiterOptions extends Partial<LimitOptions> {
   degraded?: DegradedPolicy;
   /**
    * How long to wait for a remote store before the degraded policy applies. Default `'100ms'`
-   * when `degraded` is not `'throw'`; none otherwise (the driver's own timeouts apply).
+   * when `degraded` is not `'throw'`; none otherwise (the store's own bound applies: a Redis
+   * store answers within its `timeout`, 10 s by default).
    */
   timeout?: Duration;
 }
@@ -222,7 +223,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   // No default timer for a store that decides in this process (see in-process.ts: it answers
   // synchronously, a timer per call would only cost; the same test as the block cache's, so a
   // wrapped memory store that answers through limiterTake is timed as any remote one) nor with the 'throw' policy (a timeout would only turn a slow answer into an error: the
-  // driver's own timeouts, ioredis commandTimeout, do that already). A `timeout` given explicitly
+  // store's own bound, createRedisStore's `timeout`, does that already). A `timeout` given explicitly
   // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
   // a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;

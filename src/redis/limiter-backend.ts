@@ -12,6 +12,8 @@ import type {
 } from '../limiter/types.js';
 import { verdict } from '../limiter/verdict.js';
 import { type BatchItem, createBatcher } from './batcher.js';
+import { boundedClient, NotSentError } from './bounded-client.js';
+import { clientCommandTimeout } from './client-options.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
 import { groupBySlot } from './slot.js';
@@ -29,8 +31,8 @@ const MAX_BATCH = 128;
 // socket buffer a stalled server reads on waking, after a `commandTimeout` that rejected the
 // command but left it queued. Which of those applies depends on the client's options and version,
 // so none is relied on. Instead each take has a fence, the local instant past which its caller
-// may be answered without the store (now + the limiter's timeout, or the client's
-// commandTimeout, whichever is shorter; none when neither is set), and two rules hold:
+// may be answered without the store (now + the shortest of the limiter's timeout, the store's
+// timeout and the client's commandTimeout), and two rules hold:
 //   1. The script decides an entry only while Redis's TIME is before the entry's fence, which is
 //      sent in Redis time: fence + `offset` - FENCE_MARGIN_MS. `offset` is a lower bound of
 //      (Redis ms - performance.now()): a reply read TIME before it was received, so TIME minus
@@ -38,7 +40,8 @@ const MAX_BATCH = 128;
 //   2. This backend never reports a failure of a fenced take before its fence, unless Redis
 //      answered (an error reply: the command ran and is gone). A failure the client reports
 //      earlier (a closed connection, a timeout) is held until the fence: the command may still
-//      be somewhere in the client.
+//      be somewhere in the client. One the store never gave to the client (NotSentError, see
+//      bounded-client.ts) is nowhere, and fails at once.
 // So when the caller is answered without the store (at or after the fence), Redis can no longer
 // charge it. What no fence can help: a command Redis ran before its fence whose reply was lost
 // (the charge happened before the answer, not after). And a take made while the connection is
@@ -96,16 +99,17 @@ function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | num
 }
 
 /** Internal: one decision per queued item; decisions of one hash slot share a script call. */
-export function createRedisLimiterBackend(client: RedisLike, prefix: string): RedisLimiterBackend {
+export function createRedisLimiterBackend(
+  client: RedisLike,
+  prefix: string,
+  { keyPrefix, timeoutMs: storeTimeoutMs }: { readonly keyPrefix: string; readonly timeoutMs: number },
+): RedisLimiterBackend {
   const self = {};
+  // Every command's wait bounded by the store's timeout (see bounded-client.ts).
+  const redis = boundedClient(client, storeTimeoutMs);
   // The client's own command timeout (ioredis `Redis`, or a `Cluster`'s redisOptions): it rejects a
   // command that may still be sent later, so it bounds a take's fence too.
-  const options = (
-    client as { options?: { commandTimeout?: unknown; redisOptions?: { commandTimeout?: unknown } } }
-  ).options;
-  const commandTimeout = options?.commandTimeout ?? options?.redisOptions?.commandTimeout;
-  const clientTimeoutMs =
-    typeof commandTimeout === 'number' && commandTimeout > 0 ? commandTimeout : Number.POSITIVE_INFINITY;
+  const clientTimeoutMs = clientCommandTimeout(client);
   // A lower bound of (Redis ms - performance.now()), from the last reply (see rule 1 above);
   // undefined until one arrived.
   let offset: number | undefined;
@@ -126,7 +130,7 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
   const probe = (): Promise<void> => {
     probing ??= (async () => {
       const sent = performance.now();
-      const [seconds, micros] = (await client.call('TIME')) as [string, string];
+      const [seconds, micros] = (await redis.call('TIME')) as [string, string];
       learn(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), sent, performance.now());
     })().finally(() => {
       probing = undefined;
@@ -171,7 +175,13 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     let fenceBase = 0;
     for (const item of items) {
       if (item.fence !== Number.POSITIVE_INFINITY) {
-        if (offset === undefined) await probe();
+        if (offset === undefined) {
+          // A failed TIME is a failed read: the script was not sent, nothing was charged.
+          const closed = isClosedClient(client);
+          await probe().catch((err: unknown) => {
+            throw redisStoreError('limiterTake', err, closed, 'read');
+          });
+        }
         fenceBase = Number.POSITIVE_INFINITY;
         break;
       }
@@ -224,14 +234,18 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
     // One flat array of integers: the server's TIME (0: not read), then each entry's 2 + 4 x
     // limits values, in order.
     const sent = performance.now();
-    const flat = (await evalScript(client, scripts.limiterTake, keys, [args])) as number[];
+    const flat = (await evalScript(redis, scripts.limiterTake, keys, [args])) as number[];
     if ((flat[0] as number) > 0) learn(flat[0] as number, sent, performance.now());
     const replies: LimiterTakeReply[] = [];
     let at = 1;
     for (const item of items) {
       if (flat[at + 1] === 2) {
+        // The script ran and charged nothing: certain, and a take called again may be decided.
         item.refuse(
-          new StoreError('limiterTake', new Error('reached Redis past its fence: not decided, not charged')),
+          new StoreError('limiterTake', new Error('reached Redis past its fence: not decided, not charged'), {
+            outcome: 'not-applied',
+            retriable: true,
+          }),
         );
         replies.push(NOT_DECIDED);
         at += 2 + 4 * item.limits.length;
@@ -271,20 +285,26 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
         keys.push(keyOf(call));
       }
       const waitMs = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs : Number.POSITIVE_INFINITY;
-      const within = Math.min(waitMs, clientTimeoutMs);
+      const within = Math.min(waitMs, clientTimeoutMs, storeTimeoutMs);
       if (within === Number.POSITIVE_INFINITY) {
-        // Unfenced: the caller waits for whatever the client answers, and a client without a
-        // timeout of its own rejects a command only once it dropped it (never to send it later).
+        // Unfenced (a backend made with no store timeout): the caller waits for whatever the
+        // client answers, and a client without a timeout of its own rejects a command only once
+        // it dropped it (never to send it later).
         return new Promise<LimiterTakeReply>((resolve, reject) =>
           enqueue({ limits, keys, now: at, cost, fence: within, resolve, reject, refuse: reject }),
         );
       }
       if (connectionLost()) {
         const status = String((client as { status?: unknown }).status);
+        // Never given to the client: it cannot run. A closed client ('end') refuses every take.
         return Promise.reject(
           new StoreError(
             'limiterTake',
             new Error(`the Redis connection is ${status}: the take was not sent`),
+            {
+              outcome: 'not-applied',
+              retriable: status !== 'end',
+            },
           ),
         );
       }
@@ -308,7 +328,7 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
       // In call order with the takes (a barrier: after those called before, before those called
       // after), as the memory store does them; one UNLINK: a subject's keys share its hash tag.
       return enqueue.barrier(undefined, async () =>
-        Number(await client.call('UNLINK', ...keys.map((key) => prefix + key))),
+        Number(await redis.call('UNLINK', ...keys.map((key) => prefix + key))),
       );
     },
 
@@ -323,11 +343,16 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
   async function resetNamespace(namespace: string): Promise<number> {
     const nodes =
       typeof (client as { nodes?: unknown }).nodes === 'function'
-        ? (client as unknown as { nodes(role: string): RedisLike[] }).nodes('master')
-        : [client];
+        ? (client as unknown as { nodes(role: string): RedisLike[] })
+            .nodes('master')
+            .map((node) => boundedClient(node, storeTimeoutMs))
+        : [redis];
     // `{<ns>:` (one subject per decision) and `{<ns>}` (several): exactly this namespace's keys,
-    // since escaped ids contain neither `:` nor `}` (src/limiter/keys.ts).
-    const patterns = [`${globEscape(prefix)}{${namespace}:*`, `${globEscape(prefix)}{${namespace}}*`];
+    // since escaped ids contain neither `:` nor `}` (src/limiter/keys.ts). A SCAN pattern is not
+    // prefixed by the client and a SCAN answers keys as stored: the pattern carries the client's
+    // keyPrefix, and the keys found lose it before the client prefixes them again in UNLINK.
+    const base = globEscape(keyPrefix + prefix);
+    const patterns = [`${base}{${namespace}:*`, `${base}{${namespace}}*`];
     let removed = 0;
     for (const node of nodes) {
       for (const pattern of patterns) {
@@ -339,9 +364,10 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
           ];
           cursor = next;
           // One UNLINK per hash slot found (keys of different slots cannot share a command on a
-          // cluster node; a tenant's keys are one slot per subject): not a round trip per key.
+          // cluster; a tenant's keys are one slot per subject): not a round trip per key. Sent
+          // through the client, which routes it by slot (a node's client may prefix otherwise).
           for (const keys of groupBySlot(found, (key) => key))
-            removed += Number(await node.call('UNLINK', ...keys));
+            removed += Number(await redis.call('UNLINK', ...keys.map((key) => key.slice(keyPrefix.length))));
         } while (cursor !== '0');
       }
     }
@@ -356,7 +382,7 @@ export function createRedisLimiterBackend(client: RedisLike, prefix: string): Re
 function holdUntil(fence: number, err: unknown, reject: (err: unknown) => void): void {
   const wait = fence - performance.now();
   const cause = err instanceof StoreError ? err.cause : err;
-  if (wait <= 0 || (cause instanceof Error && cause.name === 'ReplyError')) {
+  if (wait <= 0 || (cause instanceof Error && cause.name === 'ReplyError') || cause instanceof NotSentError) {
     reject(err);
     return;
   }

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { ownRecord, setOwn } from '../core/own-record.js';
-import { isPlainObject, isWellFormed, nonNegativeInt, orderFromString } from '../core/validate.js';
+import { timerDuration } from '../core/timer-delay.js';
+import { isPlainObject, isWellFormed, knownKeys, nonNegativeInt, orderFromString } from '../core/validate.js';
 import { checkApplyCommand } from '../store/apply-command.js';
 import type {
   Balances,
@@ -13,6 +15,8 @@ import type {
   WindowState,
 } from '../store/store.js';
 import { type BatchItem, createBatcher } from './batcher.js';
+import { boundedClient } from './bounded-client.js';
+import { clientKeyPrefix } from './client-options.js';
 import { connectionGeneration } from './connection-generation.js';
 import {
   type DurabilityOptions,
@@ -86,6 +90,36 @@ export interface RedisStoreOptions {
    * to a replica that had not received it yet loses it (docs/redis.md, *Failover and durability*).
    */
   durability?: DurabilityOptions;
+  /**
+   * How long each command the store sends may wait: for the client to be connected (it is held
+   * meanwhile, never queued in the client), then for the reply. Past it the call rejects with
+   * `ERR_STORE`: `outcome: 'not-applied'` when the command was never sent, `'unknown'` when it was
+   * (it may have run). An operation is one command, or a few in turn (a reset pages through SCAN).
+   * Default `'10s'`; at most 2^31 - 1 ms.
+   */
+  timeout?: Duration;
+}
+
+// The options createRedisStore knows (anything else is a typo, refused by name).
+const OPTION_KEYS = ['client', 'prefix', 'journal', 'timeout', 'durability'] as const;
+const JOURNAL_KEYS = ['maxEntriesPerOwner'] as const;
+
+// How long a store command waits, by default, for the client to be connected and then for the
+// reply. 10 s: twice the longest a healthy server keeps a command waiting (5 s, its
+// busy-reply-threshold, before it answers BUSY while another client's script runs; the store's
+// own scripts hold it a few ms: see MAX_BATCH), and as long as ioredis waits for a connection
+// by default (connectTimeout, 10 s), so one reconnection attempt (retries come at most 2 s apart)
+// fits. A wait past it means the server, or the path to it, is gone: ioredis alone would hold a
+// command for a client that never connects until its 20 retries ran out (~73 s measured), and
+// without end for one that connected and then hung.
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** The `timeout` option in ms: a positive duration a timer can wait out. */
+function storeTimeout(value: Duration | undefined): number {
+  if (value === undefined) return DEFAULT_TIMEOUT_MS;
+  const ms = timerDuration('timeout', value);
+  if (ms <= 0) throw new InvalidOptionError('timeout', 'a positive duration', value);
+  return ms;
 }
 
 // A registration that failed after its script had run is retried at 1, 2, 4 ... s, then every
@@ -124,6 +158,7 @@ const REGISTER_RETRY_MAX_MS = 32_000;
  */
 export function createRedisStore(options: RedisStoreOptions): Store {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, OPTION_KEYS);
   const { client } = options;
   if (typeof (client as RedisLike | undefined)?.call !== 'function') {
     throw new InvalidOptionError('client', 'an ioredis Redis or Cluster client (with call())', client);
@@ -148,6 +183,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       (options.journal as { maxEntries?: unknown }).maxEntries,
     );
   }
+  if (options.journal !== undefined) knownKeys('journal', options.journal, JOURNAL_KEYS);
   // `Infinity` keeps every entry, as leaving it out does (and as the memory store's maxEntries).
   const keepAll =
     options.journal?.maxEntriesPerOwner === undefined ||
@@ -156,6 +192,14 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ? ''
     : String(nonNegativeInt('journal.maxEntriesPerOwner', options.journal?.maxEntriesPerOwner));
   const durability = durabilityOption(options.durability, client);
+  // The client's own keyPrefix, prepended to every key it sends: a reset's SCAN must match it.
+  const keyPrefix = clientKeyPrefix(client);
+  const timeoutMs = storeTimeout(options.timeout);
+  // Every command goes through it: sent only while the client is connected, its wait bounded.
+  const redis = boundedClient(client, timeoutMs);
+  // A durable write pipelines its script with WAIT on the client itself (the bounded client has
+  // no pipeline); WAIT's own timeout bounds the wait for replicas.
+  const writer = durability === undefined ? redis : client;
   const owners = createOwnerMemo(prefix);
   const generation = connectionGeneration(client);
   // This store's run: every apply carries it and a call number, so a script the client sends again
@@ -191,7 +235,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         closed = isClosedClient(client);
         sent = true;
         const { reply, short } = await evalWaited(
-          client,
+          writer,
           durability,
           'ledgerApply',
           items.length,
@@ -265,7 +309,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       }
     }
     if (members.size === 0) return;
-    await Promise.all([...members].map(([key, owners]) => client.call('SADD', key, ...owners)));
+    await Promise.all([...members].map(([key, owners]) => redis.call('SADD', key, ...owners)));
     for (const mark of marks) mark();
   }
 
@@ -315,7 +359,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     const [state] = ownerKeys(prefix, ledger, owner);
     // In call order with this process's applies of the owner (see the batcher's barrier).
     return (await enqueue.barrier(state, () =>
-      evalScript(client, scripts.ledgerRead, [state], []),
+      evalScript(redis, scripts.ledgerRead, [state], []),
     )) as string[];
   }
 
@@ -351,7 +395,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
           };
     try {
       reply = await resolveSteps(
-        client,
+        redis,
         memo.keys,
         resolveEntry(cmd, meta),
         maxEntries,
@@ -373,7 +417,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return toResolveResult(reply, balancesOf);
   }
 
-  const limiter = createRedisLimiterBackend(client, prefix);
+  const limiter = createRedisLimiterBackend(client, prefix, { keyPrefix, timeoutMs });
 
   return {
     kind: 'redis',
@@ -393,8 +437,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     },
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
     limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
-    ...redisOrderingOps(client, prefix),
-    ...redisIdempotencyOps(client, prefix, durability),
+    ...redisOrderingOps(redis, prefix),
+    ...redisIdempotencyOps(writer, prefix, durability),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
     ledgerApply: (cmd: LedgerApplyCommand) =>
@@ -444,9 +488,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ledgerJournal: (ledger, query: JournalQuery) =>
       guarded('ledgerJournal', () =>
         query.owner === undefined
-          ? enqueue.barrier(undefined, () => readJournal(client, prefix, ledger, query), false)
+          ? enqueue.barrier(undefined, () => readJournal(redis, prefix, ledger, query), false)
           : enqueue.barrier(ownerKeys(prefix, ledger, query.owner)[0], () =>
-              readJournal(client, prefix, ledger, query),
+              readJournal(redis, prefix, ledger, query),
             ),
       ),
 
@@ -459,12 +503,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
   /** Every owner's share of `scope`, summed (run as a barrier: see ledgerScopeTotals). */
   async function scopeTotals(ledger: string, scope: string): Promise<Balances> {
-    const owners = (await client.call('SMEMBERS', scopeOwnersKey(prefix, ledger, scope))) as string[];
+    const owners = (await redis.call('SMEMBERS', scopeOwnersKey(prefix, ledger, scope))) as string[];
     const prefixOfScope = scopeField(scope, '');
     const totals = new Map<string, bigint>(); // a Map: no field can read an inherited member
     const shares = await Promise.all(
       // The state hash is a few small fields (window, horizon, counter, scope shares).
-      owners.map((o) => client.call('HGETALL', ownerKeys(prefix, ledger, o)[0]) as Promise<string[]>),
+      owners.map((o) => redis.call('HGETALL', ownerKeys(prefix, ledger, o)[0]) as Promise<string[]>),
     );
     for (const flat of shares) {
       for (let i = 0; i < flat.length; i += 2) {

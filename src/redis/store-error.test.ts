@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { NoReplyError, NotSentError } from './bounded-client.js';
 import { redisFailure } from './store-error.js';
 
 /** An error as ioredis gives a server's error reply. */
@@ -40,5 +41,20 @@ describe('redisFailure', () => {
     });
     const offline = new Error("Stream isn't writeable and enableOfflineQueue options is false");
     expect(redisFailure(offline, false, 'script')).toEqual({ outcome: 'not-applied', retriable: true });
+  });
+
+  it('a command the store held and never sent is not-applied; one sent and unanswered in time is unknown', () => {
+    expect(redisFailure(new NotSentError('not connected within 10000 ms', true), false, 'script')).toEqual({
+      outcome: 'not-applied',
+      retriable: true,
+    });
+    expect(redisFailure(new NotSentError('closed', false), false, 'script')).toEqual({
+      outcome: 'not-applied',
+      retriable: false,
+    });
+    expect(redisFailure(new NoReplyError('no reply within 10000 ms'), false, 'script')).toEqual({
+      outcome: 'unknown',
+      retriable: true,
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { StoreError, type StoreOutcome } from '../core/errors.js';
+import { NotSentError } from './bounded-client.js';
 
 // Replies that say the server did not run the command and may soon: loading its data after a
 // restart, busy with a long script, a replica promoted or being promoted, a cluster slot moving
@@ -35,6 +36,8 @@ export type RedisCallKind = 'read' | 'write' | 'script';
  */
 export function redisFailure(err: unknown, closedBefore: boolean, kind: RedisCallKind): RedisFailure {
   if (closedBefore) return { outcome: 'not-applied', retriable: false };
+  // Held by the store while the client was not connected, never given to it (bounded-client.ts).
+  if (err instanceof NotSentError) return { outcome: 'not-applied', retriable: err.retriable };
   const unknown: StoreOutcome = kind === 'read' ? 'not-applied' : 'unknown';
   // ioredis's ReplyError: the server answered with an error, so the connection is fine.
   if (err instanceof Error && err.name === 'ReplyError') {

@@ -91,6 +91,42 @@ describe('createRedisStore options', () => {
     }
   });
 
+  it('refuses an unknown option key, at the top and in journal, with a did-you-mean', () => {
+    const caught = (options: unknown) => {
+      try {
+        createRedisStore(options as Parameters<typeof createRedisStore>[0]);
+      } catch (err) {
+        return err as { code?: string; option?: string; message: string };
+      }
+      return undefined;
+    };
+    const top = caught({ client, prefx: `${prefix}x:` });
+    expect(top).toMatchObject({ code: 'ERR_INVALID_OPTION', option: 'prefx' });
+    expect(top?.message).toMatch(/did you mean `prefix`/);
+    expect(caught({ client, timout: '1s' })?.message).toMatch(/`timout`.*did you mean `timeout`/);
+    const nested = caught({ client, journal: { maxEntriesPerOwnr: 3 } });
+    expect(nested).toMatchObject({ code: 'ERR_INVALID_OPTION', option: 'journal.maxEntriesPerOwnr' });
+    expect(nested?.message).toMatch(/did you mean `maxEntriesPerOwner`/);
+    expect(caught({ client, journal: { maxEntriesPerOwner: 3, horizon: true } })).toMatchObject({
+      option: 'journal.horizon',
+    });
+  });
+
+  it('timeout: a positive duration a timer can wait out, refused by name otherwise', () => {
+    for (const bad of [0, -1, '0ms', 'soon', 2 ** 31, '30d', Number.NaN, null]) {
+      let caught: unknown;
+      try {
+        createRedisStore({ client, prefix, timeout: bad as never });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, String(bad)).toBeDefined();
+      expect(String((caught as Error).message), String(bad)).toMatch(/`timeout`/);
+    }
+    for (const good of [1, '250ms', '10s', 2 ** 31 - 1])
+      createRedisStore({ client, prefix, timeout: good as never });
+  });
+
   it('two stores with different prefixes on one client keep separate ledgers', async () => {
     const a = createLedger({ store: createRedisStore({ client, prefix: `${prefix}a:` }), capacity: 4 });
     const b = createLedger({ store: createRedisStore({ client, prefix: `${prefix}b:` }), capacity: 4 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { render } from '../../scripts/gen-lua.mjs';
 import { createLedger, memoryStore } from '../../src/index.js';
 import { createRedisStore, escapeId, scripts } from '../../src/redis/index.js';
+import { startRedis } from '../../src/testing/redis-servers.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 const generated = fileURLToPath(new URL('../../src/redis/scripts.generated.ts', import.meta.url));
@@ -29,18 +30,28 @@ describe('Lua scripts', () => {
   });
 
   it('recovers from NOSCRIPT (SCRIPT FLUSH) by EVAL, without applying twice', async () => {
-    const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4 });
-    await client.script('FLUSH');
-    expect((await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } })).outcome).toBe(
-      'applied',
-    );
-    await client.script('FLUSH');
-    expect((await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } })).outcome).toBe(
-      'duplicate',
-    );
-    expect(await ledger.balances('p')).toEqual({ coins: 5n });
-    // EVAL cached the script again: the next EVALSHA finds it.
-    expect(await client.script('EXISTS', scripts.ledgerApply.sha1)).toEqual([1]);
+    // SCRIPT FLUSH empties the cache of every client of a server: on a server of this test's own,
+    // never the shared one.
+    const server = await startRedis();
+    const own = new Redis({ port: server.port, host: '127.0.0.1' });
+    try {
+      const ledger = createLedger({ store: createRedisStore({ client: own, prefix }), capacity: 4 });
+      await own.script('FLUSH');
+      expect((await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } })).outcome).toBe(
+        'applied',
+      );
+      await own.script('FLUSH');
+      expect((await ledger.apply({ owner: 'p', signature: 'a', deltas: { coins: 5 } })).outcome).toBe(
+        'duplicate',
+      );
+      expect(await ledger.balances('p')).toEqual({ coins: 5n });
+      // EVAL cached the script again: the next EVALSHA finds it.
+      expect(await own.script('EXISTS', scripts.ledgerApply.sha1)).toEqual([1]);
+    } finally {
+      own.disconnect();
+      await server.stop();
+      rmSync(server.dir, { recursive: true, force: true });
+    }
   });
 
   it('escapes ids so that no owner can reach another owner’s keys or move the hash tag', async () => {
@@ -89,7 +100,15 @@ describe('Lua scripts', () => {
   it('ledger-apply called directly with what the store never sends (an empty signature, capacity 0) answers, never hangs the server', async () => {
     // A direct EVALSHA bypasses the store's checks. An empty signature once looped forever in the
     // duplicate search, and capacity 0 failed half-way through its batch.
-    const timed = new Redis(REDIS_URL, { commandTimeout: 3000, maxRetriesPerRequest: 0 });
+    // On a server of this test's own: a script that hung would be killed there (SCRIPT KILL stops
+    // whatever script a server runs, another test's on a shared one).
+    const server = await startRedis();
+    const timed = new Redis({
+      port: server.port,
+      host: '127.0.0.1',
+      commandTimeout: 3000,
+      maxRetriesPerRequest: 0,
+    });
     const keys = [`${prefix}{direct}:s`, `${prefix}{direct}:j`];
     let call = 0;
     const apply = async (signature: string, capacity: number) => {
@@ -114,11 +133,10 @@ describe('Lua scripts', () => {
         await apply('b', 0),
       ];
       expect(outcomes).toEqual(['applied', 'applied', 'duplicate', 'applied', 'duplicate']);
-    } catch (err) {
-      await client.call('SCRIPT', 'KILL').catch(() => undefined); // leave the shared server usable
-      throw err;
     } finally {
       timed.disconnect();
+      await server.stop();
+      rmSync(server.dir, { recursive: true, force: true });
     }
   });
 
