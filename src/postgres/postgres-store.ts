@@ -1,7 +1,9 @@
+import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { isPlainObject } from '../core/validate.js';
+import { isPlainObject, knownKeys } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { boundContext, type PgContext, poolContext } from './context.js';
+import { checkTimeout } from './deadline.js';
 import { idempotencyCleanup, postgresIdempotencyOps } from './idempotency-ops.js';
 import { checkLedgerOptions, ledgerCleanup, type PgLedgerOptions, postgresLedgerOps } from './ledger-ops.js';
 import { limiterCleanup, postgresLimiterOps } from './limiter-ops.js';
@@ -25,6 +27,14 @@ export interface PostgresStoreOptions extends PgLedgerOptions {
    * and the application's database user may not run DDL.
    */
   migrate?: boolean;
+  /**
+   * The longest one operation waits for PostgreSQL: for the migration before the first one, for
+   * a client from the pool (a pool's own `connectionTimeoutMillis` defaults to waiting forever),
+   * and for its statement's answer (a server that stopped answering). Past it the operation
+   * rejects with a retriable `ERR_STORE` (outcome `unknown` for a write whose statement was sent)
+   * and the client that waited is destroyed. Default `'10s'`; a positive duration.
+   */
+  timeout?: Duration;
 }
 
 /** What {@link PostgresStore.cleanup} deleted. */
@@ -82,11 +92,14 @@ export interface PostgresStore extends Required<Store> {
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, ['pool', 'schema', 'migrate', 'journal', 'timeout']);
   const { pool } = options;
   if (typeof (pool as PgPoolLike | undefined)?.connect !== 'function') {
     throw new InvalidOptionError('pool', 'a pg Pool (with connect() and query())', pool);
   }
-  const schema = checkSchemaName(options.schema ?? 'onceflow');
+  // Only an absent schema is the default one: `null` is refused as a wrong name (checkSchemaName).
+  const schema = checkSchemaName(options.schema === undefined ? 'onceflow' : options.schema);
+  const timeoutMs = checkTimeout('timeout', options.timeout);
   if (options.migrate !== undefined && typeof options.migrate !== 'boolean') {
     throw new InvalidOptionError('migrate', 'a boolean', options.migrate);
   }
@@ -98,7 +111,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     options.migrate === false
       ? () => Promise.resolve()
       : () => {
-          migrated ??= migrate({ pool, schema }).then(
+          migrated ??= migrate({ pool, schema, timeout: timeoutMs }).then(
             () => undefined,
             (err: unknown) => {
               migrated = undefined;
@@ -107,7 +120,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
           );
           return migrated;
         };
-  const ctx = poolContext(pool, schema, ready);
+  const ctx = poolContext(pool, schema, ready, timeoutMs);
   const store = compose(ctx, ledgerOptions);
   return Object.freeze({
     ...store,
@@ -122,12 +135,17 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         );
       }
       return Object.freeze({
-        ...compose(boundContext(client, schema, ready), ledgerOptions),
+        ...compose(boundContext(client, schema, ready, timeoutMs), ledgerOptions),
         kind: 'postgres',
       });
     },
-    async cleanup(cleanupOptions: { limit?: number } = {}): Promise<CleanupResult> {
-      const limit = cleanupOptions.limit ?? 1000;
+    async cleanup(cleanupOptions?: { limit?: number }): Promise<CleanupResult> {
+      if (cleanupOptions !== undefined) {
+        if (!isPlainObject(cleanupOptions))
+          throw new InvalidArgumentError('options', 'an object', cleanupOptions);
+        knownKeys('', cleanupOptions, ['limit']);
+      }
+      const limit = cleanupOptions?.limit ?? 1000;
       if (!Number.isSafeInteger(limit) || limit <= 0) {
         throw new InvalidArgumentError('limit', 'a positive safe integer', limit);
       }
