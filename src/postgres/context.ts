@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isOnceflowError, StoreError } from '../core/errors.js';
-import { remaining, within } from './deadline.js';
+import { deadlineIn, timeLeft, within } from './deadline.js';
 import {
   connectionLost,
   type PgCallKind,
@@ -58,9 +58,9 @@ export function poolContext(
     schema: `"${schema}"`,
     bound: false,
     async query(operation, kind, config) {
-      const deadline = performance.now() + timeoutMs;
+      const deadline = deadlineIn(timeoutMs);
       try {
-        await within(ready(), timeoutMs, 'the schema was not migrated');
+        await within(ready(), deadline, 'the schema was not migrated');
       } catch (err) {
         if (isOnceflowError(err)) throw err;
         throw pgStoreError(operation, err, kind, false);
@@ -68,18 +68,17 @@ export function poolContext(
       for (let attempt = 1; ; attempt++) {
         let client: PgPoolClientLike;
         try {
-          client = await within(checkout(pool), remaining(deadline), 'no client from the pool', (late) =>
+          client = await within(checkout(pool), deadline, 'no client from the pool', (late) =>
             late.release(),
           );
         } catch (err) {
           throw pgStoreError(operation, err, kind, false);
         }
         try {
-          const run = (c: PgPoolClientLike) =>
-            within(c.query(config), remaining(deadline), 'no answer from PostgreSQL');
+          const run = (c: PgPoolClientLike) => within(c.query(config), deadline, 'no answer from PostgreSQL');
           return (await withClient(client, run, connectionLost)).rows;
         } catch (err) {
-          if (attempt < MAX_TRIES && retriableInOperation(err) && remaining(deadline) > 0) {
+          if (attempt < MAX_TRIES && retriableInOperation(err) && timeLeft(deadline)) {
             await sleep(Math.random() * BACKOFF_MS * 2 ** (attempt - 1));
             continue;
           }
@@ -106,10 +105,10 @@ export function boundContext(
     schema: `"${schema}"`,
     bound: true,
     async query(operation, kind, config) {
-      const deadline = performance.now() + timeoutMs;
+      const deadline = deadlineIn(timeoutMs);
       try {
-        await within(ready(), timeoutMs, 'the schema was not migrated');
-        return (await within(client.query(config), remaining(deadline), 'no answer from PostgreSQL')).rows;
+        await within(ready(), deadline, 'the schema was not migrated');
+        return (await within(client.query(config), deadline, 'no answer from PostgreSQL')).rows;
       } catch (err) {
         if (isOnceflowError(err)) throw err;
         // Whatever failed, the caller's transaction cannot commit it: rolled back with it.

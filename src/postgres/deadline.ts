@@ -29,27 +29,39 @@ export class PgTimeoutError extends Error {
   override readonly name = 'TimeoutError';
 }
 
-/** Milliseconds left before `deadline` (a `performance.now()` time), never below 0. */
-export function remaining(deadline: number): number {
-  return Math.max(0, deadline - performance.now());
+/** One call's time limit: its `timeout` in ms, and when it ends (a `performance.now()` time). */
+export interface Deadline {
+  readonly timeoutMs: number;
+  readonly at: number;
+}
+
+/** A deadline `timeoutMs` from now. */
+export function deadlineIn(timeoutMs: number): Deadline {
+  return { timeoutMs, at: performance.now() + timeoutMs };
+}
+
+/** Whether any time is left before `deadline`. */
+export function timeLeft(deadline: Deadline): boolean {
+  return deadline.at > performance.now();
 }
 
 /**
  * `promise`, or a rejection with {@link PgTimeoutError} saying `what` when it has not settled
- * within `ms`. A promise that settles later is absorbed (its rejection is no unhandled one), and
- * `late` gets its value, so a client that arrives after its caller gave up can be returned.
+ * before `deadline`. A promise that settles later is absorbed (its rejection is no unhandled
+ * one), and `late` gets its value, so a client that arrives after its caller gave up is returned.
  */
 export function within<T>(
   promise: Promise<T>,
-  ms: number,
+  deadline: Deadline,
   what: string,
   late?: (value: T) => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let done = false;
+    const ms = Math.max(0, Math.ceil(deadline.at - performance.now()));
     const timer = setTimeout(() => {
       done = true;
-      reject(new PgTimeoutError(`${what} within ${ms} ms (the \`timeout\` option)`));
+      reject(new PgTimeoutError(`${what} within ${deadline.timeoutMs} ms (the \`timeout\` option)`));
     }, ms);
     promise.then(
       (value) => {

@@ -1,7 +1,7 @@
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
-import { checkTimeout, remaining, within } from './deadline.js';
+import { checkTimeout, deadlineIn, within } from './deadline.js';
 import { migrations } from './migrations.generated.js';
 import { connectionLost } from './pg-error.js';
 import { checkout, type PgPoolClientLike, type PgPoolLike, type PgQueryable, withClient } from './pg-like.js';
@@ -65,10 +65,10 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   // Only an absent schema is the default one: `null` is refused as a wrong name.
   const schema = checkSchemaName(options.schema === undefined ? 'onceflow' : options.schema);
   const timeoutMs = checkTimeout('timeout', options.timeout);
-  const deadline = performance.now() + timeoutMs;
+  const deadline = deadlineIn(timeoutMs);
   let client: PgPoolClientLike;
   try {
-    client = await within(checkout(pool), timeoutMs, 'no client from the pool', (late) => late.release());
+    client = await within(checkout(pool), deadline, 'no client from the pool', (late) => late.release());
   } catch (err) {
     throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
   }
@@ -78,7 +78,7 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
     client,
     async (c) => {
       try {
-        return await within(migrateOn(c, schema), remaining(deadline), 'the migration did not finish');
+        return await within(migrateOn(c, schema), deadline, 'the migration did not finish');
       } catch (err) {
         if (isOnceflowError(err)) throw err;
         throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });

@@ -1,7 +1,7 @@
 import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
-import { checkTimeout, within } from './deadline.js';
+import { checkTimeout, deadlineIn, within } from './deadline.js';
 import { connectionLost, pgFailure, sqlState } from './pg-error.js';
 import { checkout, type PgPoolClientLike, type PgPoolLike } from './pg-like.js';
 
@@ -81,7 +81,9 @@ export async function withTransaction<P extends PgPoolLike, T>(
 
   let client: PgPoolClientLike;
   try {
-    client = await within(checkout(pool), timeoutMs, 'no client from the pool', (late) => late.release());
+    client = await within(checkout(pool), deadlineIn(timeoutMs), 'no client from the pool', (late) =>
+      late.release(),
+    );
   } catch (err) {
     throw new StoreError('transaction', err, { outcome: 'not-applied', retriable: true });
   }
@@ -96,7 +98,9 @@ export async function withTransaction<P extends PgPoolLike, T>(
   let destroy: Error | undefined;
   // pg's result names the command that ran (`command`): COMMIT may answer ROLLBACK.
   const control = async (text: string): Promise<{ command?: unknown }> =>
-    (await within(client.query({ text }), timeoutMs, `no answer to ${text}`)) as { command?: unknown };
+    (await within(client.query({ text }), deadlineIn(timeoutMs), `no answer to ${text}`)) as {
+      command?: unknown;
+    };
   try {
     try {
       await control('BEGIN');
@@ -121,6 +125,10 @@ export async function withTransaction<P extends PgPoolLike, T>(
         throw new StoreError('transaction', err, { outcome: 'not-applied', ...failure(broken ?? err) });
       }
       throw err;
+    }
+    if (broken !== undefined) {
+      // The connection failed before COMMIT could be sent: the server rolled the transaction back.
+      throw new StoreError('transaction', broken, { outcome: 'not-applied', ...failure(broken) });
     }
     let committed: { command?: unknown };
     try {
