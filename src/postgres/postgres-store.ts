@@ -83,9 +83,10 @@ export interface PostgresStore extends Required<Store> {
  * import { createPostgresStore } from 'onceflow/postgres';
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
  * const schema = `example_${process.pid}`; // one schema per application (or test run)
+ * // 4: a repeat of one of an owner's last 4 entries is 'duplicate'; an older one 'stale' (it has an order).
  * const ledger = createLedger({ store: createPostgresStore({ pool, schema }), capacity: 4 });
- * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'applied'
- * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'duplicate'
+ * (await ledger.apply({ owner: 'p1', signature: 's1', order: 1, deltas: { coins: 5 } })).outcome; // 'applied'
+ * (await ledger.apply({ owner: 'p1', signature: 's1', order: 1, deltas: { coins: 5 } })).outcome; // 'duplicate'
  * await pool.query(`DROP SCHEMA "${schema}" CASCADE`); // clean up the example
  * await pool.end();
  * ```

@@ -52,13 +52,16 @@ export type PoolClientOf<P> = P extends {
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
  * const schema = `example_tx_${process.pid}`;
  * const store = createPostgresStore({ pool, schema });
+ * // 4: a repeat of one of the shop's last 4 orders is 'duplicate'; an older one 'stale' (it has an order).
  * const ledger = (client: pg.PoolClient) => createLedger({ store: store.inTransaction(client), capacity: 4 });
  * const entry = { owner: 'shop', signature: 'order:1', order: 1, deltas: { cents: 500 } };
  * await withTransaction(pool, async (client) => (await ledger(client).apply(entry)).outcome); // 'applied'
- * await withTransaction(pool, async (client) => {
+ * // Order 2's callback throws: its booking rolls back, and the error comes back unchanged.
+ * const declined = withTransaction(pool, async (client) => {
  *   await ledger(client).apply({ ...entry, signature: 'order:2', order: 2 });
  *   throw new Error('declined');
- * }).catch((err) => err.message); // 'declined': order 2 rolled back
+ * });
+ * await declined.catch((err) => err.message); // 'declined'
  * await createLedger({ store, capacity: 4 }).balances('shop'); // { cents: 500n }
  * await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
  * await pool.end();

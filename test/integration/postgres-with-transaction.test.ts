@@ -97,6 +97,17 @@ describe('withTransaction, the docs example under a terminated backend', () => {
     expect(code(here)).toBe(code(docs));
   });
 
+  it("the README's PostgreSQL example checks that a replay after five newer orders is not booked", () => {
+    // test/e2e/readme.test.ts runs the block; this holds that the check stays in it.
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const start = readme.indexOf('## On PostgreSQL, inside your own transaction');
+    const block = readme.slice(start, readme.indexOf('```\n', readme.indexOf('```ts', start) + 5));
+    expect(block).toMatch(/order: id/);
+    expect(block).toMatch(
+      /for \(const id of \[3, 4, 5, 6, 7\]\) await book\(id, 100\);[^\n]*\nassert\.equal\(await book\(1, 500\), 'stale'\);/,
+    );
+  });
+
   it('commits, and rolls back what the payment provider refused', async () => {
     await placeOrder({ id: 1, customer: 'alice', cents: 500 }, async () => {});
     const declined = await placeOrder({ id: 2, customer: 'alice', cents: 700 }, async () => {
