@@ -56,9 +56,11 @@ export interface PostgresStore extends Required<Store> {
   /** The schema it keeps its tables and functions in. */
   readonly schema: string;
   /**
-   * A store bound to `client`, a client the caller has checked out and sent `BEGIN` on: a ledger
-   * apply, a version-gate upsert or an idempotency record made through it commits or rolls back
-   * with the caller's own writes in that transaction. Nothing is retried inside (an error aborts
+   * A store bound to `client`, a client the caller has checked out and sent `BEGIN` on (run the
+   * transaction with `withTransaction`, which listens for the client's `'error'`, commits
+   * or rolls back, and reports failures as typed errors): a ledger apply, a version-gate upsert
+   * or an idempotency record made through it commits or rolls back with the caller's own writes
+   * in that transaction. Nothing is retried inside (an error aborts
    * the caller's transaction: the caller rolls back and may run the whole transaction again).
    */
   inTransaction(client: PgQueryable): TransactionStore;
