@@ -17,7 +17,9 @@ Options:
   --schema NAME    the store's schema (default onceflow)
   -h, --help       this help
 
-Exit codes: 0 the schema is current; 1 the migration failed (nothing was changed); 2 invalid options.
+Exit codes: 0 the schema is current; 1 the migration failed (nothing was changed; the message
+says why: nothing listens at the address, an unknown host, the server's own words, or a server that
+is not PostgreSQL); 2 invalid options (a --postgres value that is no postgres:// URL among them).
 `;
 
 /** Runs `onceflow migrate`; resolves to the exit code. Prints what it applied. */

@@ -125,7 +125,9 @@ export async function withTransaction<P extends PgPoolLike, T>(
       destroy ??= broken;
       if (isOnceflowError(err)) throw err;
       if (destroy !== undefined || sqlState(err) !== undefined) {
-        throw new StoreError('transaction', err, { outcome: 'not-applied', ...failure(broken ?? err) });
+        // The connection's own error says more than what `fn` met because of it.
+        const cause = broken ?? err;
+        throw new StoreError('transaction', cause, { outcome: 'not-applied', ...failure(cause) });
       }
       throw err;
     }

@@ -137,6 +137,7 @@ describe('withTransaction, the docs example under a terminated backend', () => {
       throw new Error('declined');
     }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'ERR_STORE', operation: 'transaction', outcome: 'not-applied' });
+    expect((err as Error).cause).toMatchObject({ code: '57P01' });
     expect(await written(4, 'carol')).toEqual({ order: 0, balances: {} });
   });
 
