@@ -115,18 +115,22 @@ export async function withTransaction<P extends PgPoolLike, T>(
     try {
       value = await fn(client as PoolClientOf<P>);
     } catch (err) {
+      let rollbackFailed: Error | undefined;
       try {
         await control('ROLLBACK');
       } catch (rollbackError) {
         // The connection is gone or stuck: closing it is the rollback (the server aborts an open
         // transaction whose connection ends).
-        destroy = rollbackError as Error;
+        rollbackFailed = rollbackError as Error;
       }
-      destroy ??= broken;
+      destroy = rollbackFailed ?? broken;
       if (isOnceflowError(err)) throw err;
       if (destroy !== undefined || sqlState(err) !== undefined) {
-        // The connection's own error says more than what `fn` met because of it.
-        const cause = broken ?? err;
+        // The connection's own error says more than what `fn` met because of it: the server's
+        // (a terminated backend's 57P01 reaches the ROLLBACK when it comes after it was sent),
+        // else the socket's.
+        const cause =
+          [broken, rollbackFailed].find((e) => sqlState(e) !== undefined) ?? broken ?? rollbackFailed ?? err;
         throw new StoreError('transaction', cause, { outcome: 'not-applied', ...failure(cause) });
       }
       throw err;

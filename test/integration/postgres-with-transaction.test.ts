@@ -137,6 +137,7 @@ describe('withTransaction, the docs example under a terminated backend', () => {
       throw new Error('declined');
     }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'ERR_STORE', operation: 'transaction', outcome: 'not-applied' });
+    // The server's 57P01, whether the client heard it before the ROLLBACK went out or in its answer.
     expect((err as Error).cause).toMatchObject({ code: '57P01' });
     expect(await written(4, 'carol')).toEqual({ order: 0, balances: {} });
   });
