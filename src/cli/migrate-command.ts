@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DemoFailure } from '../demo/failure.js';
 import { redactUrl } from '../demo/redact-url.js';
+import { checkPostgresUrl, explainFailure, PostgresUrlError } from './postgres-url.js';
 
 /** The help text of `onceflow migrate`. */
 export const MIGRATE_HELP = `Usage: onceflow migrate --postgres URL [--schema NAME]
@@ -16,7 +17,9 @@ Options:
   --schema NAME    the store's schema (default onceflow)
   -h, --help       this help
 
-Exit codes: 0 the schema is current; 1 the migration failed (nothing was changed); 2 invalid options.
+Exit codes: 0 the schema is current; 1 the migration failed (nothing was changed; the message
+says why: nothing listens at the address, an unknown host, the server's own words, or a server that
+is not PostgreSQL); 2 invalid options (a --postgres value that is no postgres:// URL among them).
 `;
 
 /** Runs `onceflow migrate`; resolves to the exit code. Prints what it applied. */
@@ -36,6 +39,13 @@ export async function migrateCommand(args: string[], out: NodeJS.WritableStream)
     return 0;
   }
   if (values.postgres === undefined) throw new UsageError('`--postgres URL` is required');
+  let address: ReturnType<typeof checkPostgresUrl>;
+  try {
+    address = checkPostgresUrl('--postgres', values.postgres);
+  } catch (err) {
+    if (err instanceof PostgresUrlError) throw new UsageError(err.message);
+    throw err;
+  }
   let Pool: typeof import('pg').Pool;
   try {
     ({ Pool } = (await import('pg')).default);
@@ -59,8 +69,13 @@ export async function migrateCommand(args: string[], out: NodeJS.WritableStream)
     if ((err as { code?: unknown }).code === 'ERR_INVALID_OPTION')
       throw new UsageError((err as Error).message);
     const cause = (err as { cause?: unknown }).cause;
-    const reason = cause instanceof Error ? cause.message : (err as Error).message;
-    throw new DemoFailure(redactUrl(`migrate failed on ${url}: ${reason}`), { cause: err });
+    // A failure before the migration ran (no connection) is explained in words; the migration's
+    // own failures (a schema newer than this onceflow) keep theirs.
+    const connecting = (err as { operation?: unknown }).operation === 'migrate' && cause instanceof Error;
+    const reason = connecting ? await explainFailure(cause, address) : (err as Error).message;
+    // The URL and the reason are redacted apart: a `?password=` value runs to the next space, and
+    // would take the `: ` after the URL with it.
+    throw new DemoFailure(`migrate failed on ${redactUrl(url)}: ${redactUrl(reason)}`, { cause: err });
   } finally {
     await pool.end().catch(() => {});
   }

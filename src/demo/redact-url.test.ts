@@ -17,6 +17,13 @@ describe('redactUrl', () => {
       'cannot connect to Redis at redis://a:***@h:1: connect ECONNREFUSED 127.0.0.1:1',
     ],
     ['`"redis://a:s3cret@h:99999"` (string)', '`"redis://a:***@h:99999"` (string)'],
+    // The `: ` after a URL in a message is the message's, not the password's.
+    [
+      'migrate failed on postgres://h/db?password=s3cret: connect ECONNREFUSED',
+      'migrate failed on postgres://h/db?password=***: connect ECONNREFUSED',
+    ],
+    ['postgres://h/db?password=s3:cret:', 'postgres://h/db?password=***:'],
+    ['postgres://h/db?password=s3:cret x', 'postgres://h/db?password=*** x'],
   ])('%s → %s', (given, expected) => {
     expect(redactUrl(given)).toBe(expected);
   });

@@ -6,8 +6,10 @@
 // `#` or white space (a URL parser ends the authority at those), so the greedy match stops at the
 // right `@` for a password with `@` in it.
 const USER_INFO = /([a-z][a-z0-9+.-]*:\/\/)([^\s/?#]*)@/gi;
-// A query parameter whose name says password (`password`, `sentinelPassword`, ...).
-const QUERY_PASSWORD = /([?&][^=&\s#]*password[^=&\s#]*=)[^&\s#]*/gi;
+// A query parameter whose name says password (`password`, `sentinelPassword`, ...). Its value
+// runs to the next `&`, `#` or space, less a `:` that ends it before a space or the end: in a
+// message (`failed on postgres://h/db?password=x: reason`) that colon is the message's own.
+const QUERY_PASSWORD = /([?&][^=&\s#]*password[^=&\s#]*=)[^&\s#]*?(?=:\s|:$|[&\s#]|$)/gi;
 // A value with no scheme that starts with user info (`user:password@host:6379`).
 const BARE_USER_INFO = /^([^\s/?#:@]*):[^\s/?#]*@/;
 

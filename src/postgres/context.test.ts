@@ -36,7 +36,7 @@ const ready = () => Promise.resolve();
 describe('poolContext', () => {
   it('sends a statement again after a serialization failure or a deadlock, then answers', async () => {
     const { pool, released, connects } = scriptedPool([pgError('40001'), pgError('40P01'), [{ ok: 1 }]]);
-    const ctx = poolContext(pool, 's', ready);
+    const ctx = poolContext(pool, 's', ready, 10_000);
     expect(await ctx.query('ledgerApply', 'write', { text: 'SELECT 1' })).toEqual([{ ok: 1 }]);
     expect(connects()).toBe(3);
     // The connections were fine: returned to the pool, not destroyed.
@@ -45,7 +45,7 @@ describe('poolContext', () => {
 
   it('gives up after 5 tries with a retriable StoreError saying it was not applied', async () => {
     const { pool } = scriptedPool(Array.from({ length: 6 }, () => pgError('40001')));
-    const ctx = poolContext(pool, 's', ready);
+    const ctx = poolContext(pool, 's', ready, 10_000);
     await expect(ctx.query('ledgerApply', 'write', { text: 'SELECT 1' })).rejects.toMatchObject({
       code: 'ERR_STORE',
       operation: 'ledgerApply',
@@ -58,7 +58,7 @@ describe('poolContext', () => {
     const lost = new Error('Connection terminated unexpectedly');
     const { pool, released } = scriptedPool([lost]);
     await expect(
-      poolContext(pool, 's', ready).query('ledgerApply', 'write', { text: 'x' }),
+      poolContext(pool, 's', ready, 10_000).query('ledgerApply', 'write', { text: 'x' }),
     ).rejects.toMatchObject({
       outcome: 'unknown',
       retriable: true,
@@ -68,7 +68,7 @@ describe('poolContext', () => {
       pgError('57P01', 'terminating connection due to administrator command'),
     ]);
     await expect(
-      poolContext(again, 's', ready).query('ledgerBalances', 'read', { text: 'x' }),
+      poolContext(again, 's', ready, 10_000).query('ledgerBalances', 'read', { text: 'x' }),
     ).rejects.toMatchObject({
       outcome: 'not-applied',
       retriable: true,
@@ -83,14 +83,14 @@ describe('poolContext', () => {
       },
     };
     await expect(
-      poolContext(refused, 's', ready).query('ledgerApply', 'write', { text: 'x' }),
+      poolContext(refused, 's', ready, 10_000).query('ledgerApply', 'write', { text: 'x' }),
     ).rejects.toMatchObject({
       outcome: 'not-applied',
       retriable: true,
     });
     const { pool } = scriptedPool([pgError('22P02', 'invalid input syntax')]);
     await expect(
-      poolContext(pool, 's', ready).query('ledgerApply', 'write', { text: 'x' }),
+      poolContext(pool, 's', ready, 10_000).query('ledgerApply', 'write', { text: 'x' }),
     ).rejects.toMatchObject({
       outcome: 'not-applied',
       retriable: false,
@@ -99,7 +99,7 @@ describe('poolContext', () => {
 
   it('waits for the migration; a failed migration fails the operation without sending it', async () => {
     const { pool, connects } = scriptedPool([[{ ok: 1 }]]);
-    const failing = poolContext(pool, 's', () => Promise.reject(new Error('migration failed')));
+    const failing = poolContext(pool, 's', () => Promise.reject(new Error('migration failed')), 10_000);
     await expect(failing.query('ledgerApply', 'write', { text: 'x' })).rejects.toThrow('migration failed');
     expect(connects()).toBe(0);
   });
@@ -115,7 +115,7 @@ describe('boundContext', () => {
       },
     };
     await expect(
-      boundContext(client, 's', ready).query('ledgerApply', 'write', { text: 'x' }),
+      boundContext(client, 's', ready, 10_000).query('ledgerApply', 'write', { text: 'x' }),
     ).rejects.toMatchObject({
       outcome: 'not-applied',
       retriable: true,
@@ -123,7 +123,7 @@ describe('boundContext', () => {
     expect(calls).toBe(1);
     const gone = { query: async (): Promise<never> => Promise.reject(new Error('Connection terminated')) };
     await expect(
-      boundContext(gone, 's', ready).query('ledgerApply', 'write', { text: 'x' }),
+      boundContext(gone, 's', ready, 10_000).query('ledgerApply', 'write', { text: 'x' }),
     ).rejects.toMatchObject({
       outcome: 'not-applied',
     });

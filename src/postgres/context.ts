@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreError } from '../core/errors.js';
+import { isOnceflowError, StoreError } from '../core/errors.js';
+import { deadlineIn, timeLeft, within } from './deadline.js';
 import {
   connectionLost,
   type PgCallKind,
@@ -42,25 +43,42 @@ export interface PgContext {
  * The context of a store on a pool: each statement on a client checked out for it (one round
  * trip: the statement is its own transaction), after `ready` (the schema's migrations). A
  * serialization failure or deadlock is retried (MAX_TRIES); a client whose connection failed is
- * destroyed, not returned to the pool.
+ * destroyed, not returned to the pool. The whole operation (migration, checkout, statement,
+ * retries) ends within `timeoutMs`: a pool that has no client to give, or a server that never
+ * answers, is a retriable StoreError then (a write's outcome `unknown` once its statement was
+ * sent), and the client that waited is destroyed.
  */
-export function poolContext(pool: PgPoolLike, schema: string, ready: () => Promise<void>): PgContext {
+export function poolContext(
+  pool: PgPoolLike,
+  schema: string,
+  ready: () => Promise<void>,
+  timeoutMs: number,
+): PgContext {
   return {
     schema: `"${schema}"`,
     bound: false,
     async query(operation, kind, config) {
-      await ready();
+      const deadline = deadlineIn(timeoutMs);
+      try {
+        await within(ready(), deadline, 'the schema was not migrated');
+      } catch (err) {
+        if (isOnceflowError(err)) throw err;
+        throw pgStoreError(operation, err, kind, false);
+      }
       for (let attempt = 1; ; attempt++) {
         let client: PgPoolClientLike;
         try {
-          client = await checkout(pool);
+          client = await within(checkout(pool), deadline, 'no client from the pool', (late) =>
+            late.release(),
+          );
         } catch (err) {
           throw pgStoreError(operation, err, kind, false);
         }
         try {
-          return (await withClient(client, (c) => c.query(config), connectionLost)).rows;
+          const run = (c: PgPoolClientLike) => within(c.query(config), deadline, 'no answer from PostgreSQL');
+          return (await withClient(client, run, connectionLost)).rows;
         } catch (err) {
-          if (attempt < MAX_TRIES && retriableInOperation(err)) {
+          if (attempt < MAX_TRIES && retriableInOperation(err) && timeLeft(deadline)) {
             await sleep(Math.random() * BACKOFF_MS * 2 ** (attempt - 1));
             continue;
           }
@@ -77,15 +95,22 @@ export function poolContext(pool: PgPoolLike, schema: string, ready: () => Promi
  * transaction, so only the caller can try again, the whole transaction). Nothing an operation did
  * commits unless the caller commits.
  */
-export function boundContext(client: PgQueryable, schema: string, ready: () => Promise<void>): PgContext {
+export function boundContext(
+  client: PgQueryable,
+  schema: string,
+  ready: () => Promise<void>,
+  timeoutMs: number,
+): PgContext {
   return {
     schema: `"${schema}"`,
     bound: true,
     async query(operation, kind, config) {
-      await ready();
+      const deadline = deadlineIn(timeoutMs);
       try {
-        return (await client.query(config)).rows;
+        await within(ready(), deadline, 'the schema was not migrated');
+        return (await within(client.query(config), deadline, 'no answer from PostgreSQL')).rows;
       } catch (err) {
+        if (isOnceflowError(err)) throw err;
         // Whatever failed, the caller's transaction cannot commit it: rolled back with it.
         const { retriable } = pgFailure(err, kind, true);
         throw new StoreError(operation, err, { outcome: 'not-applied', retriable });

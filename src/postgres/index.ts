@@ -8,3 +8,4 @@ export {
   type PostgresStoreOptions,
   type TransactionStore,
 } from './postgres-store.js';
+export { type PoolClientOf, type TransactionOptions, withTransaction } from './transaction.js';

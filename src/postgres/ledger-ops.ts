@@ -9,6 +9,7 @@ import { withinLimit } from '../core/limits.js';
 import { setOwn } from '../core/own-record.js';
 import {
   isPlainObject,
+  knownKeys,
   nonEmptyStringArg,
   nonNegativeInt,
   orderFromString,
@@ -64,6 +65,7 @@ export function checkLedgerOptions(options: PgLedgerOptions): CheckedLedgerOptio
       (journal as { maxEntries?: unknown }).maxEntries,
     );
   }
+  knownKeys('journal', journal, ['maxEntriesPerOwner']);
   const max = journal.maxEntriesPerOwner;
   if (max === undefined || max === Number.POSITIVE_INFINITY) {
     return { maxEntriesPerOwner: Number.POSITIVE_INFINITY };

@@ -1,5 +1,7 @@
+import type { Duration } from '../core/duration.js';
 import { InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.js';
-import { isPlainObject } from '../core/validate.js';
+import { isPlainObject, knownKeys } from '../core/validate.js';
+import { checkTimeout, deadlineIn, within } from './deadline.js';
 import { migrations } from './migrations.generated.js';
 import { connectionLost } from './pg-error.js';
 import { checkout, type PgPoolClientLike, type PgPoolLike, type PgQueryable, withClient } from './pg-like.js';
@@ -11,6 +13,13 @@ export interface MigrateOptions {
   pool: PgPoolLike;
   /** The schema to create or bring up to date. Default `'onceflow'`. */
   schema?: string;
+  /**
+   * The longest the migration waits, from the checkout to its COMMIT (another process's
+   * migration of the same schema included: they take turns). Past it the call rejects with a
+   * retriable `ERR_STORE`, and its connection is closed, which rolls the migration back.
+   * Default `'10s'` (the migrations take well under a second); a positive duration.
+   */
+  timeout?: Duration;
 }
 
 /** What {@link migrate} did: the versions it applied now (empty when the schema was current). */
@@ -48,21 +57,33 @@ export const SCHEMA_VERSION =
  */
 export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, ['pool', 'schema', 'timeout']);
   const { pool } = options;
   if (typeof (pool as PgPoolLike | undefined)?.connect !== 'function') {
     throw new InvalidOptionError('pool', 'a pg Pool (with connect())', pool);
   }
-  const schema = checkSchemaName(options.schema ?? 'onceflow');
+  // Only an absent schema is the default one: `null` is refused as a wrong name.
+  const schema = checkSchemaName(options.schema === undefined ? 'onceflow' : options.schema);
+  const timeoutMs = checkTimeout('timeout', options.timeout);
+  const deadline = deadlineIn(timeoutMs);
   let client: PgPoolClientLike;
   try {
-    client = await checkout(pool);
+    client = await within(checkout(pool), deadline, 'no client from the pool', (late) => late.release());
   } catch (err) {
     throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
   }
   // migrateOn wraps what failed in a StoreError: its cause says whether the connection is gone.
+  // Past the deadline the client is destroyed, which makes the server roll the migration back.
   return withClient(
     client,
-    (c) => migrateOn(c, schema),
+    async (c) => {
+      try {
+        return await within(migrateOn(c, schema), deadline, 'the migration did not finish');
+      } catch (err) {
+        if (isOnceflowError(err)) throw err;
+        throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
+      }
+    },
     (err) => connectionLost((err as Error).cause ?? err),
   );
 }

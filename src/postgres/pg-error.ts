@@ -13,9 +13,15 @@ const PASSING = new Set(['53300', '57P03', '57014', '55P03', '53000', '53100', '
 // before it went is unknown: its COMMIT may have landed and its reply been lost.
 const CONNECTION_LOST = new Set(['57P01', '57P02', '57P05']);
 
-/** A `pg` error's SQLSTATE, when it has one (errors from the server do; socket errors do not). */
+/**
+ * A `pg` error's SQLSTATE, when it has one (errors from the server do; socket errors do not). A
+ * node:net error's code can look like one (`EPIPE`, `EPERM`: five capitals), so an error that
+ * names a system call is never taken for the server's.
+ */
 export function sqlState(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  const e = err as { code?: unknown; syscall?: unknown } | null;
+  const code = e?.code;
+  if (e?.syscall !== undefined) return undefined;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 

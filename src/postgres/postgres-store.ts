@@ -1,7 +1,9 @@
+import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { isPlainObject } from '../core/validate.js';
+import { isPlainObject, knownKeys } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { boundContext, type PgContext, poolContext } from './context.js';
+import { checkTimeout } from './deadline.js';
 import { idempotencyCleanup, postgresIdempotencyOps } from './idempotency-ops.js';
 import { checkLedgerOptions, ledgerCleanup, type PgLedgerOptions, postgresLedgerOps } from './ledger-ops.js';
 import { limiterCleanup, postgresLimiterOps } from './limiter-ops.js';
@@ -25,6 +27,14 @@ export interface PostgresStoreOptions extends PgLedgerOptions {
    * and the application's database user may not run DDL.
    */
   migrate?: boolean;
+  /**
+   * The longest one operation waits for PostgreSQL: for the migration before the first one, for
+   * a client from the pool (a pool's own `connectionTimeoutMillis` defaults to waiting forever),
+   * and for its statement's answer (a server that stopped answering). Past it the operation
+   * rejects with a retriable `ERR_STORE` (outcome `unknown` for a write whose statement was sent)
+   * and the client that waited is destroyed. Default `'10s'`; a positive duration.
+   */
+  timeout?: Duration;
 }
 
 /** What {@link PostgresStore.cleanup} deleted. */
@@ -46,9 +56,11 @@ export interface PostgresStore extends Required<Store> {
   /** The schema it keeps its tables and functions in. */
   readonly schema: string;
   /**
-   * A store bound to `client`, a client the caller has checked out and sent `BEGIN` on: a ledger
-   * apply, a version-gate upsert or an idempotency record made through it commits or rolls back
-   * with the caller's own writes in that transaction. Nothing is retried inside (an error aborts
+   * A store bound to `client`, a client the caller has checked out and sent `BEGIN` on (run the
+   * transaction with `withTransaction`, which listens for the client's `'error'`, commits
+   * or rolls back, and reports failures as typed errors): a ledger apply, a version-gate upsert
+   * or an idempotency record made through it commits or rolls back with the caller's own writes
+   * in that transaction. Nothing is retried inside (an error aborts
    * the caller's transaction: the caller rolls back and may run the whole transaction again).
    */
   inTransaction(client: PgQueryable): TransactionStore;
@@ -73,20 +85,24 @@ export interface PostgresStore extends Required<Store> {
  * import { createPostgresStore } from 'onceflow/postgres';
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' });
  * const schema = `example_${process.pid}`; // one schema per application (or test run)
+ * // 4: a repeat of one of an owner's last 4 entries is 'duplicate'; an older one 'stale' (it has an order).
  * const ledger = createLedger({ store: createPostgresStore({ pool, schema }), capacity: 4 });
- * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'applied'
- * (await ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 5 } })).outcome; // 'duplicate'
+ * (await ledger.apply({ owner: 'p1', signature: 's1', order: 1, deltas: { coins: 5 } })).outcome; // 'applied'
+ * (await ledger.apply({ owner: 'p1', signature: 's1', order: 1, deltas: { coins: 5 } })).outcome; // 'duplicate'
  * await pool.query(`DROP SCHEMA "${schema}" CASCADE`); // clean up the example
  * await pool.end();
  * ```
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, ['pool', 'schema', 'migrate', 'journal', 'timeout']);
   const { pool } = options;
   if (typeof (pool as PgPoolLike | undefined)?.connect !== 'function') {
     throw new InvalidOptionError('pool', 'a pg Pool (with connect() and query())', pool);
   }
-  const schema = checkSchemaName(options.schema ?? 'onceflow');
+  // Only an absent schema is the default one: `null` is refused as a wrong name (checkSchemaName).
+  const schema = checkSchemaName(options.schema === undefined ? 'onceflow' : options.schema);
+  const timeoutMs = checkTimeout('timeout', options.timeout);
   if (options.migrate !== undefined && typeof options.migrate !== 'boolean') {
     throw new InvalidOptionError('migrate', 'a boolean', options.migrate);
   }
@@ -98,7 +114,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     options.migrate === false
       ? () => Promise.resolve()
       : () => {
-          migrated ??= migrate({ pool, schema }).then(
+          migrated ??= migrate({ pool, schema, timeout: timeoutMs }).then(
             () => undefined,
             (err: unknown) => {
               migrated = undefined;
@@ -107,7 +123,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
           );
           return migrated;
         };
-  const ctx = poolContext(pool, schema, ready);
+  const ctx = poolContext(pool, schema, ready, timeoutMs);
   const store = compose(ctx, ledgerOptions);
   return Object.freeze({
     ...store,
@@ -122,12 +138,17 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         );
       }
       return Object.freeze({
-        ...compose(boundContext(client, schema, ready), ledgerOptions),
+        ...compose(boundContext(client, schema, ready, timeoutMs), ledgerOptions),
         kind: 'postgres',
       });
     },
-    async cleanup(cleanupOptions: { limit?: number } = {}): Promise<CleanupResult> {
-      const limit = cleanupOptions.limit ?? 1000;
+    async cleanup(cleanupOptions?: { limit?: number }): Promise<CleanupResult> {
+      if (cleanupOptions !== undefined) {
+        if (!isPlainObject(cleanupOptions))
+          throw new InvalidArgumentError('options', 'an object', cleanupOptions);
+        knownKeys('', cleanupOptions, ['limit']);
+      }
+      const limit = cleanupOptions?.limit ?? 1000;
       if (!Number.isSafeInteger(limit) || limit <= 0) {
         throw new InvalidArgumentError('limit', 'a positive safe integer', limit);
       }

@@ -4,6 +4,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -171,7 +172,7 @@ describe('the packed tarball, installed into a project of its own', () => {
     // so files a local dist/ kept from an older build cannot hide or fake anything.
     const stage = join(work, 'stage');
     mkdirSync(stage);
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'docs']) {
+    for (const f of ['package.json', 'README.md', 'LICENSE', 'docs', 'examples']) {
       cpSync(join(root, f), join(stage, f), { recursive: true });
     }
     sh(
@@ -221,6 +222,10 @@ describe('the packed tarball, installed into a project of its own', () => {
     ];
     for (const target of targets) expect(files, target).toContain(posix.normalize(target));
     expect(files.some((f) => f.endsWith('.test.js') || f.startsWith('test/'))).toBe(false);
+    // The docs name and link the runnable examples: they ship with them.
+    for (const example of readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.mjs'))) {
+      expect(files, example).toContain(`examples/${example}`);
+    }
     expect(pkg.repository?.url).toMatch(/github\.com\/onceflow\/onceflow/);
     expect(pkg.bugs?.url).toMatch(/github\.com\/onceflow\/onceflow\/issues/);
     expect(pkg.homepage).toMatch(/github\.com\/onceflow\/onceflow/);

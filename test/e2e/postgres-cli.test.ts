@@ -1,6 +1,7 @@
 // `onceflow migrate --postgres URL` and `onceflow demo --postgres URL --workers N`, run as users
 // run them: the built CLI against the run's PostgreSQL, each in a schema of its own.
 import { execFile, execFileSync } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -61,6 +62,58 @@ describe('onceflow on PostgreSQL from the command line', () => {
     expect(down.stderr).toContain('postgres://app:***@127.0.0.1:1/test');
     expect(down.stderr).not.toContain('pw-Zq81x');
   });
+
+  it('migrate: a --postgres value that is no PostgreSQL URL is exit 2, named, before any connection', async () => {
+    for (const bad of ['not a url', 'redis://127.0.0.1:6379', '127.0.0.1:5432', 'postgres://[::1']) {
+      const run = await onceflow(['migrate', '--postgres', bad]);
+      expect(run.code, bad).toBe(2);
+      expect(run.stderr, bad).toContain('Expected `--postgres` to be a PostgreSQL URL');
+      expect(run.stderr, bad).not.toMatch(/ENOTFOUND|getaddrinfo/);
+    }
+    const secret = await onceflow(['migrate', '--postgres', 'mysql://app:pw-Zq81x@db/app']);
+    expect(secret.code).toBe(2);
+    expect(secret.stderr).toContain('mysql://app:***@db/app');
+    expect(secret.stderr).not.toContain('pw-Zq81x');
+  });
+
+  it('migrate: a ?password= is redacted and the message after the URL kept whole', async () => {
+    const run = await onceflow([
+      'migrate',
+      '--postgres',
+      'postgres://app@127.0.0.1:1/test?password=pw-Zq81x',
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      'migrate failed on postgres://app@127.0.0.1:1/test?password=***: nothing listens at 127.0.0.1:1',
+    );
+    expect(run.stderr).not.toContain('pw-Zq81x');
+  });
+
+  it('migrate: a URL that points at another service says a PostgreSQL server was expected', async () => {
+    // The run's Redis: it reads the PostgreSQL startup message as a bad command and never
+    // answers as PostgreSQL would.
+    const redis = new URL(inject('redisUrl'));
+    const run = await onceflow([
+      'migrate',
+      '--postgres',
+      `postgres://postgres@${redis.hostname}:${redis.port}/test`,
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`did not answer as a PostgreSQL server`);
+    // And a server that takes the connection and drops it at once (the `write EPIPE` kind).
+    const server = createServer((socket) => socket.destroy());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const dropped = await onceflow(['migrate', '--postgres', `postgres://postgres@127.0.0.1:${port}/test`]);
+      expect(dropped.code).toBe(1);
+      expect(dropped.stderr).toContain(
+        `the server at 127.0.0.1:${port} did not answer as a PostgreSQL server`,
+      );
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  }, 60_000);
 
   it('demo --postgres --workers 4: the shared-store row is exact, decides the exit code, and leaves no schema behind', async () => {
     const before = await schemas('onceflow_demo_%');
