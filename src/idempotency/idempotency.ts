@@ -64,8 +64,9 @@ export interface Idempotency {
    * for another payload. `fn` throwing releases the key (the next call runs again) and rejects
    * with that error, unchanged.
    *
-   * Rejects, besides: `ERR_INVALID_ARGUMENT` (a key or payload that is not valid; nothing
-   * happened), `ERR_RESULT_TOO_LARGE` (fn ran; its result was over `maxResultBytes`, the key was
+   * Rejects, besides: `ERR_INVALID_ARGUMENT` (a key or payload that is not valid: nothing
+   * happened; or a result the serializer cannot keep, such as one with a cycle: fn ran, the key
+   * was released), `ERR_RESULT_TOO_LARGE` (fn ran; its result was over `maxResultBytes`, the key was
    * released), `ERR_LEASE_LOST` (fn ran; its lease ran out before the result could be recorded,
    * and another caller may run fn too), `ERR_STORE` (the store failed; when `fn` already ran, its
    * result may or may not be recorded).
