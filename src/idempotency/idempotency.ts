@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, LeaseLostError, ResultTooLargeError } from '../core/errors.js';
 import { utf8Bytes, withinLimit } from '../core/limits.js';
-import { isPlainObject, nonEmptyStringArg } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import {
   type IdempotencyOptions,
@@ -74,6 +74,9 @@ export interface Idempotency {
   run<T>(call: IdempotencyCall, fn: () => T | Promise<T>, options?: RunOptions): Promise<RunResult<T>>;
 }
 
+const CALL_FIELDS = keysOf<IdempotencyCall>({ key: true, payload: true });
+const RUN_OPTIONS = keysOf<RunOptions>({ wait: true });
+
 // Polling of a waiting caller: from 10 ms (a typical fn's run, an HTTP call, is tens of ms),
 // doubling up to a third of the lease and never more than 1 s, so a waiter notices a result within
 // ~1 s and polls a long-running key at most once a second; with jitter, so waiters started
@@ -129,11 +132,14 @@ async function run<T>(
 ): Promise<RunResult<T>> {
   if (!isPlainObject(call as unknown))
     throw new InvalidArgumentError('call', 'an object like { key, payload }', call);
+  // A misspelt `payload` would go unhashed: another payload under the key would not be a mismatch.
+  knownKeys('call', call, CALL_FIELDS, 'argument');
   const key = withinLimit('key', nonEmptyStringArg('key', call.key), 'keyBytes');
   if (typeof fn !== 'function') throw new InvalidArgumentError('fn', 'a function', fn);
   if (!isPlainObject(runOptions as unknown)) {
     throw new InvalidArgumentError('options', 'an object like { wait }', runOptions);
   }
+  knownKeys('options', runOptions, RUN_OPTIONS, 'argument');
   const budget = waitMs(runOptions.wait, o.leaseMs, 'wait', 'argument');
   const hash = o.hashPayload ? payloadHash(call.payload) : '';
   const token = randomUUID();

@@ -620,7 +620,8 @@ describe('createLimiter', () => {
         return inProcessLimiterOf(base)!.decideOne(call, cost, now);
       },
     });
-    const options = { algorithm: 'fixed-window', limit: 3, window: '1s', blockCache: false } as const;
+    const limit = { algorithm: 'fixed-window', limit: 3, window: '1s' } as const;
+    const options = { ...limit, blockCache: false } as const;
     const limiter = createLimiter({ store, clock, ...options, degraded: 'deny' });
     expect((await limiter.take('u')).remaining).toBe(2); // a key's first take: its call made and kept
     expect(oneCalls).toBe(1);
@@ -668,8 +669,8 @@ describe('createLimiter', () => {
       store,
       clock,
       limits: [
-        { ...options, id: 'a' },
-        { ...options, id: 'b' },
+        { ...limit, id: 'a' },
+        { ...limit, id: 'b' },
       ],
       blockCache: false,
     });
