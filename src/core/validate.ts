@@ -102,11 +102,9 @@ export function orderFromString(text: string): Order {
  *   nested object: its keys are then named `retry.<key>`)
  * @param kind `'option'` (default) throws `ERR_INVALID_OPTION`; `'argument'` throws
  *   `ERR_INVALID_ARGUMENT`, for an object a call is given (a ledger entry, a call's options)
- * @example
- * ```ts
- * knownKeys('', { capcity: 4 }, ['capacity', 'store']);
- * // throws OnceflowError [ERR_INVALID_OPTION]: Expected `capcity` to be a known option (did you mean `capacity`?), got `4` (number)
- * ```
+ *
+ * Internal (not exported from the package): `knownKeys('', { capcity: 4 }, ['capacity', 'store'])`
+ * throws `Expected \`capcity\` to be a known option (did you mean \`capacity\`?), got \`4\` (number)`.
  */
 export function knownKeys(
   where: string,
@@ -129,13 +127,8 @@ export function knownKeys(
 /**
  * The keys of an options type, for {@link knownKeys}: given as an object of every key of `T`, so
  * a key added to the type but not here (or here but not in the type) fails to compile, and the
- * list cannot drift from the type.
- *
- * @example
- * ```ts
- * interface Options { capacity: number; store?: object }
- * keysOf<Options>({ capacity: true, store: true }); // ['capacity', 'store']
- * ```
+ * list cannot drift from the type. Internal: `keysOf<{ capacity: number; store?: object }>({ capacity: true, store: true })`
+ * is `['capacity', 'store']`.
  */
 export function keysOf<T extends object>(
   keys: { readonly [K in keyof T & string]-?: true },
