@@ -52,6 +52,7 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
     let opened: Promise<SharedLedgerHandle> | undefined;
     let coordinator: SharedLedgerHandle | undefined;
     const workers: Worker[] = [];
+    let dir: string | undefined;
     let forget = () => {};
     // Once, whoever asks first (the run's end, its failure, an interrupt): the others wait for it.
     const release = once(async () => {
@@ -78,6 +79,7 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
         forget = onInterrupt(async () => {
           for (const w of workers) w.child.kill('SIGKILL');
           await Promise.allSettled(workers.map((w) => w.exited));
+          if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
           await release();
         });
         try {
@@ -86,7 +88,8 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
           forget();
           throw err;
         }
-        const dir = mkdtempSync(join(tmpdir(), 'onceflow-demo-'));
+        const own = mkdtempSync(join(tmpdir(), 'onceflow-demo-'));
+        dir = own;
         try {
           let done = 0;
           for (let index = 0; index < options.workers; index++) {
@@ -97,7 +100,7 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
               namespace,
               index,
               workers: options.workers,
-              outFile: join(dir, `outcomes-${index}.bin`),
+              outFile: join(own, `outcomes-${index}.bin`),
             };
             workers.push(
               startWorker(config, (n) => {
@@ -128,7 +131,7 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
           await release();
           throw err;
         } finally {
-          rmSync(dir, { recursive: true, force: true });
+          rmSync(own, { recursive: true, force: true });
         }
       },
       async roomTotals() {
