@@ -1,6 +1,6 @@
 import type { Duration } from '../core/duration.js';
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { timerDuration } from '../core/timer-delay.js';
+import { timerDelay, timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonNegativeInt, positiveInt } from '../core/validate.js';
 import type { GapRange } from '../windows/reorder-buffer.js';
 
@@ -249,7 +249,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
         }
       } else {
         const cap = Math.min(maxMs, initialMs * factor ** job.attempt);
-        const delay = Math.floor(random() * cap); // full jitter: retries of many consumers spread out
+        // Full jitter: retries of many consumers spread out. Clamped as well: `random` is the
+        // caller's, and one answering above 1 must not push a delay past what a timer honours.
+        const delay = timerDelay(Math.floor(random() * cap));
         for (const r of rest) {
           const retry: Job = { ...r, attempt: job.attempt + 1, state: 'waiting' };
           counts.retried++;
