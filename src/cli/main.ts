@@ -2,16 +2,9 @@
 // The `onceflow` command: `demo` and `migrate`; each subcommand parses its own options.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import {
-  demoExitCode,
-  EXIT_FAILED,
-  EXIT_OK,
-  EXIT_SIGINT,
-  EXIT_SIGTERM,
-  EXIT_USAGE,
-} from '../demo/exit-code.js';
+import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../demo/exit-code.js';
 import { DemoFailure } from '../demo/failure.js';
-import { undoAll } from '../demo/interrupt.js';
+import { beforeInterrupt, interruptedBy } from '../demo/interrupt.js';
 import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
 import { progressBar } from '../demo/progress.js';
 import { redactUrl } from '../demo/redact-url.js';
@@ -105,7 +98,8 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const bar = progressBar(process.stderr, demo.progress);
-  onSignals(() => bar.stop());
+  // An interrupt stops the bar before it says what it undoes (see demo/interrupt.ts).
+  beforeInterrupt(() => bar.stop());
   let result: Awaited<ReturnType<typeof runDemo>>;
   try {
     result =
@@ -155,36 +149,6 @@ function withNegativeValues(args: readonly string[]): string[] {
   return out;
 }
 
-/** Set once SIGINT or SIGTERM arrived: the run's own ending (a worker it killed failing) is then not reported. */
-let interrupted: NodeJS.Signals | undefined;
-
-/**
- * On SIGINT (Ctrl-C) or SIGTERM, a demo run undoes what it holds, as at its end: the workers it
- * started are stopped and the run's keys or schema removed (see demo/interrupt.ts); then the
- * process exits 130 or 143. A second signal while that runs exits at once, leaving what is left.
- */
-function onSignals(before: () => void): void {
-  const handle = (signal: NodeJS.Signals) => {
-    const code = signal === 'SIGINT' ? EXIT_SIGINT : EXIT_SIGTERM;
-    if (interrupted !== undefined) {
-      process.stderr.write(`onceflow demo: ${signal} again: exiting without finishing the clean-up\n`);
-      process.exit(code);
-    }
-    interrupted = signal;
-    before();
-    process.stderr.write(`onceflow demo: ${signal}: stopping the workers and removing the run's state\n`);
-    void undoAll().then((errors) => {
-      for (const err of errors) {
-        const text = err instanceof Error ? err.message : String(err);
-        process.stderr.write(`onceflow demo: clean-up failed: ${redactUrl(text)}\n`);
-      }
-      process.exit(code);
-    });
-  };
-  process.on('SIGINT', handle);
-  process.on('SIGTERM', handle);
-}
-
 function usageError(err: unknown): number {
   const message = redactUrl(err instanceof Error ? err.message : String(err));
   process.stderr.write(`onceflow demo: ${message}\nRun \`onceflow demo --help\` for the options.\n`);
@@ -193,11 +157,11 @@ function usageError(err: unknown): number {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    if (interrupted === undefined) process.exitCode = code;
+    if (interruptedBy() === undefined) process.exitCode = code;
   },
   (err: unknown) => {
     // Interrupted: the run failing as its workers are stopped is no news; the handler exits.
-    if (interrupted !== undefined) return;
+    if (interruptedBy() !== undefined) return;
     // An expected failure (unreachable server, dead worker) is said in one line; anything else
     // is a bug of ours, and its stack is what a report needs.
     const text =
