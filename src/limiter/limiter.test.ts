@@ -627,7 +627,8 @@ describe('createLimiter', () => {
     expect(oneCalls).toBe(1);
     expect((await limiter.take('u', { cost: 1 })).remaining).toBe(1);
     expect(oneCalls).toBe(2);
-    for (const bad of [null, 5, 'x', [], { cost: -1 }, { cost: 1.5 }, { cost: '1' }]) {
+    // `{ cots: 2 }`: a misspelt cost would charge 1; refused (naming `cost`) and charges nothing.
+    for (const bad of [null, 5, 'x', [], { cost: -1 }, { cost: 1.5 }, { cost: '1' }, { cots: 2 }]) {
       const err = await limiter.take('u', bad as never).then(
         () => undefined,
         (e: unknown) => e,
