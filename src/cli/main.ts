@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../demo/exit-code.js';
 import { DemoFailure } from '../demo/failure.js';
+import { beforeInterrupt, interruptedBy } from '../demo/interrupt.js';
 import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
 import { progressBar } from '../demo/progress.js';
 import { redactUrl } from '../demo/redact-url.js';
@@ -97,6 +98,8 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const bar = progressBar(process.stderr, demo.progress);
+  // An interrupt stops the bar before it says what it undoes (see demo/interrupt.ts).
+  beforeInterrupt(() => bar.stop());
   let result: Awaited<ReturnType<typeof runDemo>>;
   try {
     result =
@@ -154,9 +157,11 @@ function usageError(err: unknown): number {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    if (interruptedBy() === undefined) process.exitCode = code;
   },
   (err: unknown) => {
+    // Interrupted: the run failing as its workers are stopped is no news; the handler exits.
+    if (interruptedBy() !== undefined) return;
     // An expected failure (unreachable server, dead worker) is said in one line; anything else
     // is a bug of ours, and its stack is what a report needs.
     const text =

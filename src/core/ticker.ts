@@ -1,7 +1,9 @@
 import { type Duration, parseDuration } from './duration.js';
 import { InvalidArgumentError, InvalidOptionError } from './errors.js';
 import { timerDelay } from './timer-delay.js';
-import { isPlainObject } from './validate.js';
+import { isPlainObject, keysOf, knownKeys } from './validate.js';
+
+const TICKER_OPTIONS = keysOf<TickerOptions>({ every: true, align: true, onTick: true, now: true });
 
 /** Options of {@link ticker}. */
 export interface TickerOptions {
@@ -75,6 +77,7 @@ export function nextTickAt(now: number, every: number, offset: number): number {
 export function ticker(options: TickerOptions): Ticker {
   if (!isPlainObject(options))
     throw new InvalidOptionError('options', 'an object like { every, onTick }', options);
+  knownKeys('', options, TICKER_OPTIONS);
   const every = parseDuration(options.every, 'every');
   if (every <= 0) throw new InvalidOptionError('every', 'a positive duration', options.every);
   if (typeof options.onTick !== 'function')

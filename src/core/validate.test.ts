@@ -165,4 +165,14 @@ describe('knownKeys', () => {
     expect(() => knownKeys('', { zzzzzzzz: 1 }, ['capacity', 'store'])).toThrow(/one of `capacity`, `store`/);
     expect(() => knownKeys('', { ['x'.repeat(100)]: 1 }, ['capacity'])).toThrow(/one of `capacity`/);
   });
+
+  it("kind 'argument' refuses with ERR_INVALID_ARGUMENT (a call's own object)", () => {
+    expect(() => knownKeys('', { ordr: 1 }, ['order', 'owner'], 'argument')).toThrow(
+      expect.objectContaining({
+        code: 'ERR_INVALID_ARGUMENT',
+        path: 'ordr',
+        message: 'Expected `ordr` to be a known field (did you mean `order`?), got `1` (number)',
+      }),
+    );
+  });
 });

@@ -100,21 +100,40 @@ export function orderFromString(text: string): Order {
  *
  * @param where the options' path in messages (`''` for a factory's own options, `'retry'` for a
  *   nested object: its keys are then named `retry.<key>`)
- * @example
- * ```ts
- * knownKeys('', { capcity: 4 }, ['capacity', 'store']);
- * // throws OnceflowError [ERR_INVALID_OPTION]: Expected `capcity` to be a known option (did you mean `capacity`?), got `4` (number)
- * ```
+ * @param kind `'option'` (default) throws `ERR_INVALID_OPTION`; `'argument'` throws
+ *   `ERR_INVALID_ARGUMENT`, for an object a call is given (a ledger entry, a call's options)
+ *
+ * Internal (not exported from the package): `knownKeys('', { capcity: 4 }, ['capacity', 'store'])`
+ * throws `Expected \`capcity\` to be a known option (did you mean \`capacity\`?), got \`4\` (number)`.
  */
-export function knownKeys(where: string, options: object, known: readonly string[]): void {
+export function knownKeys(
+  where: string,
+  options: object,
+  known: readonly string[],
+  kind: 'option' | 'argument' = 'option',
+): void {
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;
     const name = where === '' ? key : `${where}.${key}`;
     const near = closest(key, known);
     const hint =
       near === undefined ? `one of ${known.map((k) => `\`${k}\``).join(', ')}` : `did you mean \`${near}\`?`;
-    throw new InvalidOptionError(name, `a known option (${hint})`, (options as Record<string, unknown>)[key]);
+    const got = (options as Record<string, unknown>)[key];
+    if (kind === 'argument') throw new InvalidArgumentError(name, `a known field (${hint})`, got);
+    throw new InvalidOptionError(name, `a known option (${hint})`, got);
   }
+}
+
+/**
+ * The keys of an options type, for {@link knownKeys}: given as an object of every key of `T`, so
+ * a key added to the type but not here (or here but not in the type) fails to compile, and the
+ * list cannot drift from the type. Internal: `keysOf<{ capacity: number; store?: object }>({ capacity: true, store: true })`
+ * is `['capacity', 'store']`.
+ */
+export function keysOf<T extends object>(
+  keys: { readonly [K in keyof T & string]-?: true },
+): readonly string[] {
+  return Object.freeze(Object.keys(keys));
 }
 
 // A key within a third of its length (at least 2) edits of a known one is taken for a typo of it;

@@ -4,6 +4,9 @@ import type { DemoResult } from './run-demo.js';
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
+/** Interrupted by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal's number, as a shell reports it. */
+export const EXIT_SIGINT = 130;
+export const EXIT_SIGTERM = 143;
 
 /**
  * The exit code of a finished demo run: 1 when its reference row is not exact (`ok`, see

@@ -85,7 +85,8 @@ Options:
   -h, --help          this help
 
 Exit codes: 0 the onceflow capacity-${SETTLEMENT_CAPACITY} row is exact; 1 it lost, doubled or misbooked money
-(or the demo failed); 2 invalid options.
+(or the demo failed); 2 invalid options; 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM,
+after stopping the workers and removing the run's keys or schema.
 `;
 
 /**

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { roomName } from './delivery-log.js';
 import { DemoFailure } from './failure.js';
+import { once, onInterrupt } from './interrupt.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
 import { redactUrl } from './redact-url.js';
 import type { ScenarioConfig } from './scenario.js';
@@ -47,10 +48,16 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
     const namespace = runNamespace(options.backend);
     // The coordinator's own connection: opened before any worker starts (an unreachable server
     // fails fast, with its URL named), used for the room totals, and for removing the run's
-    // state whatever happens.
+    // state whatever happens: at the end, on a failure, and on an interrupt (SIGINT, SIGTERM).
+    let opened: Promise<SharedLedgerHandle> | undefined;
     let coordinator: SharedLedgerHandle | undefined;
-    const release = async () => {
-      const handle = coordinator;
+    const workers: Worker[] = [];
+    let dir: string | undefined;
+    let forget = () => {};
+    // Once, whoever asks first (the run's end, its failure, an interrupt): the others wait for it.
+    const release = once(async () => {
+      forget();
+      const handle = await opened?.catch(() => undefined);
       coordinator = undefined;
       if (!handle) return;
       try {
@@ -58,7 +65,7 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
       } finally {
         await handle.close();
       }
-    };
+    });
     return {
       id: sharedRowId(options.backend),
       name: `onceflow on ${BACKEND_NAME[options.backend]} (capacity ${SETTLEMENT_CAPACITY}, ${options.workers} workers)`,
@@ -66,9 +73,23 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
         throw new Error('the shared-store row runs whole, through runAll');
       },
       async runAll(out, onProgress) {
-        coordinator = await openSharedLedger(options.backend, options.url, namespace);
-        const dir = mkdtempSync(join(tmpdir(), 'onceflow-demo-'));
-        const workers: Worker[] = [];
+        opened = openSharedLedger(options.backend, options.url, namespace);
+        // Registered before the connection is open: on PostgreSQL, opening creates the schema.
+        // The workers are stopped first, so that none writes after the clean-up.
+        forget = onInterrupt(async () => {
+          for (const w of workers) w.child.kill('SIGKILL');
+          await Promise.allSettled(workers.map((w) => w.exited));
+          if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+          await release();
+        });
+        try {
+          coordinator = await opened;
+        } catch (err) {
+          forget();
+          throw err;
+        }
+        const own = mkdtempSync(join(tmpdir(), 'onceflow-demo-'));
+        dir = own;
         try {
           let done = 0;
           for (let index = 0; index < options.workers; index++) {
@@ -79,7 +100,7 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
               namespace,
               index,
               workers: options.workers,
-              outFile: join(dir, `outcomes-${index}.bin`),
+              outFile: join(own, `outcomes-${index}.bin`),
             };
             workers.push(
               startWorker(config, (n) => {
@@ -110,7 +131,7 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
           await release();
           throw err;
         } finally {
-          rmSync(dir, { recursive: true, force: true });
+          rmSync(own, { recursive: true, force: true });
         }
       },
       async roomTotals() {

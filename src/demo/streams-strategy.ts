@@ -11,6 +11,7 @@ import {
   settlementSignature,
 } from './delivery-log.js';
 import { DemoFailure } from './failure.js';
+import { once, onInterrupt } from './interrupt.js';
 import { SETTLEMENT_CAPACITY } from './onceflow-strategy.js';
 import { Prng } from './prng.js';
 import { redactUrl } from './redact-url.js';
@@ -128,6 +129,9 @@ class StreamRun {
   #client: Redis | undefined;
   #published = false;
   #settlementDeliveries = 0;
+  /** The workers of the row running now: what an interrupt stops before the clean-up. */
+  #workers = new Set<Worker>();
+  #forget = () => {};
 
   constructor(log: DeliveryLog, options: StreamsDemoOptions, seed: number) {
     this.log = log;
@@ -148,6 +152,13 @@ class StreamRun {
     const client = new Redis(this.#options.url, { maxRetriesPerRequest: 3 });
     client.on('error', () => {}); // a failing command rejects on its own
     this.#client = client;
+    // An interrupt (SIGINT, SIGTERM) stops the workers first, so that none writes after the
+    // clean-up, then removes the run's keys as its end does.
+    this.#forget = onInterrupt(async () => {
+      for (const w of this.#workers) w.child.kill('SIGKILL');
+      await Promise.allSettled([...this.#workers].map((w) => w.exited));
+      await this.release();
+    });
     return client;
   }
 
@@ -159,6 +170,7 @@ class StreamRun {
     const { createStreamProducer } = await import('../streams/index.js');
     const producer = this.#published ? undefined : createStreamProducer({ client, stream: this.#stream });
     const workers = new Set<Worker>();
+    this.#workers = workers;
     let serial = 0;
     const start = () => {
       const w = startWorker({
@@ -312,8 +324,12 @@ class StreamRun {
     return totals;
   }
 
-  /** Removes everything under the run's prefix and closes the connections (once). */
-  async release(): Promise<void> {
+  /**
+   * Removes everything under the run's prefix and closes the connections, once: a later call (the
+   * other row, an interrupt during the run's own failure handling) waits for that one.
+   */
+  readonly release = once(async () => {
+    this.#forget();
     const handle = this.#handle;
     const client = this.#client;
     this.#handle = undefined;
@@ -324,7 +340,7 @@ class StreamRun {
       await client?.quit().catch(() => {});
       await handle?.close();
     }
-  }
+  });
 }
 
 /** The event a settlement delivery is published as. */

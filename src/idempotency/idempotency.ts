@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, LeaseLostError, ResultTooLargeError } from '../core/errors.js';
 import { utf8Bytes, withinLimit } from '../core/limits.js';
-import { isPlainObject, nonEmptyStringArg } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import {
   type IdempotencyOptions,
@@ -64,14 +64,18 @@ export interface Idempotency {
    * for another payload. `fn` throwing releases the key (the next call runs again) and rejects
    * with that error, unchanged.
    *
-   * Rejects, besides: `ERR_INVALID_ARGUMENT` (a key or payload that is not valid; nothing
-   * happened), `ERR_RESULT_TOO_LARGE` (fn ran; its result was over `maxResultBytes`, the key was
+   * Rejects, besides: `ERR_INVALID_ARGUMENT` (a key or payload that is not valid: nothing
+   * happened; or a result the serializer cannot keep, such as one with a cycle: fn ran, the key
+   * was released), `ERR_RESULT_TOO_LARGE` (fn ran; its result was over `maxResultBytes`, the key was
    * released), `ERR_LEASE_LOST` (fn ran; its lease ran out before the result could be recorded,
    * and another caller may run fn too), `ERR_STORE` (the store failed; when `fn` already ran, its
    * result may or may not be recorded).
    */
   run<T>(call: IdempotencyCall, fn: () => T | Promise<T>, options?: RunOptions): Promise<RunResult<T>>;
 }
+
+const CALL_FIELDS = keysOf<IdempotencyCall>({ key: true, payload: true });
+const RUN_OPTIONS = keysOf<RunOptions>({ wait: true });
 
 // Polling of a waiting caller: from 10 ms (a typical fn's run, an HTTP call, is tens of ms),
 // doubling up to a third of the lease and never more than 1 s, so a waiter notices a result within
@@ -128,11 +132,14 @@ async function run<T>(
 ): Promise<RunResult<T>> {
   if (!isPlainObject(call as unknown))
     throw new InvalidArgumentError('call', 'an object like { key, payload }', call);
+  // A misspelt `payload` would go unhashed: another payload under the key would not be a mismatch.
+  knownKeys('call', call, CALL_FIELDS, 'argument');
   const key = withinLimit('key', nonEmptyStringArg('key', call.key), 'keyBytes');
   if (typeof fn !== 'function') throw new InvalidArgumentError('fn', 'a function', fn);
   if (!isPlainObject(runOptions as unknown)) {
     throw new InvalidArgumentError('options', 'an object like { wait }', runOptions);
   }
+  knownKeys('options', runOptions, RUN_OPTIONS, 'argument');
   const budget = waitMs(runOptions.wait, o.leaseMs, 'wait', 'argument');
   const hash = o.hashPayload ? payloadHash(call.payload) : '';
   const token = randomUUID();

@@ -1,8 +1,8 @@
 import type { Duration } from '../core/duration.js';
 import { InProgressError, InvalidOptionError, PayloadMismatchError } from '../core/errors.js';
-import { isPlainObject } from '../core/validate.js';
+import { isPlainObject, knownKeys } from '../core/validate.js';
 import { idempotencyOf } from './idempotency.js';
-import { type IdempotencyOptions, resolveOptions, waitMs } from './options.js';
+import { IDEMPOTENCY_OPTIONS, type IdempotencyOptions, resolveOptions, waitMs } from './options.js';
 
 /** Options of {@link idempotent}: how to read a call's key (and payload), and those of {@link createIdempotency}. */
 export interface IdempotentOptions<A> extends IdempotencyOptions {
@@ -16,6 +16,8 @@ export interface IdempotentOptions<A> extends IdempotencyOptions {
   /** As {@link RunOptions.wait}, for every call. Default `false`. */
   wait?: boolean | Duration;
 }
+
+const IDEMPOTENT_OPTIONS = [...IDEMPOTENCY_OPTIONS, 'key', 'payload', 'wait'];
 
 /**
  * Wraps `fn` so that it runs once per key (see {@link createIdempotency}): the wrapped function
@@ -47,6 +49,7 @@ export function idempotent<A, T>(
   if (!isPlainObject(options as unknown)) {
     throw new InvalidOptionError('options', 'an object like { key: (arg) => string }', options);
   }
+  knownKeys('', options, IDEMPOTENT_OPTIONS);
   const { key, payload, wait, ...rest } = options;
   if (typeof key !== 'function') throw new InvalidOptionError('key', 'a function (arg) => string', key);
   if (payload !== undefined && typeof payload !== 'function') {

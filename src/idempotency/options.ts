@@ -2,7 +2,7 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { timerDuration } from '../core/timer-delay.js';
-import { isPlainObject, nonEmptyString } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyString } from '../core/validate.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { jsonSerializer, type Serializer } from './serializer.js';
@@ -32,6 +32,17 @@ export interface IdempotencyOptions {
   /** How results are kept. Default {@link jsonSerializer} (JSON where bigint and Date round-trip). */
   serializer?: Serializer;
 }
+
+/** Every key of {@link IdempotencyOptions}. */
+export const IDEMPOTENCY_OPTIONS = keysOf<IdempotencyOptions>({
+  store: true,
+  name: true,
+  lease: true,
+  ttl: true,
+  hashPayload: true,
+  maxResultBytes: true,
+  serializer: true,
+});
 
 /**
  * The default `maxResultBytes`: 64 KiB, as `LIMITS.valueBytes`. It holds an HTTP response body
@@ -76,6 +87,7 @@ const OPS = ['idempotencyBegin', 'idempotencyRenew', 'idempotencyComplete', 'ide
 /** Validates every option once, with the usual messages (`InvalidOptionError` naming it). */
 export function resolveOptions(options: IdempotencyOptions): ResolvedIdempotencyOptions {
   if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, IDEMPOTENCY_OPTIONS);
   const store = options.store ?? memoryStore();
   for (const op of OPS) {
     if (typeof (store as Partial<Store> | undefined)?.[op] !== 'function') {

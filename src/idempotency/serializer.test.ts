@@ -50,6 +50,42 @@ describe('jsonSerializer', () => {
     expect(() => jsonSerializer.serialize(Symbol('s'))).toThrow(/Expected `value`/);
     expect(() => jsonSerializer.deserialize('{"$t":"?"}')).toThrow(/written by jsonSerializer/);
   });
+  it('a cycle is ERR_INVALID_ARGUMENT naming where it closes; shared references and other errors are not cycles', () => {
+    const self: Record<string, unknown> = { id: 1 };
+    self.self = self;
+    const deep: Record<string, unknown> = { list: [1, { up: null }] };
+    ((deep.list as unknown[])[1] as Record<string, unknown>).up = deep;
+    // An object with a tag-like key is written as a copy: its cycle is still found by the original.
+    const tagged: Record<string, unknown> = { $t: 'x' };
+    tagged.again = tagged;
+    const cases: [unknown, string, string][] = [
+      [self, 'value.self', 'value'],
+      [deep, 'value.list[1].up', 'value'],
+      [{ a: { b: tagged } }, 'value.a.b.again', 'value.a.b'],
+      [[self], 'value[0].self', 'value[0]'],
+    ];
+    for (const [value, path, to] of cases) {
+      const err = (() => {
+        try {
+          jsonSerializer.serialize(value);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', path });
+      expect((err as Error).message).toContain(`refers back to \`${to}\``);
+    }
+    const shared = { x: 1n };
+    expect(roundTrip({ a: shared, b: [shared] })).toEqual({ a: { x: 1n }, b: [{ x: 1n }] });
+    const own = new Error('toJSON failed');
+    expect(() =>
+      jsonSerializer.serialize({
+        toJSON() {
+          throw own;
+        },
+      }),
+    ).toThrow(own);
+  });
 });
 
 describe('payloadHash', () => {

@@ -35,7 +35,8 @@ const ESCAPED = /^\$+t$/;
  * (tagged, not as the string or number JSON would make of them) and a result of `undefined` is
  * kept too. Everything else reads back as `JSON.parse(JSON.stringify(value))` would give it: a
  * class instance as a plain object, `NaN` as `null`, an `undefined` property dropped. A function
- * or a symbol as the whole result is refused (`ERR_INVALID_ARGUMENT`).
+ * or a symbol as the whole result, and a value with a cycle, are refused (`ERR_INVALID_ARGUMENT`
+ * naming the path, as `value.self`, where the cycle closes).
  *
  * @example
  * ```ts
@@ -46,7 +47,23 @@ const ESCAPED = /^\$+t$/;
  */
 export const jsonSerializer: Serializer = Object.freeze({
   serialize(value: unknown): string {
-    const text = JSON.stringify(value, replacer);
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value, replacer);
+    } catch (err) {
+      // JSON's own TypeError says "circular structure" without saying where: found again here,
+      // by path, so the caller learns which property closes the cycle. Any other error (a
+      // throwing toJSON or getter) is the value's own and goes on unchanged.
+      const cycle = findCycle(value);
+      if (cycle === undefined) throw err;
+      const error = new InvalidArgumentError(
+        cycle.at,
+        `free of cycles (JSON cannot keep one): it refers back to \`${cycle.to}\``,
+        cycle.value,
+      );
+      (error as { cause?: unknown }).cause = err;
+      throw error;
+    }
     if (text === undefined) {
       throw new InvalidArgumentError('value', 'a value JSON can keep (not a function or a symbol)', value);
     }
@@ -93,4 +110,52 @@ function reviver(_key: string, value: unknown): unknown {
   }
   if (!Object.keys(value).some((k) => ESCAPED.test(k))) return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [ESCAPED.test(k) ? k.slice(1) : k, v]));
+}
+
+interface Visiting {
+  readonly raw: unknown;
+  readonly out: unknown;
+  readonly path: string;
+}
+
+/**
+ * Where `value` refers back to one of its own ancestors, as JSON.stringify walks it (toJSON and
+ * the replacer applied): the path of that reference and of the ancestor, or `undefined` when the
+ * walk ends without one. The replacer sees each holder, so the stack of objects being written is
+ * kept from it: a holder's arrival means everything deeper than it was finished.
+ */
+function findCycle(value: unknown): { at: string; to: string; value: unknown } | undefined {
+  const stack: Visiting[] = [];
+  let pending: Visiting | undefined;
+  let found: { at: string; to: string; value: unknown } | undefined;
+  function track(this: unknown, key: string, v: unknown): unknown {
+    if (pending !== undefined && pending.out === this) stack.push(pending);
+    pending = undefined;
+    while (stack.length > 0 && stack[stack.length - 1]?.out !== this) stack.pop();
+    // No holder on the stack: this is JSON's wrapper of the root, `{ '': value }`.
+    const holderPath = stack[stack.length - 1]?.path;
+    const path =
+      holderPath === undefined
+        ? 'value'
+        : Array.isArray(this)
+          ? `${holderPath}[${key}]`
+          : `${holderPath}.${key}`;
+    const raw = (this as Record<string, unknown>)[key];
+    const out = replacer.call(this, key, v);
+    if (typeof out === 'object' && out !== null) {
+      const ancestor = stack.find((s) => s.out === out || s.raw === raw || s.raw === out);
+      if (ancestor !== undefined) {
+        found = { at: path, to: ancestor.path, value: raw };
+        throw found;
+      }
+      pending = { raw, out, path };
+    }
+    return out;
+  }
+  try {
+    JSON.stringify(value, track);
+  } catch {
+    // `found` when the walk met the cycle; anything else is not a cycle
+  }
+  return found;
 }

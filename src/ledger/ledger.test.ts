@@ -332,6 +332,25 @@ describe('createLedger', () => {
     expect(Object.keys(result.balances)).toEqual(['coins']);
   });
 
+  it('an unknown entry field (a misspelt order) is refused with a did-you-mean, and nothing is booked', async () => {
+    const ledger = createLedger({ capacity: 1 });
+    const entry = { owner: 'p', signature: 's1', deltas: { coins: 1 }, ordr: 5 };
+    const err = await rejected(ledger.apply(entry as never));
+    expect(coded(err)).toEqual({
+      code: 'ERR_INVALID_ARGUMENT',
+      message: 'Expected `ordr` to be a known field (did you mean `order`?), got `5` (number)',
+    });
+    expect(await rejectedCode(ledger.resolve(entry as never))).toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+    });
+    expect(await ledger.balances('p')).toEqual({});
+    expect(await ledger.journal()).toEqual([]);
+    expect(await rejectedCode(ledger.journal({ owner: 'p', limt: 1 } as never))).toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+      message: expect.stringContaining('`query.limt`'),
+    });
+  });
+
   it('fields named like prototype properties are plain fields, even with frozen intrinsics', async () => {
     const descriptor = Object.getOwnPropertyDescriptor(Object.prototype, 'toString') as PropertyDescriptor;
     Object.defineProperty(Object.prototype, 'toString', { ...descriptor, writable: false });

@@ -6,6 +6,8 @@ import {
   amount,
   isPlainObject,
   isWellFormed,
+  keysOf,
+  knownKeys,
   nonEmptyString,
   nonEmptyStringArg,
   type Order,
@@ -174,6 +176,18 @@ export interface Ledger {
   totals(scope: string): Promise<Balances>;
 }
 
+const LEDGER_OPTIONS = keysOf<LedgerOptions>({ store: true, capacity: true, horizon: true, name: true });
+const ENTRY_FIELDS = keysOf<LedgerEntry>({
+  owner: true,
+  signature: true,
+  deltas: true,
+  scope: true,
+  order: true,
+  meta: true,
+});
+const ENTRY_FIELD_SET: ReadonlySet<string> = new Set(ENTRY_FIELDS);
+const QUERY_FIELDS = keysOf<JournalQuery>({ owner: true, scope: true, after: true, limit: true });
+
 /**
  * Creates a ledger that applies each event's deltas **exactly once** per owner, whatever the
  * delivery does (repeats, replays after a queue recovery, late arrivals from another room).
@@ -199,6 +213,7 @@ export interface Ledger {
  */
 export function createLedger(options: LedgerOptions): Ledger {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, LEDGER_OPTIONS);
   const capacity = positiveInt('capacity', options.capacity);
   const store = options.store ?? memoryStore();
   if (typeof store?.ledgerApply !== 'function') {
@@ -295,6 +310,10 @@ class ExactLedger implements Ledger {
   // Validation happens before the store is called, so invalid input never changes state.
   #toCommand(entry: LedgerEntry): LedgerApplyCommand {
     if (!isPlainObject(entry)) throw new InvalidArgumentError('entry', 'an object', entry);
+    // A misspelt `order` or `scope` would book the entry without its horizon or its scope.
+    // `for...in` allocates nothing on this hot path (Object.keys copies); knownKeys then reads own
+    // keys only, so an inherited enumerable key (a polluted prototype) passes.
+    for (const k in entry) if (!ENTRY_FIELD_SET.has(k)) knownKeys('', entry, ENTRY_FIELDS, 'argument');
     // Sizes too (LIMITS): a store pays for every byte, and on Redis other clients wait meanwhile.
     const owner = ownerArg('owner', entry.owner);
     const signature = withinLimit(
@@ -361,6 +380,8 @@ function scopeArg(path: string, scope: unknown): string {
 
 function checkQuery(query: JournalQuery): JournalQuery {
   if (!isPlainObject(query)) throw new InvalidArgumentError('query', 'an object', query);
+  // A misspelt filter would return every entry instead of the ones asked for.
+  knownKeys('query', query, QUERY_FIELDS, 'argument');
   if (query.owner !== undefined) ownerArg('query.owner', query.owner);
   if (query.scope !== undefined) scopeArg('query.scope', query.scope);
   for (const key of ['after', 'limit'] as const) {

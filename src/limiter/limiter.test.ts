@@ -620,13 +620,15 @@ describe('createLimiter', () => {
         return inProcessLimiterOf(base)!.decideOne(call, cost, now);
       },
     });
-    const options = { algorithm: 'fixed-window', limit: 3, window: '1s', blockCache: false } as const;
+    const limit = { algorithm: 'fixed-window', limit: 3, window: '1s' } as const;
+    const options = { ...limit, blockCache: false } as const;
     const limiter = createLimiter({ store, clock, ...options, degraded: 'deny' });
     expect((await limiter.take('u')).remaining).toBe(2); // a key's first take: its call made and kept
     expect(oneCalls).toBe(1);
     expect((await limiter.take('u', { cost: 1 })).remaining).toBe(1);
     expect(oneCalls).toBe(2);
-    for (const bad of [null, 5, 'x', [], { cost: -1 }, { cost: 1.5 }, { cost: '1' }]) {
+    // `{ cots: 2 }`: a misspelt cost would charge 1; refused (naming `cost`) and charges nothing.
+    for (const bad of [null, 5, 'x', [], { cost: -1 }, { cost: 1.5 }, { cost: '1' }, { cots: 2 }]) {
       const err = await limiter.take('u', bad as never).then(
         () => undefined,
         (e: unknown) => e,
@@ -668,8 +670,8 @@ describe('createLimiter', () => {
       store,
       clock,
       limits: [
-        { ...options, id: 'a' },
-        { ...options, id: 'b' },
+        { ...limit, id: 'a' },
+        { ...limit, id: 'b' },
       ],
       blockCache: false,
     });

@@ -4,7 +4,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
-import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { inProcessLimiterOf } from '../store/in-process.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
@@ -96,6 +96,34 @@ export interface LimiterInternals {
   onDegraded?: (error: unknown) => void;
 }
 
+const LIMIT_OPTIONS = keysOf<LimitOptions>({
+  id: true,
+  algorithm: true,
+  limit: true,
+  window: true,
+  granularity: true,
+  burst: true,
+  by: true,
+});
+const LIMITER_OPTIONS = keysOf<LimiterOptions>({
+  store: true,
+  name: true,
+  limits: true,
+  clock: true,
+  blockCache: true,
+  degraded: true,
+  timeout: true,
+  id: true,
+  algorithm: true,
+  limit: true,
+  window: true,
+  granularity: true,
+  burst: true,
+  by: true,
+});
+const BLOCK_CACHE_OPTIONS = ['max'];
+const DEGRADED_OPTIONS = ['mode', 'share'];
+
 // The options of one limit, given inline (createLimiter({ algorithm, limit, window })).
 const INLINE_LIMIT_FIELDS = ['algorithm', 'limit', 'window', 'granularity', 'burst', 'by', 'id'] as const;
 
@@ -116,6 +144,7 @@ const INLINE_LIMIT_FIELDS = ['algorithm', 'limit', 'window', 'granularity', 'bur
  */
 export function createLimiter(input: LimiterOptions, internals: LimiterInternals = {}): Limiter {
   if (!isPlainObject(input)) throw new InvalidOptionError('options', 'an object', input);
+  knownKeys('', input, LIMITER_OPTIONS);
   const options = input as LimiterOptions;
   const store = options.store ?? memoryStore();
   if (typeof store?.limiterTake !== 'function') {
@@ -151,9 +180,11 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     );
   }
   // Frozen: `limiter.limits` hands them out, and a caller's change must not change decisions.
-  const specs = rawLimits.map((l, i) =>
-    Object.freeze(toSpec(l, options.limits !== undefined ? `limits[${i}]` : '')),
-  );
+  const specs = rawLimits.map((l, i) => {
+    // Inline, the limit's keys are the limiter's own, checked above.
+    if (options.limits !== undefined && isPlainObject(l)) knownKeys(`limits[${i}]`, l, LIMIT_OPTIONS);
+    return Object.freeze(toSpec(l, options.limits !== undefined ? `limits[${i}]` : ''));
+  });
   const ids = new Set<string>();
   for (const [i, s] of specs.entries()) {
     if (ids.has(s.id)) throw new InvalidOptionError(`limits[${i}].id`, 'unique within the limiter', s.id);
@@ -185,6 +216,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   if (cacheOption !== false) {
     if (!isPlainObject(cacheOption))
       throw new InvalidOptionError('blockCache', 'false or { max }', cacheOption);
+    knownKeys('blockCache', cacheOption, BLOCK_CACHE_OPTIONS);
     const max = positiveInt('blockCache.max', cacheOption.max ?? DEFAULT_BLOCK_CACHE);
     // A store that decides in this process (memory) keeps time on its own clock, which the cache
     // cannot read (a memory store on a fake clock): the cache needs the limiter's `clock` to sit in
@@ -194,6 +226,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
 
   const policy: DegradedPolicy = options.degraded ?? 'throw';
   let fallback: Fallback | undefined;
+  if (isPlainObject(policy)) knownKeys('degraded', policy, DEGRADED_OPTIONS);
   if (isPlainObject(policy) && policy.mode === 'local') {
     const share: unknown = policy.share;
     if (typeof share !== 'number' || !(share > 0 && share <= 1)) {

@@ -5,7 +5,7 @@ import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
-import { isPlainObject, isWellFormed } from '../core/validate.js';
+import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
 import type { InProcessLimiter } from '../store/in-process.js';
 import type { Store } from '../store/store.js';
 import { specSuffix } from './algorithms.js';
@@ -407,11 +407,16 @@ function inProcessDecision(decision: Decision, method: string): Decision {
   return decision;
 }
 
+const TAKE_OPTIONS = ['cost'];
+
 /** A take's cost from its options: 1 by default, else checked (a typed error naming it). */
 function costOf(takeOptions: { cost?: number } | undefined): number {
   if (takeOptions === undefined) return 1;
   if (!isPlainObject(takeOptions)) {
     throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
   }
+  // A misspelt `cost` would charge 1. `for...in` allocates nothing on this hot path; knownKeys
+  // then reads own keys only, so an inherited enumerable key (a polluted prototype) passes.
+  for (const k in takeOptions) if (k !== 'cost') knownKeys('options', takeOptions, TAKE_OPTIONS, 'argument');
   return takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
 }

@@ -1,11 +1,13 @@
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { withinLimit } from '../core/limits.js';
-import { isPlainObject, nonEmptyStringArg } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { memoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import type { Decision } from './decision.js';
 import { tenantNamespace } from './keys.js';
 import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
+
+const REGISTRY_OPTIONS = keysOf<{ store?: Store }>({ store: true });
 
 /** A tenant's policy: the limiter options without the store (the registry's is used). */
 export type TenantPolicy = Omit<LimiterOptions, 'store' | 'name'>;
@@ -56,6 +58,7 @@ export interface TenantRegistry {
  */
 export function createTenantRegistry(options: { store?: Store } = {}): TenantRegistry {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object like { store }', options);
+  knownKeys('', options, REGISTRY_OPTIONS);
   const store = options.store ?? memoryStore();
   if (typeof store.limiterReset !== 'function' || typeof store.limiterTake !== 'function') {
     throw new InvalidOptionError(

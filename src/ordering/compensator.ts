@@ -1,7 +1,7 @@
 import type { Duration } from '../core/duration.js';
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { timerDuration } from '../core/timer-delay.js';
-import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
+import { timerDelay, timerDuration } from '../core/timer-delay.js';
+import { isPlainObject, keysOf, knownKeys, nonNegativeInt, positiveInt } from '../core/validate.js';
 import type { GapRange } from '../windows/reorder-buffer.js';
 
 /** Options of {@link createCompensator}. */
@@ -25,6 +25,21 @@ export interface CompensatorOptions {
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
 }
+
+const COMPENSATOR_OPTIONS = keysOf<CompensatorOptions>({
+  request: true,
+  concurrency: true,
+  retries: true,
+  backoff: true,
+  maxRange: true,
+  onGiveUp: true,
+  random: true,
+});
+const BACKOFF_OPTIONS = keysOf<NonNullable<CompensatorOptions['backoff']>>({
+  initial: true,
+  max: true,
+  factor: true,
+});
 
 /** Counters of a compensator, for metrics. */
 export interface CompensatorStats {
@@ -94,6 +109,7 @@ const DEFAULT_MAX_RANGE = 1000;
  */
 export function createCompensator(options: CompensatorOptions): Compensator {
   if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, COMPENSATOR_OPTIONS);
   const { request, onGiveUp } = options;
   if (typeof request !== 'function') throw new InvalidOptionError('request', 'a function', request);
   if (onGiveUp !== undefined && typeof onGiveUp !== 'function') {
@@ -104,6 +120,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   const maxRange = positiveInt('maxRange', options.maxRange ?? DEFAULT_MAX_RANGE);
   const backoff = options.backoff ?? {};
   if (!isPlainObject(backoff as unknown)) throw new InvalidOptionError('backoff', 'an object', backoff);
+  knownKeys('backoff', backoff, BACKOFF_OPTIONS);
   // A retry waits in one timer (see timerDuration).
   const initialMs = timerDuration('backoff.initial', backoff.initial ?? DEFAULT_INITIAL);
   const maxMs = timerDuration('backoff.max', backoff.max ?? DEFAULT_MAX);
@@ -232,7 +249,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
         }
       } else {
         const cap = Math.min(maxMs, initialMs * factor ** job.attempt);
-        const delay = Math.floor(random() * cap); // full jitter: retries of many consumers spread out
+        // Full jitter: retries of many consumers spread out. Clamped as well: `random` is the
+        // caller's, and one answering above 1 must not push a delay past what a timer honours.
+        const delay = timerDelay(Math.floor(random() * cap));
         for (const r of rest) {
           const retry: Job = { ...r, attempt: job.attempt + 1, state: 'waiting' };
           counts.retried++;

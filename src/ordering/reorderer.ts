@@ -3,7 +3,7 @@ import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { timerDelay } from '../core/timer-delay.js';
-import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import {
   type GapRange,
@@ -13,6 +13,7 @@ import {
   type ReorderBufferOptions,
   type SavedReorderBuffer,
 } from '../windows/reorder-buffer.js';
+import { REORDER_BUFFER_OPTIONS } from '../windows/reorder-options.js';
 import { requireOps } from './store-ops.js';
 
 /** Options of {@link createReorderer}. */
@@ -59,6 +60,20 @@ export interface Reorderer<T> {
   close(): Promise<void>;
 }
 
+const REORDERER_OPTIONS = [
+  ...REORDER_BUFFER_OPTIONS,
+  ...keysOf<Omit<ReordererOptions<unknown>, keyof ReorderBufferOptions>>({
+    onRelease: true,
+    onGap: true,
+    checkpoint: true,
+  }),
+];
+const CHECKPOINT_OPTIONS = keysOf<NonNullable<ReordererOptions<unknown>['checkpoint']>>({
+  store: true,
+  name: true,
+  every: true,
+});
+
 // 100 releases per checkpoint: a restart replays at most ~100 events (effects downstream are
 // idempotent: a version gate or a ledger), and one store write per 100 events is noise.
 const DEFAULT_EVERY = 100;
@@ -80,6 +95,7 @@ const DEFAULT_EVERY = 100;
  */
 export async function createReorderer<T>(options: ReordererOptions<T>): Promise<Reorderer<T>> {
   if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, REORDERER_OPTIONS);
   const { onRelease, onGap, checkpoint: cp, ...bufferOptions } = options;
   if (typeof onRelease !== 'function') throw new InvalidOptionError('onRelease', 'a function', onRelease);
   if (onGap !== undefined && typeof onGap !== 'function')
@@ -92,6 +108,7 @@ export async function createReorderer<T>(options: ReordererOptions<T>): Promise<
   let restored = false;
   if (cp !== undefined) {
     if (!isPlainObject(cp as unknown)) throw new InvalidOptionError('checkpoint', 'an object', cp);
+    knownKeys('checkpoint', cp, CHECKPOINT_OPTIONS);
     const ops = requireOps(cp.store, 'checkpoint.store', 'checkpointSave', 'checkpointLoad');
     const name = optionWithinLimit(
       'checkpoint.name',

@@ -1,5 +1,7 @@
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { isPlainObject, nonNegativeInt } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonNegativeInt } from '../core/validate.js';
+
+const GUARD_OPTIONS = keysOf<SequenceGuardOptions>({ next: true });
 
 /** What {@link SequenceGuard.check} decided: `drop` a past number, `process` the current one, `hold` a future one. */
 export type GuardDecision = 'process' | 'drop' | 'hold';
@@ -43,6 +45,7 @@ export class SequenceGuard {
 
   constructor(options: SequenceGuardOptions = {}) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+    knownKeys('', options, GUARD_OPTIONS);
     this.#next = nonNegativeInt('next', options.next ?? 0);
   }
 

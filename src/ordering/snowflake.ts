@@ -3,7 +3,7 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { timerDelay } from '../core/timer-delay.js';
-import { isPlainObject, nonEmptyString, nonNegativeInt } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { SnowflakeLease } from './snowflake-lease.js';
 import { requireOps } from './store-ops.js';
@@ -70,6 +70,19 @@ const ID_BITS = 63;
 // renewal waits at most 2 s. Longer leases stall quick restarts longer; shorter ones write more.
 const DEFAULT_LEASE = '2s';
 
+const SNOWFLAKE_OPTIONS = keysOf<SnowflakeOptions>({
+  worker: true,
+  epoch: true,
+  rollbackToleranceMs: true,
+  clock: true,
+  wait: true,
+  workerBits: true,
+  sequenceBits: true,
+  lifetime: true,
+  lastTimestamp: true,
+});
+const START_OPTIONS = [...SNOWFLAKE_OPTIONS, 'store', 'name', 'lease'];
+
 const sequenceTables = new Map<number, bigint[]>();
 const sharedWord = new Int32Array(new SharedArrayBuffer(4));
 const defaultWait = (ms: number): void => {
@@ -120,6 +133,7 @@ export class Snowflake {
 
   constructor(options: SnowflakeOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+    knownKeys('', options, SNOWFLAKE_OPTIONS);
     this.#workerBits = bits('workerBits', options.workerBits ?? 10);
     this.#sequenceBits = bits('sequenceBits', options.sequenceBits ?? 12);
     const timeBits = ID_BITS - this.#workerBits - this.#sequenceBits;
@@ -224,6 +238,7 @@ export class Snowflake {
     options: SnowflakeOptions & { store: Store; name: string; lease?: Duration },
   ): Promise<Snowflake> {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+    knownKeys('', options, START_OPTIONS);
     const ops = requireOps(options.store, 'store', 'timestampAdvance', 'leaseRenew');
     const name = optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
     const every = parseDuration(options.lease ?? DEFAULT_LEASE, 'lease');

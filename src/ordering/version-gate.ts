@@ -1,9 +1,18 @@
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
 import { LIMITS, optionWithinLimit, utf8Bytes, withinLimit } from '../core/limits.js';
-import { isPlainObject, nonEmptyString, nonEmptyStringArg, type Order } from '../core/validate.js';
+import {
+  isPlainObject,
+  keysOf,
+  knownKeys,
+  nonEmptyString,
+  nonEmptyStringArg,
+  type Order,
+} from '../core/validate.js';
 import type { JsonValue, Store } from '../store/store.js';
 import { type OrderingStoreOps, requireOps, type VersionUpsertReply } from './store-ops.js';
+
+const GATE_OPTIONS = keysOf<VersionGateOptions>({ store: true, name: true });
 
 /** Options of {@link VersionGate}. */
 export interface VersionGateOptions {
@@ -45,6 +54,7 @@ export class VersionGate {
 
   constructor(options: VersionGateOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+    knownKeys('', options, GATE_OPTIONS);
     this.#ops = requireOps(options.store, 'store', 'versionUpsert', 'versionGet');
     // `undefined` is the default; anything else (null included) must be a name, as for a ledger.
     this.#name = optionWithinLimit(

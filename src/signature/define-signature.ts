@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { isPlainObject } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
+
+const SIGNATURE_OPTIONS = keysOf<SignatureOptions>({ hash: true });
 
 /** The field types a signature can hold. Money is `int` in minor units, never a float. */
 export type FieldType = 'string' | 'int' | 'decimal' | 'bool';
@@ -83,6 +85,7 @@ export function defineSignature(schema: SignatureSchema, options: SignatureOptio
   });
   if (!isPlainObject(options))
     throw new InvalidOptionError('options', 'an object like { hash: true }', options);
+  knownKeys('', options, SIGNATURE_OPTIONS);
   const hash = options.hash ?? false;
   if (typeof hash !== 'boolean') throw new InvalidOptionError('hash', 'a boolean', hash);
 

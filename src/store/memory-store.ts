@@ -1,7 +1,7 @@
 import { type Clock, systemClock, wholeMs } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { ownRecord } from '../core/own-record.js';
-import { isPlainObject, nonNegativeInt, type Order } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonNegativeInt, type Order } from '../core/validate.js';
 import { MemoryIdempotencyRecords } from '../idempotency/memory-records.js';
 import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency/store-ops.js';
 import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
@@ -22,6 +22,8 @@ import type {
   Store,
   WindowState,
 } from './store.js';
+
+const STORE_OPTIONS = keysOf<MemoryStoreOptions>({ clock: true, journal: true });
 
 // A memory store's operation checks what can fail (the clock, the copy of meta) before it changes
 // anything, so a failure took no effect; what failed (a broken clock) stays broken until fixed.
@@ -138,12 +140,16 @@ class MemoryStore implements InProcessStore {
 
   constructor(options: MemoryStoreOptions) {
     if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
+    knownKeys('', options, STORE_OPTIONS);
     const clock: Clock = (options as MemoryStoreOptions).clock ?? systemClock;
     if (typeof clock?.now !== 'function')
       throw new InvalidOptionError('clock', 'an object with now()', clock);
     if (options.journal !== undefined && !isPlainObject(options.journal)) {
       throw new InvalidOptionError('journal', 'an object like { maxEntries: 100000 }', options.journal);
     }
+    // `maxEntriesPerOwner` (the Redis store's) is known here only to be refused with its reason below.
+    if (options.journal !== undefined)
+      knownKeys('journal', options.journal, ['maxEntries', 'maxEntriesPerOwner']);
     if ((options.journal as { maxEntriesPerOwner?: unknown } | undefined)?.maxEntriesPerOwner !== undefined) {
       throw new InvalidOptionError(
         'journal.maxEntriesPerOwner',

@@ -30,9 +30,10 @@ export interface LedgerApplyCommand {
 }
 
 /**
- * The result of a ledger apply, a union on `outcome`: after `r.outcome === 'applied'`, `r.seq`
- * is the journal sequence number of the entry written; a `duplicate` or `stale` answer wrote
- * nothing and has no `seq`.
+ * The result of a ledger apply, a union on `outcome` with one member per outcome (so a chain of
+ * checks can end in a `never` check): after `r.outcome === 'applied'`, `r.seq` is the journal
+ * sequence number of the entry written; a `duplicate` or `stale` answer wrote nothing and has no
+ * `seq`.
  */
 export type LedgerApplyResult =
   | {
@@ -43,7 +44,16 @@ export type LedgerApplyResult =
       readonly seq: number;
     }
   | {
-      readonly outcome: 'duplicate' | 'stale';
+      /** The window holds the signature: a repeat. */
+      readonly outcome: 'duplicate';
+      /** The owner's balances, unchanged by the call. */
+      readonly balances: Balances;
+      /** Absent: nothing was written. */
+      readonly seq?: never;
+    }
+  | {
+      /** Absent from the window, at or below its horizon: not applied (see `ledger.resolve`). */
+      readonly outcome: 'stale';
       /** The owner's balances, unchanged by the call. */
       readonly balances: Balances;
       /** Absent: nothing was written. */

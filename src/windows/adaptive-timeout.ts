@@ -1,6 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { isPlainObject, positiveInt } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, positiveInt } from '../core/validate.js';
 
 /** Options of {@link AdaptiveTimeout} (the `adaptive` option of a reorder buffer). */
 export interface AdaptiveTimeoutOptions {
@@ -17,6 +17,15 @@ export interface AdaptiveTimeoutOptions {
   /** The timeout until enough samples exist. Default `'250ms'`, clamped to [min, max]. */
   initial?: Duration;
 }
+
+const ADAPTIVE_OPTIONS = keysOf<AdaptiveTimeoutOptions>({
+  quantile: true,
+  factor: true,
+  min: true,
+  max: true,
+  sampleSize: true,
+  initial: true,
+});
 
 /** What an adaptive timeout currently does: for metrics and dashboards. */
 export interface AdaptiveTimeoutStats {
@@ -90,6 +99,7 @@ export class AdaptiveTimeout {
 
   constructor(options: AdaptiveTimeoutOptions = {}) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('adaptive', 'an object', options);
+    knownKeys('adaptive', options, ADAPTIVE_OPTIONS);
     this.#quantile = options.quantile ?? DEFAULT_QUANTILE;
     if (typeof this.#quantile !== 'number' || !(this.#quantile > 0 && this.#quantile <= 1)) {
       throw new InvalidOptionError('adaptive.quantile', 'a number in (0, 1]', options.quantile);

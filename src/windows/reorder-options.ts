@@ -1,7 +1,7 @@
 import { anchoredClock, type Clock } from '../core/clock.js';
 import { parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
-import { isPlainObject, nonNegativeInt, positiveInt } from '../core/validate.js';
+import { isPlainObject, keysOf, knownKeys, nonNegativeInt, positiveInt } from '../core/validate.js';
 import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
 import type { ReorderBufferOptions } from './reorder-types.js';
 
@@ -11,6 +11,17 @@ const MAX_CAPACITY = 2 ** 24;
 // 65 536 missing numbers: at 10 000 events/s with 1% lost and a compensation lane that gives up
 // after ~10 minutes, 60 000 numbers are outstanding at most; a range costs ~50 bytes, however long.
 const DEFAULT_MAX_MISSING = 65_536;
+
+/** Every key of {@link ReorderBufferOptions} (a reorderer's options hold them too). */
+export const REORDER_BUFFER_OPTIONS = keysOf<ReorderBufferOptions>({
+  next: true,
+  capacity: true,
+  gapTimeout: true,
+  adaptive: true,
+  overflow: true,
+  maxMissing: true,
+  clock: true,
+});
 
 /** A {@link ReorderBufferOptions} checked, with every default filled in. */
 export interface ReorderConfig {
@@ -29,6 +40,7 @@ export interface ReorderConfig {
 /** Checks a reorder buffer's options (each error names the option) and fills in the defaults. */
 export function resolveReorderOptions(options: ReorderBufferOptions): ReorderConfig {
   if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
+  knownKeys('', options, REORDER_BUFFER_OPTIONS);
   const capacity = positiveInt('capacity', options.capacity);
   const next = nonNegativeInt('next', options.next ?? 0);
   const overflow = options.overflow ?? 'advance';

@@ -2,12 +2,16 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import {
   isPlainObject,
+  keysOf,
+  knownKeys,
   type Order,
   optionalOrder,
   orderFromString,
   orderToString,
   positiveInt,
 } from '../core/validate.js';
+
+const WINDOW_OPTIONS = keysOf<SignatureWindowOptions>({ capacity: true });
 
 /** What {@link SignatureWindow.admit} decided. */
 export type AdmitOutcome = 'fresh' | 'duplicate' | 'stale';
@@ -77,6 +81,7 @@ export class SignatureWindow {
   #horizon: Order | undefined;
 
   constructor(options: SignatureWindowOptions) {
+    if (isPlainObject(options)) knownKeys('', options, WINDOW_OPTIONS);
     this.#capacity = positiveInt('capacity', options?.capacity);
     if (this.#capacity > INDEX_THRESHOLD) this.#index = new Set();
   }

@@ -1,0 +1,180 @@
+// `onceflow demo --redis URL` / `--postgres URL` interrupted (Ctrl-C's SIGINT, a supervisor's
+// SIGTERM) cleans up as a finished run does: the workers it started are stopped, the run's keys or
+// schema removed, and it exits 130 or 143. Runs the built CLI (built by the global setup), as
+// demo.test.ts does, and interrupts it once the run has written state.
+import { execFileSync, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const cli = join(root, 'dist', 'cli', 'main.js');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const redis = new Redis(inject('redisUrl'));
+const pool = new pg.Pool({ connectionString: inject('postgresUrl'), max: 1 });
+afterAll(async () => {
+  redis.disconnect();
+  await pool.end();
+});
+
+/** The Redis keys of the demo run of CLI process `pid` (its prefix: `onceflow-demo:<time>:<pid>:`). */
+async function keysOfRun(pid: number): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 10_000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  return found;
+}
+
+/** The PostgreSQL schemas of the demo run of CLI process `pid` (`onceflow_demo_<time>_<pid>`). */
+async function schemasOfRun(pid: number): Promise<string[]> {
+  const { rows } = await pool.query<{ nspname: string }>(
+    'SELECT nspname FROM pg_namespace WHERE nspname LIKE $1',
+    [`onceflow\\_demo\\_%\\_${pid}`],
+  );
+  return rows.map((r) => r.nspname);
+}
+
+/** The SQL to drop what a run left (only if a test failed): its own schemas, by name. */
+async function dropSchemas(names: string[]): Promise<void> {
+  for (const name of names) await pool.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+}
+
+/** Pids of a process's children. */
+function childrenOf(pid: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return []; // pgrep exits 1 when there is none
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `check` until it holds (generous: the CI machine may be busy), failing with `what`. */
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Starts a demo run long enough to be interrupted, waits until its workers run and it wrote state
+ * (`written`), sends `signal`, and returns how it ended and which workers it had.
+ */
+async function interrupted(
+  args: string[],
+  written: (pid: number) => Promise<boolean>,
+  signal: NodeJS.Signals,
+  workerCount: number,
+) {
+  const child = spawn(process.execPath, [cli, 'demo', '--settlements', '600000', '--json', ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, sig) => resolve({ code, signal: sig })),
+  );
+  const pid = child.pid as number;
+  let workers: number[] = [];
+  await until(`${workerCount} workers run`, () => {
+    workers = childrenOf(pid);
+    return workers.length >= workerCount;
+  });
+  await until('the run wrote state', () => written(pid));
+  child.kill(signal);
+  const end = await exited;
+  return { pid, workers, end, stderr, stdout };
+}
+
+describe('onceflow demo interrupted: workers stopped, state removed, exit 128 + signal', () => {
+  it('--redis, SIGINT: no key of the run is left, exit 130', async () => {
+    const url = inject('redisUrl');
+    const run = await interrupted(
+      ['--redis', url, '--workers', '2'],
+      async (pid) => (await keysOfRun(pid)).length > 0,
+      'SIGINT',
+      2,
+    );
+    try {
+      expect(run.end).toEqual({ code: 130, signal: null });
+      expect(run.stdout).toBe(''); // no report of a run that did not finish
+      expect(run.stderr).toContain("SIGINT: stopping the workers and removing the run's state");
+      expect(run.workers.filter(isAlive)).toEqual([]);
+      expect(await keysOfRun(run.pid)).toEqual([]);
+    } finally {
+      const left = await keysOfRun(run.pid);
+      if (left.length > 0) await redis.unlink(...left);
+    }
+  }, 120_000);
+
+  it('--postgres, SIGTERM: the run schema is dropped, exit 143', async () => {
+    const url = inject('postgresUrl');
+    const run = await interrupted(
+      ['--postgres', url, '--workers', '2'],
+      async (pid) => {
+        const [schema] = await schemasOfRun(pid);
+        if (schema === undefined) return false;
+        // Written: the ledger's tables hold a booked entry (the schema alone is made at start).
+        const { rows } = await pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_tables WHERE schemaname = $1`,
+          [schema],
+        );
+        return Number(rows[0]?.n) > 0;
+      },
+      'SIGTERM',
+      2,
+    );
+    try {
+      expect(run.end).toEqual({ code: 143, signal: null });
+      expect(run.workers.filter(isAlive)).toEqual([]);
+      expect(await schemasOfRun(run.pid)).toEqual([]);
+    } finally {
+      await dropSchemas(await schemasOfRun(run.pid));
+    }
+  }, 120_000);
+
+  it('--redis --streams, SIGINT: the stream and every key of the run are removed, exit 130', async () => {
+    const url = inject('redisUrl');
+    const run = await interrupted(
+      ['--redis', url, '--streams', '--workers', '2'],
+      async (pid) => (await keysOfRun(pid)).length > 0,
+      'SIGINT',
+      2,
+    );
+    try {
+      expect(run.end).toEqual({ code: 130, signal: null });
+      expect(run.workers.filter(isAlive)).toEqual([]);
+      expect(await keysOfRun(run.pid)).toEqual([]);
+    } finally {
+      const left = await keysOfRun(run.pid);
+      if (left.length > 0) await redis.unlink(...left);
+    }
+  }, 120_000);
+});
