@@ -16,8 +16,26 @@ export interface StartedRedis {
   /** Its working directory (AOF, RDB, log). */
   dir: string;
   process: ChildProcess;
-  /** Kills it (SIGKILL: a crash, not a shutdown) and waits for it to exit. */
+  /**
+   * Kills it (SIGKILL: a crash, not a shutdown) and waits for it to exit. Its directory stays, to
+   * start it again there (`startRedis(extra, { port, dir })`); `remove()` when done with it.
+   */
   stop(): Promise<void>;
+  /** Kills it as `stop()` does and removes its directory: the last call on a server of a test's own. */
+  remove(): Promise<void>;
+}
+
+// The directories startRedis made in this process, each with the server last started there: a
+// test that fails before its own clean-up (or forgets it) must not leave them in the temporary
+// directory. Removed, their servers killed, when the process exits; `remove()` does it at once.
+const made = new Map<string, ChildProcess>();
+let sweepOnExit = false;
+function sweep(): void {
+  for (const [dir, child] of made) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+  made.clear();
 }
 
 /**
@@ -30,6 +48,7 @@ export interface StartedRedis {
  * await pingable(redis.port); // true
  * await redis.stop();
  * await pingable(redis.port); // false
+ * await redis.remove(); // its directory too
  * ```
  */
 export async function pingable(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
@@ -64,7 +83,7 @@ async function portFree(port: number): Promise<boolean> {
  * const port = await freePort();
  * const redis = await startRedis([], { port });
  * redis.port === port; // true
- * await redis.stop();
+ * await redis.remove();
  * ```
  */
 export async function freePort(): Promise<number> {
@@ -88,7 +107,10 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
  * Starts a redis-server (it must be on the PATH) in the foreground, a child of this process so a
  * crash of the test run takes it down too, on a free port (or `options.port`) and a fresh
  * directory, with no snapshots. `extra` adds config arguments, e.g. AOF or cluster mode. Resolves
- * once it answers PING. Restart one on its port and directory to test recovery.
+ * once it answers PING. Restart one on its port and directory to test recovery. `remove()` stops it
+ * and removes the directory (in a `finally` or `afterAll`, so a failed test leaves nothing behind);
+ * a directory made here that is still there when the process exits is removed then, its server
+ * killed.
  *
  * @example
  * ```ts
@@ -97,7 +119,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
  * await redis.stop();
  * const again = await startRedis(['--appendonly', 'yes'], { port: redis.port, dir: redis.dir });
  * await pingable(again.port); // true
- * await again.stop();
+ * await again.remove(); // stopped, and its directory (the one both ran in) removed
  * ```
  */
 export async function startRedis(
@@ -106,6 +128,7 @@ export async function startRedis(
 ): Promise<StartedRedis> {
   const port = options.port ?? (await freePort());
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'onceflow-redis-'));
+  const ours = options.dir === undefined || made.has(dir);
   const child = spawn(
     'redis-server',
     [
@@ -123,17 +146,39 @@ export async function startRedis(
     ],
     { stdio: 'ignore' },
   );
-  await waitFor(() => pingable(port), `redis-server on ${port}`);
+  if (ours) {
+    made.set(dir, child);
+    if (!sweepOnExit) {
+      sweepOnExit = true;
+      process.once('exit', sweep);
+    }
+  }
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    }
+  };
+  try {
+    await waitFor(() => pingable(port), `redis-server on ${port}`);
+  } catch (err) {
+    await stop();
+    if (options.dir === undefined) {
+      made.delete(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
+    throw err;
+  }
   return {
     port,
     dir,
     process: child,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-      }
+    stop,
+    async remove() {
+      await stop();
+      made.delete(dir);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -152,19 +197,31 @@ export async function startRedis(
  */
 export async function startCluster(): Promise<{ ports: number[]; stop(): Promise<void> }> {
   const nodes: StartedRedis[] = [];
-  for (let i = 0; i < 3; i++) {
-    nodes.push(
-      await startRedis([
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        'nodes.conf',
-        '--appendonly',
-        'no',
-      ]),
-    );
+  const stop = async () => {
+    for (const n of nodes) await n.remove();
+  };
+  try {
+    for (let i = 0; i < 3; i++) {
+      nodes.push(
+        await startRedis([
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          'nodes.conf',
+          '--appendonly',
+          'no',
+        ]),
+      );
+    }
+    await formCluster(nodes.map((n) => n.port));
+  } catch (err) {
+    await stop();
+    throw err;
   }
-  const ports = nodes.map((n) => n.port);
+  return { ports: nodes.map((n) => n.port), stop };
+}
+
+async function formCluster(ports: number[]): Promise<void> {
   await exec('redis-cli', [
     '--cluster',
     'create',
@@ -177,13 +234,4 @@ export async function startCluster(): Promise<{ ports: number[]; stop(): Promise
     const { stdout } = await exec('redis-cli', ['-p', String(ports[0]), 'cluster', 'info']);
     return stdout.includes('cluster_state:ok');
   }, 'cluster_state:ok');
-  return {
-    ports,
-    async stop() {
-      for (const n of nodes) {
-        await n.stop();
-        rmSync(n.dir, { recursive: true, force: true });
-      }
-    },
-  };
 }

@@ -7,6 +7,7 @@ describe('conformance: Postgres store', () => {
   const pool = testPool(4);
   const schema = runSchema('conf');
   const store = createPostgresStore({ pool, schema });
+  const retention = (n: number) => createPostgresStore({ pool, schema, journal: { maxEntriesPerOwner: n } });
   afterAll(async () => {
     await dropSchema(pool, schema);
     await pool.end();
@@ -17,7 +18,7 @@ describe('conformance: Postgres store', () => {
     if (suite.needs === 'outage') continue;
     for (const c of suite.cases) {
       it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
-        const result = await conformance.runCase(store, c, { prefix: 'c:', require: true });
+        const result = await conformance.runCase(store, c, { prefix: 'c:', require: true, retention });
         expect(result.failures).toEqual([]);
       });
     }
