@@ -34,8 +34,7 @@ function model(m: Mutation): Parameters<typeof wrapStore>[1] {
   const id = (name: string, key: string) => (m === 'names-collide' ? key : `${name}\n${key}`);
   const live = (r: Rec, now: number): boolean => now < r.expiresAt || (m === 'ttl-ignored' && !r.inProgress);
   const held = (r: Rec | undefined, token: string, now: number): r is Rec =>
-    r !== undefined &&
-    r.inProgress &&
+    r?.inProgress === true &&
     (m === 'no-fencing' || r.token === token) &&
     (m === 'expired-lease-holds' || now < r.expiresAt);
   return {

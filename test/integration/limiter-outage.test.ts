@@ -4,6 +4,13 @@
 // stopped waiting. Each case runs every algorithm on a redis-server this file starts (and kills,
 // restarts with its AOF, or stops with SIGSTOP), and compares each key's remaining with a model
 // limiter on the memory store fed only the takes Redis answered.
+//
+// docs/limits.md names the one charge a degraded answer may still carry: a take Redis ran before
+// its deadline whose reply came too late (lost, or, on a busy machine, read after the limiter's
+// timer fired). While the server is down or stalled no take can run before its deadline, so the
+// takes answered then are never charged; a degraded answer while the server was up (a 50 ms
+// timeout missed under load) may be. Each such answer widens the bound by one, never more: on an
+// idle machine there are none and the check is exact.
 import { rmSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,15 +66,12 @@ describe('limiter takes answered during a Redis outage are never charged later',
           const clock = new FakeClock(1_000_000);
           const store = createRedisStore({ client, prefix: `outage:${mode}:${label}:` });
           const model = memoryStore({ clock });
+          const options = (algorithm: (typeof ALGORITHMS)[number]) =>
+            ({ name: algorithm, algorithm, limit: 100, window: '1h', clock, blockCache: false }) as const;
           const make = (algorithm: (typeof ALGORITHMS)[number], i: number, onStore: boolean): Limiter =>
             createLimiter({
+              ...options(algorithm),
               store: onStore ? store : model,
-              name: algorithm,
-              algorithm,
-              limit: 100,
-              window: '1h',
-              clock,
-              blockCache: false,
               degraded: POLICIES[i % POLICIES.length] as DegradedPolicy,
               timeout: '50ms',
             });
@@ -75,14 +79,21 @@ describe('limiter takes answered during a Redis outage are never charged later',
             a,
             real: make(a, i, true),
             model: make(a, i, false),
+            // Reads what Redis holds, however long it takes: no timeout, no degraded answer.
+            probe: createLimiter({ ...options(a), store }),
+            // Degraded answers while the server was up: each may have been charged (see above).
+            mayCount: 0,
           }));
+          let serverUp = true;
           // The model sees exactly the takes Redis answered.
           const takeBoth = async (l: (typeof limiters)[number], key: string): Promise<Decision> => {
             const d = await l.real.take(key);
             if (!d.reason.startsWith('degraded')) await l.model.take(key);
+            else if (serverUp) l.mayCount++;
             return d;
           };
           for (const l of limiters) for (let i = 0; i < 10; i++) await takeBoth(l, 'k');
+          serverUp = false;
 
           if (mode === 'restart') await server.stop();
           else server.process.kill('SIGSTOP');
@@ -105,13 +116,14 @@ describe('limiter takes answered during a Redis outage are never charged later',
           await client.ping();
 
           for (const l of limiters) {
-            const real = await takeBoth(l, 'k');
-            const expected = await l.model.take('k', { cost: 0 });
-            expect({ algorithm: l.a, reason: real.reason, remaining: real.remaining }).toEqual({
-              algorithm: l.a,
-              reason: 'allowed',
-              remaining: expected.remaining,
-            });
+            const held = (await l.probe.take('k', { cost: 0 })).remaining;
+            const answered = (await l.model.take('k', { cost: 0 })).remaining;
+            // Exact on an idle machine (mayCount 0): no take answered in the outage counts, and
+            // of those answered degraded while the server was up, at most all.
+            expect(held, `${l.a}: Redis holds every take it answered`).toBeLessThanOrEqual(answered);
+            expect(held, `${l.a}: charged beyond the ${l.mayCount} late replies`).toBeGreaterThanOrEqual(
+              answered - l.mayCount,
+            );
           }
         } finally {
           client.disconnect();
@@ -129,22 +141,39 @@ describe('limiter takes answered during a Redis outage are never charged later',
       await ready(client);
       const clock = new FakeClock(1_000_000);
       const store = createRedisStore({ client, prefix: 'outage:throw:' });
-      const limiter = createLimiter({
-        store,
-        algorithm: 'gcra',
-        limit: 100,
-        window: '1h',
-        clock,
-        blockCache: false,
-      });
-      for (let i = 0; i < 10; i++) await limiter.take('k');
+      const options = { algorithm: 'gcra', limit: 100, window: '1h', clock, blockCache: false } as const;
+      const limiter = createLimiter({ store, ...options });
+      // Before the stall a take may still miss the 40 ms on a busy machine: it threw, and Redis may
+      // have run it in time (the late reply of docs/limits.md), so it may count.
+      let answered = 0;
+      let mayCount = 0;
+      for (let i = 0; i < 10; i++) {
+        await limiter.take('k').then(
+          () => answered++,
+          () => mayCount++,
+        );
+      }
       server.process.kill('SIGSTOP');
       const failed = await Promise.allSettled(Array.from({ length: 100 }, () => limiter.take('k')));
       expect(failed.every((r) => r.status === 'rejected')).toBe(true);
       server.process.kill('SIGCONT');
       await sleep(100);
       await client.ping();
-      expect((await limiter.take('k')).remaining).toBe(89);
+      // Read through a client of its own with no timeout: what Redis holds, however slow.
+      const reader = new Redis({ port: server.port });
+      try {
+        const probe = createLimiter({
+          store: createRedisStore({ client: reader, prefix: 'outage:throw:' }),
+          ...options,
+        });
+        const held = (await probe.take('k', { cost: 0 })).remaining;
+        expect(held, 'Redis holds every take it answered').toBeLessThanOrEqual(100 - answered);
+        expect(held, `charged beyond the ${mayCount} late replies`).toBeGreaterThanOrEqual(
+          100 - answered - mayCount,
+        );
+      } finally {
+        reader.disconnect();
+      }
     } finally {
       client.disconnect();
     }
