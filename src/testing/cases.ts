@@ -304,7 +304,7 @@ export const cases: readonly ConformanceCase[] = deepFreeze([
   // The cases below run on a store's own journal retention: they keep fewer entries per owner
   // (and per ledger) than any retention drops, so nothing is dropped and absence proves an entry
   // new. What a store answers once retention dropped entries (`unknown`) needs a store made with
-  // a small retention: see the store's own tests.
+  // a small retention: the `ledger-retention` suite ({@link retentionCases}).
   {
     name: 'resolve-stale-repeat',
     rule: 'resolve of a stale repeat that the journal holds is a duplicate and changes nothing',
