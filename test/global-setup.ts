@@ -32,7 +32,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let redisUrl = process.env['ONCEFLOW_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
   if (!process.env['ONCEFLOW_REDIS_URL'] && !(await pingable(6379))) {
     const own: StartedRedis = await startRedis(['--appendonly', 'no']);
-    started.push(own);
+    started.push({ stop: () => own.remove() });
     redisUrl = `redis://127.0.0.1:${own.port}`;
   }
   const postgresUrl = await ensurePostgres(started);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GapRange } from '../windows/reorder-buffer.js';
 import { createCompensator } from './compensator.js';
+import { createReorderer, type Reorderer } from './reorderer.js';
 
 const flush = async () => {
   for (let i = 0; i < 5; i++) await vi.advanceTimersByTimeAsync(0);
@@ -244,5 +245,100 @@ describe('createCompensator', () => {
       process.removeAllListeners('unhandledRejection');
       for (const listener of runner) process.on('unhandledRejection', listener);
     }
+  });
+});
+
+describe('createCompensator: the compensation lane has lower priority than normal work', () => {
+  it('with yieldTo the consumer drained: deliveries waiting when a gap is due go first, however slow their effects', async () => {
+    const log: string[] = [];
+    let reorderer: Reorderer<string> | undefined;
+    const lane = createCompensator({
+      request: async (r) => void log.push(`request ${r.from}-${r.to}`),
+      yieldTo: () => reorderer?.drained(),
+    });
+    reorderer = await createReorderer<string>({
+      next: 1,
+      capacity: 64,
+      gapTimeout: '20ms',
+      // A slow effect: each delivery waits for I/O (a timer here), as a database write does.
+      onRelease: async (x) => {
+        await new Promise((r) => setTimeout(r, 5));
+        log.push(`delivered ${x.seq}`);
+      },
+      onGap: (gap) => lane.add(gap),
+    });
+    for (const seq of [1, 2, 3, 4, 5, 7, 8, 9, 10]) reorderer.push(seq, `e${seq}`);
+    // The hole at 6 times out: 7..10 are released behind 1..5, the gap goes to the lane.
+    for (let i = 0; i < 2000 && !log.some((l) => l.startsWith('request')); i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await lane.idle();
+    await reorderer.close();
+    // Every delivery waiting when the gap fell due went first: the request comes after all of them.
+    expect(log).toEqual([...[1, 2, 3, 4, 5, 7, 8, 9, 10].map((seq) => `delivered ${seq}`), 'request 6-6']);
+  });
+
+  it('normal work that comes while a request waits its turn goes first too; a rejecting yieldTo still lets it start', async () => {
+    const log: string[] = [];
+    let done: () => void = () => {};
+    let turns = 0;
+    const lane = createCompensator({
+      concurrency: 1,
+      request: async (r) => void log.push(`request ${r.from}`),
+      yieldTo: () => {
+        turns++;
+        // The first turn: the normal lane is busy until `done`; the second: it failed (rejects).
+        return turns === 1
+          ? new Promise<void>((resolve) => (done = resolve))
+          : Promise.reject(new Error('effect failed'));
+      },
+    });
+    lane.add([
+      { from: 1, to: 1 },
+      { from: 3, to: 3 },
+    ]);
+    await new Promise((r) => setImmediate(r));
+    log.push('delivery');
+    expect(lane.stats()).toMatchObject({ inFlight: 0, queued: 2 });
+    done();
+    await lane.idle();
+    expect(log).toEqual(['delivery', 'request 1', 'request 3']);
+    expect(turns).toBe(2);
+  });
+
+  it('a range filled while its request waited for the normal lane is never requested', async () => {
+    const asked: GapRange[] = [];
+    let done: () => void = () => {};
+    const lane = createCompensator({
+      request: async (r) => void asked.push(r),
+      yieldTo: () => new Promise<void>((resolve) => (done = resolve)),
+    });
+    lane.add({ from: 4, to: 4 });
+    await new Promise((r) => setImmediate(r));
+    lane.fill(4); // the late arrival came while the request waited its turn
+    done();
+    await lane.idle();
+    expect(asked).toEqual([]);
+    expect(lane.stats()).toMatchObject({ requested: 0, cancelled: 1, queued: 0, inFlight: 0 });
+  });
+
+  it('without yieldTo, work already queued when a gap comes (its continuations too) runs before the request starts', async () => {
+    const log: string[] = [];
+    const lane = createCompensator({ request: async (r) => void log.push(`request ${r.from}`) });
+    // Live deliveries' continuations, queued before and after the gap: the request starts after
+    // all of them, from a macrotask (a microtask would start it between them).
+    void Promise.resolve().then(() => log.push('delivery 1'));
+    lane.add({ from: 5, to: 5 });
+    void Promise.resolve()
+      .then(() => log.push('delivery 2'))
+      .then(() => log.push('delivery 2 effect'));
+    await lane.idle();
+    expect(log).toEqual(['delivery 1', 'delivery 2', 'delivery 2 effect', 'request 5']);
+  });
+
+  it('refuses a yieldTo that is not a function', () => {
+    expect(() => createCompensator({ request: async () => {}, yieldTo: 5 as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_OPTION', message: expect.stringContaining('yieldTo') }),
+    );
   });
 });

@@ -24,6 +24,15 @@ export interface CompensatorOptions {
   onGiveUp?: (range: GapRange, error: unknown) => void;
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /**
+   * The normal work this lane yields to: before each request starts, the lane calls it and waits
+   * until what it returns settles (fulfilled or rejected: the request is still due). Pass the
+   * consumer's own "everything delivered so far is done", `() => reorderer.drained()`: every
+   * delivery waiting when a request falls due then goes first, however long its effect takes.
+   * Without it a request starts from a macrotask: only work already queued (microtasks, ready I/O
+   * callbacks) goes first, and a slow effect still under way competes with the request.
+   */
+  yieldTo?: () => unknown;
 }
 
 const COMPENSATOR_OPTIONS = keysOf<CompensatorOptions>({
@@ -34,6 +43,7 @@ const COMPENSATOR_OPTIONS = keysOf<CompensatorOptions>({
   maxRange: true,
   onGiveUp: true,
   random: true,
+  yieldTo: true,
 });
 const BACKOFF_OPTIONS = keysOf<NonNullable<CompensatorOptions['backoff']>>({
   initial: true,
@@ -71,7 +81,8 @@ interface Job {
   from: number;
   to: number;
   attempt: number;
-  state: 'queued' | 'waiting' | 'running';
+  /** `yielding`: picked to start, holding its slot while the normal lane goes first (`yieldTo`). */
+  state: 'queued' | 'waiting' | 'yielding' | 'running';
   controller?: AbortController;
   timer?: ReturnType<typeof setTimeout>;
 }
@@ -92,8 +103,10 @@ const DEFAULT_MAX_RANGE = 1000;
 /**
  * The compensation channel of seed 002 (DESIGN §3.4): takes the gap ranges a reorder buffer gave
  * up on, coalesces them (adjacent and overlapping ranges become one request), and re-requests them
- * on its own lane with bounded concurrency, started from a macrotask so it never preempts the live
- * stream's work. A failed request is retried with exponential backoff and full jitter; numbers
+ * on its own lane with bounded concurrency. The lane has lower priority than the consumer's
+ * normal work: given `yieldTo` (the consumer's `drained`), a request starts only once the
+ * deliveries waiting when it fell due are done; without it, from a macrotask, after the work
+ * already queued. A failed request is retried with exponential backoff and full jitter; numbers
  * filled by late arrivals meanwhile are not requested again (a fully filled request is aborted);
  * what is still missing after the last retry goes to `onGiveUp`.
  *
@@ -128,6 +141,10 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {
     throw new InvalidOptionError('backoff.factor', 'a finite number >= 1', backoff.factor);
   }
+  const { yieldTo } = options;
+  if (yieldTo !== undefined && typeof yieldTo !== 'function') {
+    throw new InvalidOptionError('yieldTo', 'a function', yieldTo);
+  }
   const random = options.random ?? Math.random;
   // Read on a first retry only: a bad one found then would leave its range neither retried nor given up.
   if (typeof random !== 'function') throw new InvalidOptionError('random', 'a function', options.random);
@@ -137,6 +154,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   const jobs = new Set<Job>();
   const counts = { requested: 0, retried: 0, cancelled: 0, givenUp: 0 };
   let running = 0;
+  let yielding = 0; // jobs picked to start, waiting for the normal lane (each holds a slot)
   let pumpScheduled = false;
   let closed = false;
   let idleWaiters: (() => void)[] = [];
@@ -184,13 +202,40 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   function pump(): void {
     pumpScheduled = false;
     if (closed) return;
-    while (running < concurrency) {
+    while (running + yielding < concurrency) {
       // The lowest queued range first: it unblocks the consumer's oldest gap.
       let job: Job | undefined;
       for (const j of jobs) if (j.state === 'queued' && (job === undefined || j.from < job.from)) job = j;
       if (job === undefined) break;
-      start(job);
+      if (yieldTo === undefined) start(job);
+      else yieldThenStart(job, yieldTo);
     }
+  }
+
+  /**
+   * Lets the normal lane go first, then starts the job: the priority holds by construction, for
+   * the wait is on the normal lane's own signal of being done, not on a turn of the event loop.
+   */
+  function yieldThenStart(job: Job, normal: () => unknown): void {
+    job.state = 'yielding';
+    yielding++;
+    let waited: Promise<unknown>;
+    try {
+      waited = Promise.resolve(normal());
+    } catch (err) {
+      waited = Promise.reject(err);
+    }
+    const go = () => {
+      yielding--;
+      // Filled meanwhile (fill dropped it) or closed: nothing to start.
+      if (!closed && jobs.has(job)) {
+        job.state = 'queued';
+        start(job);
+      }
+      schedulePump();
+      settleIdle();
+    };
+    waited.then(go, go);
   }
 
   function start(job: Job): void {
@@ -390,7 +435,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       let queued = 0;
       let waiting = 0;
       for (const j of jobs) {
-        if (j.state === 'queued') queued++;
+        if (j.state === 'queued' || j.state === 'yielding') queued++;
         else if (j.state === 'waiting') waiting++;
       }
       return { queued, inFlight: running, waiting, ...counts };

@@ -46,6 +46,28 @@ export type ConformanceStep =
         meta?: unknown;
       };
       expect: { outcome: 'applied' | 'duplicate' | 'unknown'; balances: Record<string, string> };
+    }
+  | {
+      /**
+       * Calls started together, none waiting for another (one `Promise.all`), their copies
+       * interleaved: every entry's first copy, then every second copy, and so on. Each entry's
+       * `copies` calls (`via` apply, the default, or resolve) must answer `applied` exactly once
+       * and `duplicate` otherwise (`expect: 'once'`), or `duplicate` every time (`'duplicate'`: it
+       * was booked before the race). Once all settled, each named owner's balances and the
+       * signatures its journal holds (in any order: a race has no order) must be as given.
+       */
+      op: 'race';
+      entries: {
+        via?: 'apply' | 'resolve';
+        copies: number;
+        expect: 'once' | 'duplicate';
+        owner: string;
+        signature: string;
+        deltas: Record<string, string>;
+        scope?: string;
+        order?: string;
+      }[];
+      expect: { balances: Record<string, Record<string, string>>; journal: Record<string, string[]> };
     };
 
 /** One case: a fresh ledger with `capacity` (and `horizon`), then the steps in order. */
@@ -55,6 +77,13 @@ export interface ConformanceCase {
   rule: string;
   capacity: number;
   horizon?: boolean;
+  /**
+   * The journal retention the case needs, in entries per owner (each such case books for one
+   * owner, so a retention per ledger, as the memory store's, is the same). A case with it belongs
+   * to the `ledger-retention` suite and runs on the store `options.retention(n)` makes; a case
+   * without it runs on the store under test, whose retention it never reaches.
+   */
+  retention?: number;
   steps: ConformanceStep[];
 }
 
@@ -275,7 +304,7 @@ export const cases: readonly ConformanceCase[] = deepFreeze([
   // The cases below run on a store's own journal retention: they keep fewer entries per owner
   // (and per ledger) than any retention drops, so nothing is dropped and absence proves an entry
   // new. What a store answers once retention dropped entries (`unknown`) needs a store made with
-  // a small retention: see the store's own tests.
+  // a small retention: the `ledger-retention` suite ({@link retentionCases}).
   {
     name: 'resolve-stale-repeat',
     rule: 'resolve of a stale repeat that the journal holds is a duplicate and changes nothing',
@@ -396,6 +425,162 @@ export const cases: readonly ConformanceCase[] = deepFreeze([
       },
       { op: 'balances', owner: 'p1', expect: { coins: '1' } },
       { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['a'] } },
+    ],
+  },
+  // Concurrency: a store's apply and resolve are each one atomic step, so calls racing on one
+  // owner decide one after the other. A store that checks the window in one round trip and books
+  // in another books racing repeats each once: these cases see it where a sequence of calls never
+  // can. The capacities hold every signature of the race, so no eviction makes an outcome depend
+  // on which call came first.
+  {
+    name: 'concurrent-repeats',
+    rule: 'concurrent applies of one signature to one owner, mixed with other signatures and owners: exactly one is applied, the others are duplicates, balances exact',
+    capacity: 64,
+    steps: [
+      apply('p1', 'before', { coins: '1' }, 'applied', { coins: '1' }, { scope: 'r' }),
+      {
+        op: 'race',
+        entries: [
+          {
+            owner: 'p1',
+            signature: 'x',
+            deltas: { coins: '100', gems: '1' },
+            scope: 'r',
+            copies: 16,
+            expect: 'once',
+          },
+          ...['y1', 'y2', 'y3', 'y4', 'y5', 'y6'].map((signature) => ({
+            owner: 'p1',
+            signature,
+            deltas: { coins: '1' },
+            copies: 2,
+            expect: 'once' as const,
+          })),
+          {
+            owner: 'p1',
+            signature: 'before',
+            deltas: { coins: '1' },
+            scope: 'r',
+            copies: 4,
+            expect: 'duplicate',
+          },
+          { owner: 'p2', signature: 'x', deltas: { coins: '7' }, scope: 'r', copies: 8, expect: 'once' },
+        ],
+        expect: {
+          balances: { p1: { coins: '107', gems: '1' }, p2: { coins: '7' } },
+          journal: { p1: ['before', 'x', 'y1', 'y2', 'y3', 'y4', 'y5', 'y6'], p2: ['x'] },
+        },
+      },
+      apply('p1', 'x', { coins: '100', gems: '1' }, 'duplicate', { coins: '107', gems: '1' }, { scope: 'r' }),
+      { op: 'totals', scope: 'r', expect: { coins: '108', gems: '1' } },
+    ],
+  },
+  {
+    name: 'concurrent-resolves',
+    rule: 'concurrent resolves of one stale entry the journal proves new: exactly one is applied, the others are duplicates',
+    capacity: 1,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }, { order: '1' }),
+      apply('p1', 'b', { coins: '2' }, 'applied', { coins: '3' }, { order: '2' }),
+      apply('p1', 'late', { coins: '4' }, 'stale', { coins: '3' }, { order: '0' }),
+      {
+        op: 'race',
+        entries: [
+          {
+            via: 'resolve',
+            owner: 'p1',
+            signature: 'late',
+            deltas: { coins: '4' },
+            order: '0',
+            copies: 8,
+            expect: 'once',
+          },
+          {
+            via: 'resolve',
+            owner: 'p1',
+            signature: 'a',
+            deltas: { coins: '1' },
+            order: '1',
+            copies: 4,
+            expect: 'duplicate',
+          },
+          {
+            via: 'resolve',
+            owner: 'p2',
+            signature: 'n',
+            deltas: { coins: '5' },
+            order: '9',
+            copies: 4,
+            expect: 'once',
+          },
+        ],
+        expect: {
+          balances: { p1: { coins: '7' }, p2: { coins: '5' } },
+          journal: { p1: ['a', 'b', 'late'], p2: ['n'] },
+        },
+      },
+      apply('p1', 'late', { coins: '4' }, 'duplicate', { coins: '7' }, { order: '0' }),
+    ],
+  },
+]);
+
+/**
+ * The `ledger-retention` cases: what `resolve` answers once journal retention dropped entries.
+ * Each runs on a store that keeps only the newest `retention` journal entries per owner (the
+ * kit's `retention` option makes it). Where retention dropped the entry that would prove a
+ * signature new, the answer is `unknown` and nothing is booked: booking it could book a repeat
+ * twice, which is the failure the ledger exists to prevent.
+ */
+export const retentionCases: readonly ConformanceCase[] = deepFreeze([
+  {
+    name: 'retention-unknown',
+    rule: 'resolve answers unknown, booking nothing, where retention dropped what would prove the entry new; applied only above every dropped order (or order-less while no order-less entry was dropped)',
+    capacity: 1,
+    retention: 2,
+    steps: [
+      apply('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }, { order: '1', scope: 'r' }),
+      apply('p1', 'b', { coins: '2' }, 'applied', { coins: '3' }, { order: '2', scope: 'r' }),
+      apply('p1', 'c', { coins: '4' }, 'applied', { coins: '7' }, { order: '3', scope: 'r' }),
+      apply('p1', 'd', { coins: '8' }, 'applied', { coins: '15' }, { order: '4', scope: 'r' }),
+      // The newest two are kept: `a` and `b` (orders up to 2) were dropped.
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['c', 'd'] } },
+      { op: 'window', owner: 'p1', expect: { signatures: ['d'], horizon: '3' } },
+      // Applied once, its proof gone: a repeat must not be booked again.
+      resolve('p1', 'a', { coins: '1' }, 'unknown', { coins: '15' }, { order: '1', scope: 'r' }),
+      // Never applied, but at a dropped order: nothing tells it from a dropped entry.
+      resolve('p1', 'x', { coins: '16' }, 'unknown', { coins: '15' }, { order: '2', scope: 'r' }),
+      resolve('p1', 'c', { coins: '4' }, 'duplicate', { coins: '15' }, { order: '3', scope: 'r' }),
+      // Above every dropped order and absent: new. Booking it drops `c`.
+      resolve('p1', 'n', { coins: '32' }, 'applied', { coins: '47' }, { order: '3', scope: 'r' }),
+      resolve('p1', 'c', { coins: '4' }, 'unknown', { coins: '47' }, { order: '3', scope: 'r' }),
+      // Entries without an order: provable only while no order-less entry was dropped.
+      apply('p1', 'u', { coins: '64' }, 'applied', { coins: '111' }, { scope: 'r' }),
+      resolve('p1', 'v', { coins: '128' }, 'applied', { coins: '239' }, { scope: 'r' }),
+      apply('p1', 'w', { coins: '256' }, 'applied', { coins: '495' }, { order: '10', scope: 'r' }),
+      // `u` (order-less) was dropped by `w`.
+      resolve('p1', 'u', { coins: '64' }, 'unknown', { coins: '495' }, { scope: 'r' }),
+      resolve('p1', 'z', { coins: '512' }, 'unknown', { coins: '495' }, { scope: 'r' }),
+      resolve('p1', 'y', { coins: '1024' }, 'applied', { coins: '1519' }, { order: '11', scope: 'r' }),
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: ['w', 'y'] } },
+      // Balances and scope totals never depend on retention.
+      { op: 'balances', owner: 'p1', expect: { coins: '1519' } },
+      { op: 'totals', scope: 'r', expect: { coins: '1519' } },
+    ],
+  },
+  {
+    name: 'retention-none',
+    rule: 'with no journal kept, resolve proves new only an entry of an owner that booked nothing; otherwise unknown unless the window holds it',
+    capacity: 1,
+    retention: 0,
+    steps: [
+      resolve('p1', 'a', { coins: '1' }, 'applied', { coins: '1' }),
+      resolve('p1', 'a', { coins: '1' }, 'duplicate', { coins: '1' }),
+      apply('p1', 'b', { coins: '2' }, 'applied', { coins: '3' }, { order: '1' }),
+      resolve('p1', 'a', { coins: '1' }, 'unknown', { coins: '3' }),
+      // Above every order booked, yet unknown: with nothing kept, nothing is proven.
+      resolve('p1', 'c', { coins: '4' }, 'unknown', { coins: '3' }, { order: '5' }),
+      { op: 'journal', query: { owner: 'p1' }, expect: { signatures: [] } },
+      { op: 'balances', owner: 'p1', expect: { coins: '3' } },
     ],
   },
 ]);

@@ -45,7 +45,7 @@ export async function runCase(
   for (const [i, step] of c.steps.entries()) {
     const where = `step ${i} (${step.op})`;
     try {
-      const problem = await runStep(ledger, step, applied);
+      const problem = await runStep(ledger, step, applied, c.retention === undefined);
       if (problem) failures.push(`${where}: ${problem}`);
     } catch (err) {
       failures.push(`${where}: threw ${err instanceof Error ? err.message : String(err)}`);
@@ -78,8 +78,11 @@ async function runStep(
   ledger: AnyLedger,
   step: ConformanceStep,
   applied: Map<string, number>,
+  keepsAll: boolean,
 ): Promise<string | undefined> {
   switch (step.op) {
+    case 'race':
+      return race(ledger, step, applied);
     case 'apply': {
       const e = step.entry;
       const got = await ledger.apply(toEntry(e));
@@ -137,7 +140,7 @@ async function runStep(
             got.map((e) => e.meta),
             metas,
           )) ??
-        checkSeqs(got, step.query.scope === undefined && step.query.after === undefined)
+        checkSeqs(got, keepsAll && step.query.scope === undefined && step.query.after === undefined)
       );
     }
     case 'journal-pages': {
@@ -171,11 +174,87 @@ async function runStep(
 }
 
 /**
+ * The `race` step: every call started before any is awaited, each entry's copies interleaved with
+ * the others', so a store that decides in two round trips sees its repeats between them.
+ */
+async function race(
+  ledger: AnyLedger,
+  step: Extract<ConformanceStep, { op: 'race' }>,
+  applied: Map<string, number>,
+): Promise<string | undefined> {
+  const calls: {
+    entry: (typeof step.entries)[number];
+    answer: Promise<{ outcome: string; seq?: number }>;
+  }[] = [];
+  const rounds = Math.max(0, ...step.entries.map((e) => e.copies));
+  for (let round = 0; round < rounds; round++) {
+    for (const entry of step.entries) {
+      if (round >= entry.copies) continue;
+      const call = toEntry(entry);
+      calls.push({ entry, answer: entry.via === 'resolve' ? ledger.resolve(call) : ledger.apply(call) });
+    }
+  }
+  const settled = await Promise.allSettled(calls.map((c) => c.answer));
+  const problems: string[] = [];
+  const seqs = new Map<string, number[]>();
+  for (const entry of step.entries) {
+    const mine = settled.filter((_, i) => calls[i]?.entry === entry);
+    const what = `${entry.via ?? 'apply'} x${entry.copies} of ${entry.owner}/${entry.signature}`;
+    const failed = mine.find((r) => r.status === 'rejected');
+    if (failed) {
+      problems.push(`${what}: threw ${String((failed as PromiseRejectedResult).reason)}`);
+      continue;
+    }
+    const answers = mine.map((r) => (r as PromiseFulfilledResult<{ outcome: string; seq?: number }>).value);
+    const outcomes = answers.map((a) => a.outcome);
+    const wanted = entry.expect === 'once' ? 1 : 0;
+    const booked = outcomes.filter((o) => o === 'applied').length;
+    if (booked !== wanted || outcomes.some((o) => o !== 'applied' && o !== 'duplicate')) {
+      problems.push(
+        `${what}: expected ${wanted === 1 ? 'exactly one applied and the others' : 'every one'} duplicate, got ${stableJson(tally(outcomes))}`,
+      );
+    }
+    for (const a of answers) {
+      if (a.outcome === 'applied') seqs.set(entry.owner, [...(seqs.get(entry.owner) ?? []), a.seq as number]);
+    }
+  }
+  // The applied calls of an owner took its next seqs, one each, in whatever order they ran.
+  for (const [owner, got] of seqs) {
+    const from = applied.get(owner) ?? 0;
+    const expected = got.map((_, i) => from + i + 1);
+    const problem = differ(
+      `seqs of ${owner}'s applied calls (its next ones, once each)`,
+      [...got].sort((a, b) => a - b),
+      expected,
+    );
+    if (problem) problems.push(problem);
+    applied.set(owner, from + got.length);
+  }
+  for (const [owner, balances] of Object.entries(step.expect.balances)) {
+    const problem = differ(`balances of ${owner}`, fromBigints(await ledger.balances(owner)), balances);
+    if (problem) problems.push(problem);
+  }
+  for (const [owner, signatures] of Object.entries(step.expect.journal)) {
+    const held = (await ledger.journal({ owner })).map((e) => e.signature).sort();
+    const problem = differ(`journal of ${owner} (sorted)`, held, [...signatures].sort());
+    if (problem) problems.push(problem);
+  }
+  return problems.length > 0 ? problems.join('; ') : undefined;
+}
+
+function tally(outcomes: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const o of outcomes) counts[o] = (counts[o] ?? 0) + 1;
+  return counts;
+}
+
+/**
  * Journal seqs are numbered per owner (DESIGN §3.3 and the Redis key layout: a ledger-wide counter
  * would be a cross-slot key): 1, 2, 3, ... for each owner, so the same history gives the same seqs
  * on every store. In a query that keeps all of an owner's entries (no scope filter, no `after`)
- * they are exactly 1, 2, 3, ... (the cases keep fewer entries than any retention would drop); in
- * any query they increase.
+ * they are exactly 1, 2, 3, ... (the `ledger` cases keep fewer entries than any retention would
+ * drop; the `ledger-retention` cases do drop some, so there they only increase); in any query
+ * they increase.
  */
 function checkSeqs(entries: { owner: string; seq: number }[], whole: boolean): string | undefined {
   const last = new Map<string, number>();
@@ -193,7 +272,14 @@ function checkSeqs(entries: { owner: string; seq: number }[], whole: boolean): s
   return undefined;
 }
 
-function toEntry(e: Extract<ConformanceStep, { op: 'apply' | 'resolve' }>['entry']): LedgerEntry {
+function toEntry(e: {
+  owner: string;
+  signature: string;
+  deltas: Record<string, string>;
+  scope?: string;
+  order?: string;
+  meta?: unknown;
+}): LedgerEntry {
   const entry: LedgerEntry = { owner: e.owner, signature: e.signature, deltas: toBigints(e.deltas) };
   if (e.scope !== undefined) entry.scope = e.scope;
   if (e.order !== undefined) entry.order = orderFromString(e.order);

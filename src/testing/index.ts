@@ -1,6 +1,6 @@
 // onceflow/testing: the store conformance kit, runner-agnostic, wrapStore for fault injection,
 // and the fault helpers (a TCP proxy, Redis and PostgreSQL servers of a test's own). Re-exports only.
-import { cases } from './cases.js';
+import { cases, retentionCases } from './cases.js';
 import { idempotencyCases } from './idempotency-cases.js';
 import { limiterCases } from './limiter-cases.js';
 import { orderingCases } from './ordering-cases.js';
@@ -38,6 +38,7 @@ export { wrapStore } from './wrap-store.js';
  * for all of them (or `{ suites: [...] }`), `runCase(store, case)` for one. Results list
  * differences; nothing throws on a mismatch. A suite whose optional operations the store lacks is
  * reported as `unsupported`, not failed, unless `require` names it. `cases` are the ledger's,
+ * `retentionCases` the ledger's on a store with a small journal retention (`options.retention`),
  * `limiterCases`, `orderingCases` and `idempotencyCases` the others'.
  *
  * @example
@@ -48,12 +49,13 @@ export { wrapStore } from './wrap-store.js';
  * const store = memoryStore();
  * const [first] = conformance.cases;
  * (await conformance.runCase(store, first)).failures; // []
- * conformance.suites.map((s) => s.name); // ['ledger', 'limiter', 'limiter-state', 'limiter-outage', 'version-gate', 'checkpoint', 'snowflake-clock', 'idempotency']
+ * conformance.suites.map((s) => s.name); // ['ledger', 'ledger-retention', 'limiter', 'limiter-state', 'limiter-outage', 'version-gate', 'checkpoint', 'snowflake-clock', 'idempotency']
  * ```
  */
 export const conformance = {
   suites,
   cases,
+  retentionCases,
   limiterCases,
   orderingCases,
   idempotencyCases,

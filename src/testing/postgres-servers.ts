@@ -98,6 +98,24 @@ export async function startPostgres(
   const bin = binDir();
   const port = options.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'onceflow-pg-'));
+  try {
+    return await initAndStart(bin, port, dir, options.settings);
+  } catch (err) {
+    // Not started (or not answering): nothing of it may stay behind in the temporary directory.
+    await asServerUser(join(bin, 'pg_ctl'), ['-D', dir, '-m', 'immediate', '-w', '-t', '10', 'stop']).catch(
+      () => {},
+    );
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function initAndStart(
+  bin: string,
+  port: number,
+  dir: string,
+  given: Record<string, string> | undefined,
+): Promise<StartedPostgres> {
   if (process.getuid?.() === 0) {
     const ids = (await exec('id', ['-u', 'postgres'])).stdout.trim();
     const gid = (await exec('id', ['-g', 'postgres'])).stdout.trim();
@@ -119,7 +137,7 @@ export async function startPostgres(
     fsync: 'off',
     full_page_writes: 'off',
     max_connections: '100',
-    ...options.settings,
+    ...given,
   };
   const serverArgs = [
     `-p ${port} -k ${dir}`,

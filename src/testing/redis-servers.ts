@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,8 +21,26 @@ export interface StartedRedis {
   /** Its working directory (AOF, RDB, log). */
   dir: string;
   process: ChildProcess;
-  /** Kills it (SIGKILL: a crash, not a shutdown) and waits for it to exit. */
+  /**
+   * Kills it (SIGKILL: a crash, not a shutdown) and waits for it to exit. Its directory stays, to
+   * start it again there (`startRedis(extra, { port, dir })`); `remove()` when done with it.
+   */
   stop(): Promise<void>;
+  /** Kills it as `stop()` does and removes its directory: the last call on a server of a test's own. */
+  remove(): Promise<void>;
+}
+
+// The directories startRedis made in this process, each with the server last started there: a
+// test that fails before its own clean-up (or forgets it) must not leave them in the temporary
+// directory. Removed, their servers killed, when the process exits; `remove()` does it at once.
+const made = new Map<string, ChildProcess>();
+let sweepOnExit = false;
+function sweep(): void {
+  for (const [dir, child] of made) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+  made.clear();
 }
 
 /**
@@ -35,6 +53,7 @@ export interface StartedRedis {
  * await pingable(redis.port); // true
  * await redis.stop();
  * await pingable(redis.port); // false
+ * await redis.remove(); // its directory too
  * ```
  */
 export async function pingable(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
@@ -80,7 +99,7 @@ const START_TRIES = 5;
  * await redis.stop();
  * const again = await startRedis(['--appendonly', 'yes'], { port: redis.port, dir: redis.dir });
  * await pingable(again.port); // true
- * await again.stop();
+ * await again.remove(); // stopped, and its directory (the one both ran in) removed
  * ```
  */
 export async function startRedis(
@@ -88,8 +107,14 @@ export async function startRedis(
   options: { port?: number; dir?: string } = {},
 ): Promise<StartedRedis> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'onceflow-redis-'));
+  const ours = options.dir === undefined || made.has(dir);
   const clusterNode = extra.some((arg, i) => arg === '--cluster-enabled' && extra[i + 1] === 'yes');
   const busGiven = extra.includes('--cluster-port');
+  const forget = () => {
+    if (options.dir !== undefined) return;
+    made.delete(dir);
+    rmSync(dir, { recursive: true, force: true });
+  };
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePort());
     const bus = clusterNode && !busGiven ? ['--cluster-port', String(await freePort())] : [];
@@ -111,23 +136,49 @@ export async function startRedis(
       ],
       { stdio: 'ignore' },
     );
+    if (ours) {
+      made.set(dir, child);
+      if (!sweepOnExit) {
+        sweepOnExit = true;
+        process.once('exit', sweep);
+      }
+    }
     const exited = () => child.exitCode !== null || child.signalCode !== null;
-    // Another server answering on the port is not this one: only a live child counts.
-    await waitFor(async () => exited() || (await pingable(port)), `redis-server on ${port}`);
+    const stop = async () => {
+      if (!exited()) {
+        const gone = new Promise((r) => child.once('exit', r));
+        child.kill('SIGKILL');
+        await gone;
+      }
+    };
+    try {
+      // Another server answering on the port is not this one: only a live child counts.
+      await waitFor(async () => exited() || (await pingable(port)), `redis-server on ${port}`);
+    } catch (err) {
+      await stop();
+      forget();
+      throw err;
+    }
     if (exited()) {
       if (options.port === undefined && attempt < START_TRIES) continue;
-      throw new Error(`redis-server on ${port} exited at start (see ${join(dir, 'redis.log')})`);
+      let log = '';
+      try {
+        log = readFileSync(join(dir, 'redis.log'), 'utf8').slice(-800);
+      } catch {
+        // no log written: the message says so
+      }
+      forget();
+      throw new Error(`redis-server on ${port} exited at start; its log ends:\n${log || '(empty)'}`);
     }
     return {
       port,
       dir,
       process: child,
-      async stop() {
-        if (!exited()) {
-          const gone = new Promise((r) => child.once('exit', r));
-          child.kill('SIGKILL');
-          await gone;
-        }
+      stop,
+      async remove() {
+        await stop();
+        made.delete(dir);
+        rmSync(dir, { recursive: true, force: true });
       },
     };
   }
@@ -226,8 +277,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Starte
   const stop = async () => {
     for (const n of nodes) {
       await n.proxy?.close();
-      await n.server.stop();
-      rmSync(n.server.dir, { recursive: true, force: true });
+      await n.server.remove();
     }
   };
   try {

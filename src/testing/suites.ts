@@ -3,12 +3,12 @@
 // every check returns its differences instead of throwing.
 
 import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
-import { isPlainObject } from '../core/validate.js';
+import { isPlainObject, knownKeys } from '../core/validate.js';
 import { specSuffix } from '../limiter/algorithms.js';
 import { escapeKeyPart, limiterNamespace } from '../limiter/keys.js';
 import type { LimitCall, LimiterTakeReply, LimitSpec } from '../limiter/types.js';
 import type { Store } from '../store/store.js';
-import { type ConformanceCase, cases } from './cases.js';
+import { type ConformanceCase, cases, retentionCases } from './cases.js';
 import { type CaseResult, type RunOptions, runCase as runLedgerCase } from './conformance.js';
 import { differ } from './differ.js';
 import { type IdempotencyCase, idempotencyCases } from './idempotency-cases.js';
@@ -26,6 +26,7 @@ import { type OrderingCase, type OrderingStep, orderingCases } from './ordering-
 /** The suites of the kit, one per group of store operations. */
 export type SuiteName =
   | 'ledger'
+  | 'ledger-retention'
   | 'limiter'
   | 'limiter-state'
   | 'limiter-outage'
@@ -43,8 +44,8 @@ export interface Suite {
   readonly description: string;
   /** Store members every case of the suite calls; a store without one does not support the suite. */
   readonly ops: readonly (keyof Store)[];
-  /** What the caller must give in the options to run the suite (`outage`), if anything. */
-  readonly needs?: 'outage';
+  /** What the caller must give in the options to run the suite (`outage`, `retention`), if anything. */
+  readonly needs?: 'outage' | 'retention';
   readonly cases: readonly AnyCase[];
 }
 
@@ -79,6 +80,25 @@ export interface KitOptions extends RunOptions {
    * `cut()` / `restore()`). Without it that suite is reported as unsupported.
    */
   outage?: OutageHook;
+  /**
+   * For the `ledger-retention` suite: makes a store of the kind under test (on the same server)
+   * that keeps only the newest `maxEntriesPerOwner` journal entries of each owner (0: none; the
+   * cases book for one owner each, so a retention per ledger does as well). Called once per case;
+   * what it returns is closed (`close()`, when it has one) after the case. Without it that suite
+   * is reported as unsupported.
+   *
+   * @example
+   * ```ts
+   * // Redis: { retention: (n) => createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: n } }) }
+   * const results = await conformance.run(memoryStore(), {
+   *   suites: ['ledger-retention'],
+   *   retention: (n) => memoryStore({ journal: { maxEntries: n } }),
+   *   require: true,
+   * });
+   * results.flatMap((r) => r.failures); // []
+   * ```
+   */
+  retention?: (maxEntriesPerOwner: number) => Store | Promise<Store>;
 }
 
 const byName = <N extends SuiteName>(name: N, list: readonly { suite: string }[]) =>
@@ -92,6 +112,21 @@ export const suites: readonly Suite[] = Object.freeze(
       description: 'window, horizon, balances, journal, scope totals (DESIGN §3.2-3.3)',
       ops: ['ledgerApply', 'ledgerBalances', 'ledgerWindow', 'ledgerJournal', 'ledgerScopeTotals'],
       cases,
+    },
+    {
+      name: 'ledger-retention',
+      description:
+        'resolve once journal retention dropped entries: unknown where nothing proves an entry new, never booked twice',
+      ops: [
+        'ledgerApply',
+        'ledgerResolve',
+        'ledgerBalances',
+        'ledgerWindow',
+        'ledgerJournal',
+        'ledgerScopeTotals',
+      ],
+      needs: 'retention',
+      cases: retentionCases,
     },
     {
       name: 'limiter',
@@ -188,11 +223,13 @@ export async function runCase(store: Store, c: AnyCase, options: KitOptions = {}
     throw new InvalidArgumentError('case', 'a case of conformance.suites', c);
   }
   const prefix = options.prefix ?? randomPrefix();
-  const suiteName: SuiteName = 'suite' in c ? c.suite : 'ledger';
+  const suiteName: SuiteName =
+    'suite' in c ? c.suite : c.retention !== undefined ? 'ledger-retention' : 'ledger';
   const suite = suites.find((s) => s.name === suiteName);
   if (suite === undefined) throw new InvalidArgumentError('case.suite', 'the name of a suite', suiteName);
   const missing: string[] = suite.ops.filter((op) => typeof store[op] !== 'function');
   if (suite.needs === 'outage' && options.outage === undefined) missing.push('options.outage');
+  if (suite.needs === 'retention' && options.retention === undefined) missing.push('options.retention');
   if (missing.length > 0) {
     const required = options.require === true || (options.require?.includes(suiteName) ?? false);
     return {
@@ -200,10 +237,24 @@ export async function runCase(store: Store, c: AnyCase, options: KitOptions = {}
       name: c.name,
       rule: c.rule,
       unsupported: missing,
-      failures: required ? missing.map((m) => `required, but the store has no ${m}`) : [],
+      failures: required
+        ? missing.map((m) =>
+            m.startsWith('options.')
+              ? `required, but ${m} was not given`
+              : `required, but the store has no ${m}`,
+          )
+        : [],
     };
   }
-  if (!('suite' in c)) return { suite: 'ledger', ...(await runLedgerCase(store, c, { prefix })) };
+  if (!('suite' in c)) {
+    if (c.retention === undefined) return { suite: 'ledger', ...(await runLedgerCase(store, c, { prefix })) };
+    const retained = await (options.retention as NonNullable<KitOptions['retention']>)(c.retention);
+    try {
+      return { suite: suiteName, ...(await runLedgerCase(retained, c, { prefix })) };
+    } finally {
+      await retained.close?.();
+    }
+  }
   const failures =
     'limits' in c
       ? await runLimiter(store, c, `${prefix}${c.name}`, options.outage)
@@ -468,6 +519,7 @@ function randomPrefix(): string {
 
 const SUITE_NAMES = new Set<string>([
   'ledger',
+  'ledger-retention',
   'limiter',
   'limiter-state',
   'limiter-outage',
@@ -485,6 +537,7 @@ function checkOptions(store: Store, options: KitOptions): void {
   }
   if (!isPlainObject(options))
     throw new InvalidArgumentError('options', 'an object like { prefix, suites, require }', options);
+  knownKeys('options', options, ['prefix', 'suites', 'require', 'outage', 'retention']);
   if (options.prefix !== undefined && typeof options.prefix !== 'string') {
     throw new InvalidArgumentError('options.prefix', 'a string', options.prefix);
   }
@@ -502,5 +555,12 @@ function checkOptions(store: Store, options: KitOptions): void {
   const outage = options.outage as Partial<OutageHook> | undefined;
   if (outage !== undefined && (typeof outage?.begin !== 'function' || typeof outage.end !== 'function')) {
     throw new InvalidArgumentError('options.outage', 'an object with begin() and end()', outage);
+  }
+  if (options.retention !== undefined && typeof options.retention !== 'function') {
+    throw new InvalidArgumentError(
+      'options.retention',
+      'a function making a store that keeps n journal entries per owner',
+      options.retention,
+    );
   }
 }

@@ -62,7 +62,7 @@ const isScript = (data: Buffer) => /EVAL/i.test(data.toString('latin1'));
  * proxy.latency(20); // every reply 20 ms late, both ways
  * await pingable(proxy.port); // true
  * await proxy.close();
- * await redis.stop();
+ * await redis.remove(); // stopped, its directory removed
  * ```
  */
 export async function startTcpProxy(upstreamPort: number, options: TcpProxyOptions = {}): Promise<TcpProxy> {

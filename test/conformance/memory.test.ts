@@ -2,13 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { memoryStore, StoreError } from '../../src/index.js';
 import { conformance, wrapStore } from '../../src/testing/index.js';
 
+// The memory store's retention bounds a whole ledger; each retention case books for one owner.
+const retention = (n: number) => memoryStore({ journal: { maxEntries: n } });
+
 describe('conformance: memory store', () => {
   const store = memoryStore();
   for (const suite of conformance.suites) {
     if (suite.needs === 'outage') continue; // run below, with a store that can be cut off
     for (const c of suite.cases) {
       it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
-        const result = await conformance.runCase(store, c, { require: true });
+        const result = await conformance.runCase(store, c, { require: true, retention });
         expect(result.failures).toEqual([]);
         expect(result.unsupported).toBeUndefined();
       });
@@ -36,8 +39,9 @@ describe('conformance: memory store', () => {
       conformance.suites.flatMap((s) => s.cases.map((c) => `${s.name}/${c.name}`)),
     );
     expect(results.every((r) => r.failures.length === 0)).toBe(true);
-    // Without an outage hook that suite did not run, and says why.
+    // Without an outage hook or a retention, those suites did not run, and say why.
     expect(results.filter((r) => r.unsupported !== undefined).map((r) => [r.suite, r.unsupported])).toEqual([
+      ...conformance.retentionCases.map(() => ['ledger-retention', ['options.retention']]),
       ['limiter-outage', ['options.outage']],
     ]);
     expect(results.filter((r) => r.suite === 'ledger').map((r) => r.name)).toEqual(
@@ -69,6 +73,7 @@ describe('conformance: memory store', () => {
     expect(results.every((r) => r.failures.length === 0)).toBe(true);
     const unsupported = new Set(results.filter((r) => r.unsupported).map((r) => r.suite));
     expect([...unsupported]).toEqual([
+      'ledger-retention',
       'limiter',
       'limiter-state',
       'limiter-outage',
@@ -123,6 +128,7 @@ describe('conformance: memory store', () => {
       'resolve-stale-repeat',
       'resolve-stale-new',
       'resolve-not-stale',
+      'concurrent-resolves',
     ]);
     // Trusts the window alone (an apply that calls stale unknown): misses the journal's repeats and new entries.
     const windowOnly = wrapStore(base, {
@@ -135,6 +141,7 @@ describe('conformance: memory store', () => {
       'resolve-stale-repeat',
       'resolve-stale-new',
       'resolve-not-stale',
+      'concurrent-resolves',
     ]);
     // Books whatever the window does not hold, whatever the journal says: a stale repeat applied twice.
     const trusting = wrapStore(base, {

@@ -303,7 +303,8 @@ describe('the conformance kit catches one broken store operation at a time', () 
       begin: () => void (outageState.down = true),
       end: () => void (outageState.down = false),
     };
-    const results = await conformance.run(store, { outage, require: true });
+    const retention = (n: number) => memoryStore({ journal: { maxEntries: n } });
+    const results = await conformance.run(store, { outage, retention, require: true });
     expect(results.flatMap((r) => r.failures)).toEqual([]);
   });
 

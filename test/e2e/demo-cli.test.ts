@@ -125,23 +125,23 @@ describe('onceflow demo never prints a password', () => {
   });
 
   describe('a worker process that cannot connect', () => {
-    let own: StartedRedis;
+    let own: StartedRedis | undefined;
     beforeAll(async () => {
       // One client at most: the coordinator's connection takes it, the worker's is refused.
       own = await startRedis(['--maxclients', '1', '--appendonly', 'no']);
     });
     afterAll(async () => {
-      await own.stop();
-      rmSync(own.dir, { recursive: true, force: true });
+      await own?.remove();
     });
 
     it('is reported with its message redacted', async () => {
-      const url = `redis://:${SECRET}@127.0.0.1:${own.port}`;
+      const port = (own as StartedRedis).port;
+      const url = `redis://:${SECRET}@127.0.0.1:${port}`;
       const run = await demo(url);
       expect(run.code).toBe(1);
       expect(run.stderr).toMatch(
         new RegExp(
-          `onceflow: demo worker 0 exited with 1: cannot connect to Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${own.port}: `,
+          `onceflow: demo worker 0 exited with 1: cannot connect to Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}: `,
         ),
       );
       expect(run.stdout + run.stderr).not.toContain(SECRET);
@@ -165,9 +165,9 @@ describe('onceflow demo and TLS that does not match', () => {
   });
 
   describe('redis:// against a TLS server', () => {
-    let own: StartedRedis;
+    let own: StartedRedis | undefined;
     let tlsPort: number;
-    let certs: string;
+    let certs: string | undefined;
     beforeAll(async () => {
       certs = mkdtempSync(join(tmpdir(), 'onceflow-tls-'));
       const cert = join(certs, 'cert.pem');
@@ -208,10 +208,10 @@ describe('onceflow demo and TLS that does not match', () => {
         'no',
       ]);
     });
+    // Whatever beforeAll got to: a failed start leaves neither the certificates nor a directory.
     afterAll(async () => {
-      await own.stop();
-      rmSync(own.dir, { recursive: true, force: true });
-      rmSync(certs, { recursive: true, force: true });
+      await own?.remove();
+      if (certs !== undefined) rmSync(certs, { recursive: true, force: true });
     });
 
     it('says the server speaks TLS', async () => {

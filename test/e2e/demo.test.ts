@@ -1,9 +1,11 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
@@ -85,11 +87,18 @@ function isAlive(pid: number): boolean {
 }
 
 /** A long `demo --redis` run with 2 workers, once both worker processes are running. */
+// The temporary directories of the demos these tests kill: a coordinator killed with SIGKILL cannot
+// remove the directory its workers write their outcomes to, so each such demo gets a TMPDIR of its
+// own, removed when the file is done.
+const killedRunTmp: string[] = [];
+
 async function demoWithTwoWorkers(url: string) {
+  const tmp = mkdtempSync(join(tmpdir(), 'onceflow-demo-run-'));
+  killedRunTmp.push(tmp);
   const child = spawn(
     process.execPath,
     [cli, 'demo', '--settlements', '600000', '--redis', url, '--workers', '2', '--json'],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmp } },
   );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const pid = child.pid as number;
@@ -103,6 +112,9 @@ async function demoWithTwoWorkers(url: string) {
 }
 
 describe('onceflow demo (built CLI)', () => {
+  afterAll(() => {
+    for (const dir of killedRunTmp.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
   beforeAll(() => {
     // Builds only when dist/ is missing or older than src/, exactly as `npm start` does.
     execFileSync(process.execPath, [join(root, 'scripts', 'ensure-built.mjs')], {

@@ -162,12 +162,16 @@ function sh(file: string, args: string[], cwd: string): string {
 }
 
 describe('the packed tarball, installed into a project of its own', () => {
-  const work = mkdtempSync(join(tmpdir(), 'onceflow-pack-'));
+  // Made in beforeAll, beside the afterAll that removes it: made while the file is collected, it
+  // would stay behind whenever its tests are filtered out (the hooks then do not run).
+  let work = '';
+  let installed = '';
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  const installed = join(work, 'consumer', 'node_modules', 'onceflow');
   let files: string[] = [];
 
   beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'onceflow-pack-'));
+    installed = join(work, 'consumer', 'node_modules', 'onceflow');
     // Packed from a clean build of the package's own config (as `prepack` does before a publish),
     // so files a local dist/ kept from an older build cannot hide or fake anything.
     const stage = join(work, 'stage');
@@ -212,7 +216,9 @@ describe('the packed tarball, installed into a project of its own', () => {
       writeFileSync(join(dir, 'index.ts'), CONSUMER);
     }
   }, 180_000);
-  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  afterAll(() => {
+    if (work !== '') rmSync(work, { recursive: true, force: true });
+  });
 
   it('holds every file the exports map, typesVersions and bin point at, and the links of a published package', () => {
     const targets = [

@@ -4,6 +4,13 @@
 // stopped waiting. Each case runs every algorithm on a redis-server this file starts (and kills,
 // restarts with its AOF, or stops with SIGSTOP), and compares each key's remaining with a model
 // limiter on the memory store fed only the takes Redis answered.
+//
+// docs/limits.md names the one charge a degraded answer may still carry: a take Redis ran before
+// its deadline whose reply came too late (lost, or, on a busy machine, read after the limiter's
+// timer fired). While the server is down or stalled no take can run before its deadline, so the
+// takes answered then are never charged; a degraded answer while the server was up (a 50 ms
+// timeout missed under load) may be. Each such answer widens the bound by one, never more: on an
+// idle machine there are none and the check is exact.
 import { rmSync } from 'node:fs';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +26,19 @@ import { createRedisStore, scripts } from '../../src/redis/index.js';
 import { type StartedRedis, startRedis } from '../support/redis-servers.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// A PING answered on `client`: every command it sent before has run. With a commandTimeout a
+// PING can time out on a busy machine (it still ran): asked again until one is answered.
+const settled = async (client: Redis) => {
+  for (let i = 0; ; i++) {
+    try {
+      await client.ping();
+      return;
+    } catch (err) {
+      if (i >= 200) throw err;
+      await sleep(25);
+    }
+  }
+};
 const ready = async (client: Redis) => {
   for (let i = 0; i < 400 && client.status !== 'ready'; i++) await sleep(25);
   expect(client.status).toBe('ready');
@@ -45,29 +65,26 @@ describe('limiter takes answered during a Redis outage are never charged later',
     server = await startRedis(AOF);
   });
   afterAll(async () => {
-    await server.stop();
-    rmSync(server.dir, { recursive: true, force: true });
+    await server?.remove();
   });
 
   for (const mode of ['restart', 'stall'] as const) {
     for (const [label, options] of CLIENTS) {
       it(`${mode}, ${label}`, { timeout: 30_000 }, async () => {
         const client = new Redis({ port: server.port, retryStrategy: () => 100, ...options });
+        const readers: Redis[] = [];
         client.on('error', () => {});
         try {
           await ready(client);
           const clock = new FakeClock(1_000_000);
           const store = createRedisStore({ client, prefix: `outage:${mode}:${label}:` });
           const model = memoryStore({ clock });
+          const options = (algorithm: (typeof ALGORITHMS)[number]) =>
+            ({ name: algorithm, algorithm, limit: 100, window: '1h', clock, blockCache: false }) as const;
           const make = (algorithm: (typeof ALGORITHMS)[number], i: number, onStore: boolean): Limiter =>
             createLimiter({
+              ...options(algorithm),
               store: onStore ? store : model,
-              name: algorithm,
-              algorithm,
-              limit: 100,
-              window: '1h',
-              clock,
-              blockCache: false,
               degraded: POLICIES[i % POLICIES.length] as DegradedPolicy,
               timeout: '50ms',
             });
@@ -75,14 +92,19 @@ describe('limiter takes answered during a Redis outage are never charged later',
             a,
             real: make(a, i, true),
             model: make(a, i, false),
+            // Degraded answers while the server was up: each may have been charged (see above).
+            mayCount: 0,
           }));
+          let serverUp = true;
           // The model sees exactly the takes Redis answered.
           const takeBoth = async (l: (typeof limiters)[number], key: string): Promise<Decision> => {
             const d = await l.real.take(key);
             if (!d.reason.startsWith('degraded')) await l.model.take(key);
+            else if (serverUp) l.mayCount++;
             return d;
           };
           for (const l of limiters) for (let i = 0; i < 10; i++) await takeBoth(l, 'k');
+          serverUp = false;
 
           if (mode === 'restart') await server.stop();
           else server.process.kill('SIGSTOP');
@@ -100,21 +122,29 @@ describe('limiter takes answered during a Redis outage are never charged later',
           else server.process.kill('SIGCONT');
           // Once reconnected, whatever ioredis held has been sent (a PING queued behind it).
           await ready(client);
-          await client.ping();
+          await settled(client);
           await sleep(100);
-          await client.ping();
+          await settled(client);
+          // Reads what Redis holds, however long it takes: a client of its own with no
+          // commandTimeout, a limiter with no timeout and no degraded answer.
+          const reader = new Redis({ port: server.port });
+          readers.push(reader);
+          const readStore = createRedisStore({ client: reader, prefix: `outage:${mode}:${label}:` });
 
           for (const l of limiters) {
-            const real = await takeBoth(l, 'k');
-            const expected = await l.model.take('k', { cost: 0 });
-            expect({ algorithm: l.a, reason: real.reason, remaining: real.remaining }).toEqual({
-              algorithm: l.a,
-              reason: 'allowed',
-              remaining: expected.remaining,
-            });
+            const probe = createLimiter({ ...options(l.a), store: readStore });
+            const held = (await probe.take('k', { cost: 0 })).remaining;
+            const answered = (await l.model.take('k', { cost: 0 })).remaining;
+            // Exact on an idle machine (mayCount 0): no take answered in the outage counts, and
+            // of those answered degraded while the server was up, at most all.
+            expect(held, `${l.a}: Redis holds every take it answered`).toBeLessThanOrEqual(answered);
+            expect(held, `${l.a}: charged beyond the ${l.mayCount} late replies`).toBeGreaterThanOrEqual(
+              answered - l.mayCount,
+            );
           }
         } finally {
           client.disconnect();
+          for (const reader of readers) reader.disconnect();
         }
       });
     }
@@ -129,22 +159,39 @@ describe('limiter takes answered during a Redis outage are never charged later',
       await ready(client);
       const clock = new FakeClock(1_000_000);
       const store = createRedisStore({ client, prefix: 'outage:throw:' });
-      const limiter = createLimiter({
-        store,
-        algorithm: 'gcra',
-        limit: 100,
-        window: '1h',
-        clock,
-        blockCache: false,
-      });
-      for (let i = 0; i < 10; i++) await limiter.take('k');
+      const options = { algorithm: 'gcra', limit: 100, window: '1h', clock, blockCache: false } as const;
+      const limiter = createLimiter({ store, ...options });
+      // Before the stall a take may still miss the 40 ms on a busy machine: it threw, and Redis may
+      // have run it in time (the late reply of docs/limits.md), so it may count.
+      let answered = 0;
+      let mayCount = 0;
+      for (let i = 0; i < 10; i++) {
+        await limiter.take('k').then(
+          () => answered++,
+          () => mayCount++,
+        );
+      }
       server.process.kill('SIGSTOP');
       const failed = await Promise.allSettled(Array.from({ length: 100 }, () => limiter.take('k')));
       expect(failed.every((r) => r.status === 'rejected')).toBe(true);
       server.process.kill('SIGCONT');
       await sleep(100);
-      await client.ping();
-      expect((await limiter.take('k')).remaining).toBe(89);
+      await settled(client);
+      // Read through a client of its own with no timeout: what Redis holds, however slow.
+      const reader = new Redis({ port: server.port });
+      try {
+        const probe = createLimiter({
+          store: createRedisStore({ client: reader, prefix: 'outage:throw:' }),
+          ...options,
+        });
+        const held = (await probe.take('k', { cost: 0 })).remaining;
+        expect(held, 'Redis holds every take it answered').toBeLessThanOrEqual(100 - answered);
+        expect(held, `charged beyond the ${mayCount} late replies`).toBeGreaterThanOrEqual(
+          100 - answered - mayCount,
+        );
+      } finally {
+        reader.disconnect();
+      }
     } finally {
       client.disconnect();
     }

@@ -9,6 +9,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
     const client = mode === 'cluster' ? clusterClient() : new Redis(REDIS_URL);
     const prefix = runPrefix('conf');
     const store = createRedisStore({ client, prefix });
+    const retention = (n: number) => createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: n } });
     afterAll(async () => {
       await cleanupPrefix(client, prefix);
       client.disconnect();
@@ -18,7 +19,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
       if (suite.needs === 'outage') continue; // below, through a proxy that can cut the server off
       for (const c of suite.cases) {
         it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
-          const result = await conformance.runCase(store, c, { prefix: 'c:', require: true });
+          const result = await conformance.runCase(store, c, { prefix: 'c:', require: true, retention });
           expect(result.failures).toEqual([]);
         });
       }

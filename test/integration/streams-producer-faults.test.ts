@@ -35,7 +35,7 @@ describe('stream producer under faults (own redis-server)', () => {
   });
   afterAll(async () => {
     for (const c of clients) c.disconnect();
-    await server.stop();
+    await server.remove();
   });
 
   it('waits in the bounded backlog while the server is down, refuses at once when full, drains in order after a restart', async () => {
