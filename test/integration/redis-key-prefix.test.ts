@@ -84,11 +84,13 @@ describe('a client with keyPrefix', () => {
   describe('conformance (standalone)', () => {
     const { client, raw } = targets[0] as (typeof targets)[number];
     const store = createRedisStore({ client, prefix: 'conf:' });
+    const retention = (n: number) =>
+      createRedisStore({ client, prefix: 'conf:', journal: { maxEntriesPerOwner: n } });
     for (const suite of conformance.suites) {
       if (suite.needs === 'outage') continue; // redis-conformance.test.ts cuts a proxy for these
       for (const c of suite.cases) {
         it(`${suite.name}: ${c.name}`, async () => {
-          const result = await conformance.runCase(store, c, { prefix: 'c:', require: true });
+          const result = await conformance.runCase(store, c, { prefix: 'c:', require: true, retention });
           expect(result.failures).toEqual([]);
         });
       }

@@ -107,7 +107,10 @@ async function runOp(ledger: ReturnType<typeof createLedger>, o: Op): Promise<un
       return ledger.totals(o.scope);
     case 'journal':
       // Seqs are numbered per owner on both stores; only the time stamp differs.
-      return (await ledger.journal(o)).map(({ at: _at, ...e }) => e);
+      // The op without its `kind`: a query holds only the journal's own fields.
+      return (await ledger.journal({ owner: o.owner, scope: o.scope, after: o.after, limit: o.limit })).map(
+        ({ at: _at, ...e }) => e,
+      );
   }
 }
 
