@@ -55,15 +55,20 @@ export function sharedStrategy(scenario: ScenarioConfig, options: SharedDemoOpti
     let dir: string | undefined;
     let forget = () => {};
     // Once, whoever asks first (the run's end, its failure, an interrupt): the others wait for it.
+    // The interrupt's undo is forgotten only once the clean-up is over: a Ctrl-C during it then
+    // still finds its handler, which waits for this same clean-up instead of killing it half-way.
     const release = once(async () => {
-      forget();
-      const handle = await opened?.catch(() => undefined);
-      coordinator = undefined;
-      if (!handle) return;
       try {
-        await handle.cleanup();
+        const handle = await opened?.catch(() => undefined);
+        coordinator = undefined;
+        if (!handle) return;
+        try {
+          await handle.cleanup();
+        } finally {
+          await handle.close();
+        }
       } finally {
-        await handle.close();
+        forget();
       }
     });
     return {

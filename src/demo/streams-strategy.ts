@@ -329,7 +329,6 @@ class StreamRun {
    * other row, an interrupt during the run's own failure handling) waits for that one.
    */
   readonly release = once(async () => {
-    this.#forget();
     const handle = this.#handle;
     const client = this.#client;
     this.#handle = undefined;
@@ -339,6 +338,8 @@ class StreamRun {
     } finally {
       await client?.quit().catch(() => {});
       await handle?.close();
+      // Only now: a Ctrl-C during the clean-up still finds the handler, which waits for it.
+      this.#forget();
     }
   });
 }
