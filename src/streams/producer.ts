@@ -325,6 +325,7 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
       origin: config.origin,
       event: item.text,
       id: item.id,
+      kind: classifyStreamError(item.lastError).kind,
     };
     let lastDeadError: unknown;
     for (let tryNo = 1; tryNo <= DEAD_LETTER_TRIES; tryNo++) {
