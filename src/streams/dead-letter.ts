@@ -62,7 +62,16 @@ export function truncateUtf8(text: string, maxBytes = DEAD_LETTER_ERROR_BYTES): 
  */
 export function deadLetterFields(letter: DeadLetter): string[] {
   if (!isPlainObject(letter)) throw new InvalidArgumentError('letter', 'a DeadLetter object', letter);
-  knownKeys('letter', letter, ['reason', 'attempts', 'firstError', 'lastError', 'origin', 'event', 'id', 'kind']);
+  knownKeys('letter', letter, [
+    'reason',
+    'attempts',
+    'firstError',
+    'lastError',
+    'origin',
+    'event',
+    'id',
+    'kind',
+  ]);
   if (!Number.isSafeInteger(letter.attempts) || letter.attempts < 0)
     throw new InvalidArgumentError('attempts', 'a non-negative safe integer', letter.attempts);
   const fields = [
