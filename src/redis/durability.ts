@@ -7,6 +7,7 @@ import type { Duration } from '../core/duration.js';
 import { ErrorCode, InvalidOptionError, OnceflowError } from '../core/errors.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, knownKeys, nonNegativeInt } from '../core/validate.js';
+import { clientKeyPrefix } from './client-options.js';
 import { evalScript, type RedisLike } from './eval.js';
 import type { LuaScript } from './scripts.generated.js';
 
@@ -156,12 +157,13 @@ const MARKER_TTL_MS = 60_000;
 
 /**
  * A key in `key`'s hash slot for the marker write: its hash tag kept (so a Cluster sends it to the
- * node that ran the script, in the same pipeline), or the whole key made the tag.
+ * node that ran the script, in the same pipeline), or the whole key made the tag. `keyPrefix`: the
+ * client's own, which it prepends to both keys: a whole key made the tag includes it.
  */
-export function markerKey(key: string): string {
+export function markerKey(key: string, keyPrefix = ''): string {
   const open = key.indexOf('{');
   const close = open === -1 ? -1 : key.indexOf('}', open + 1);
-  return close > open + 1 ? `${key.slice(0, close + 1)}:onceflow-wait` : `{${key}}:onceflow-wait`;
+  return close > open + 1 ? `${key.slice(0, close + 1)}:onceflow-wait` : `{${keyPrefix}${key}}:onceflow-wait`;
 }
 
 /**
@@ -185,7 +187,7 @@ export async function evalWaited(
 ): Promise<{ reply: unknown; short: NotReplicatedError | undefined }> {
   if (durability === undefined)
     return { reply: await evalScript(client, script, keys, args), short: undefined };
-  const marker = markerKey(keys[0] as string);
+  const marker = markerKey(keys[0] as string, clientKeyPrefix(client));
   let [scriptResult, waited] = await pipelined(client, durability, marker, [
     'EVALSHA',
     script.sha1,

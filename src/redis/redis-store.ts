@@ -112,10 +112,10 @@ const JOURNAL_KEYS = ['maxEntriesPerOwner'] as const;
 // fits. A wait past it means the server, or the path to it, is gone: ioredis alone would hold a
 // command for a client that never connects until its 20 retries ran out (~73 s measured), and
 // without end for one that connected and then hung.
-const DEFAULT_TIMEOUT_MS = 10_000;
+export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** The `timeout` option in ms: a positive duration a timer can wait out. */
-function storeTimeout(value: Duration | undefined): number {
+export function storeTimeout(value: Duration | undefined): number {
   if (value === undefined) return DEFAULT_TIMEOUT_MS;
   const ms = timerDuration('timeout', value);
   if (ms <= 0) throw new InvalidOptionError('timeout', 'a positive duration', value);

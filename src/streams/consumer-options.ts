@@ -2,7 +2,10 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { jsonSerializer, type Serializer } from '../idempotency/serializer.js';
+import { boundedClient } from '../redis/bounded-client.js';
+import { clientKeyPrefix } from '../redis/client-options.js';
 import type { RedisLike } from '../redis/eval.js';
+import { storeTimeout } from '../redis/redis-store.js';
 import { keySlot } from '../redis/slot.js';
 import type { Delivery } from './delivery.js';
 import type { StreamLedgerOptions } from './ledger-path.js';
@@ -89,10 +92,22 @@ export interface StreamConsumerOptions<E = unknown> {
   /** Aborting it stops the reads; run() resolves once the work in flight is done and acked. */
   signal: AbortSignal;
   onEvent?: (event: StreamConsumerEvent) => void;
+  /**
+   * How long each command may wait: for the client to be connected (held meanwhile, never queued
+   * in the client), then for its reply; a blocking read waits `block` longer. Past it the call
+   * fails (reported as an `error` event; reads are retried, entries redelivered after
+   * `claimIdle`); `run()` rejects with `ERR_STORE` when the group cannot be created at start.
+   * Default `'10s'`, as `createRedisStore`'s.
+   */
+  timeout?: Duration;
 }
 
 export interface ResolvedOptions<E> {
-  readonly client: StreamClient;
+  /** The client with every command's wait bounded by `timeoutMs` (boundedClient). */
+  readonly client: RedisLike & { readonly status?: unknown; readonly isCluster?: unknown };
+  /** The client as given: `duplicate()`, its events. */
+  readonly raw: StreamClient;
+  readonly timeoutMs: number;
   readonly reader: StreamClient | undefined;
   readonly stream: string;
   readonly deadStream: string;
@@ -134,6 +149,7 @@ const CONSUMER_OPTIONS = [
   'serializer',
   'signal',
   'onEvent',
+  'timeout',
 ] as const;
 
 /** The options checked once, with their defaults (p-queue style: one assert per option). */
@@ -155,6 +171,17 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
       reader,
     );
   }
+  // ioredis prepends the client's keyPrefix to every key it sends (refused when it would move a
+  // hash tag): the reader must prefix as the client does, or it reads another stream.
+  const keyPrefix = clientKeyPrefix(client);
+  if (reader !== undefined && clientKeyPrefix(reader) !== keyPrefix) {
+    throw new InvalidOptionError(
+      'reader',
+      `a client with the keyPrefix of \`client\` (${JSON.stringify(keyPrefix)})`,
+      (reader as { options?: { keyPrefix?: unknown } }).options?.keyPrefix,
+    );
+  }
+  const slot = (key: string) => keySlot(keyPrefix + key);
   const stream = nonEmptyString('stream', options.stream);
   const group = nonEmptyString('group', options.group);
   const consumer = nonEmptyString('consumer', options.consumer);
@@ -192,7 +219,7 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
       : nonEmptyString('deadLetter.stream', options.deadLetter.stream);
   const cluster = (client as { isCluster?: unknown }).isCluster === true;
   // A dead letter and the entry's XACK are one script: on Cluster both keys must share a slot.
-  if (cluster && keySlot(deadStream) !== keySlot(stream)) {
+  if (cluster && slot(deadStream) !== slot(stream)) {
     throw new InvalidOptionError(
       'deadLetter.stream',
       'a stream in the same hash slot as `stream` on Redis Cluster (give both one {hash tag}: `{orders}` and `{orders}:dead`)',
@@ -202,7 +229,7 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
   // Runs counted per redelivered entry, beside the stream: the ack scripts clear an entry's count
   // with its XACK, so on Cluster it must share the stream's slot too.
   const attemptsKey = `${stream}:attempts`;
-  if (cluster && keySlot(attemptsKey) !== keySlot(stream)) {
+  if (cluster && slot(attemptsKey) !== slot(stream)) {
     throw new InvalidOptionError(
       'stream',
       'a stream name with a {hash tag} on Redis Cluster (e.g. `{orders}`), so that `<stream>:attempts` shares its slot',
@@ -219,8 +246,11 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
   if (typeof from !== 'string' || !/^(\$|0|\d+-\d+|\d+)$/.test(from)) {
     throw new InvalidOptionError('from', "a stream id, '0' or '$'", from);
   }
+  const timeoutMs = storeTimeout(options.timeout);
   return {
-    client,
+    client: boundedClient(client, timeoutMs),
+    raw: client,
+    timeoutMs,
     reader,
     stream,
     deadStream,

@@ -1,7 +1,9 @@
 import { ClosedError, ErrorCode, isOnceflowError } from '../core/errors.js';
 import { LruMap } from '../core/lru-map.js';
+import { boundedClient } from '../redis/bounded-client.js';
 import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
+import { isClosedClient, redisStoreError } from '../redis/store-error.js';
 import {
   type ResolvedOptions,
   resolveOptions,
@@ -86,6 +88,7 @@ export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions
       : createLedgerPath(
           options.ledger,
           o.client,
+          o.raw,
           o.stream,
           o.deadStream,
           o.attemptsKey,
@@ -313,21 +316,28 @@ async function runConsumer<E>(
     return 'done';
   }
 
+  // XGROUP CREATE ... MKSTREAM in a script (stream-group-create.lua): an existing group is fine.
   async function ensureGroup(): Promise<void> {
-    try {
-      await client.call('XGROUP', 'CREATE', stream, group, o.from, 'MKSTREAM');
-    } catch (err) {
-      if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
-    }
+    await evalScript(client, scripts.streamGroupCreate, [stream], [group, o.from]);
   }
 
-  await ensureGroup();
+  // Closed when the script is given to it: refused there, never sent.
+  const closedBefore = isClosedClient(o.raw);
+  try {
+    await ensureGroup();
+  } catch (err) {
+    throw redisStoreError('createGroup', err, closedBefore, 'script');
+  }
   if (signal.aborted) return;
   const ownReader = o.reader === undefined;
-  const reader = o.reader ?? (client.duplicate as () => StreamClient)();
+  const readerClient = o.reader ?? (o.raw.duplicate as () => StreamClient).call(o.raw);
   // The connection's own errors come back as failed reads (reported, retried): a listener keeps
   // ioredis from logging each reconnect attempt as an unhandled 'error' event.
-  if (ownReader) reader.on?.('error', () => {});
+  if (ownReader) readerClient.on?.('error', () => {});
+  // A blocking read may wait `block` for entries on top of the wait for the connection and the
+  // reply: bounded by both. One whose reply came too late delivered its entries to no one; they
+  // stay pending for this consumer and are reclaimed after claimIdle.
+  const reader = boundedClient(readerClient, o.timeoutMs + o.blockMs);
   // A blocked read is ended at once on abort by CLIENT UNBLOCK from the main connection (it then
   // answers as a timeout: no entry is delivered and lost); without an id (Cluster, a proxy that
   // refuses CLIENT), the read ends within `block`.
@@ -393,7 +403,7 @@ async function runConsumer<E>(
     // Graceful: the handlers running finish and their acks settle; entries held but not started
     // stay pending and are reclaimed after claimIdle (by any consumer of the group).
     while (scheduler.running > 0) await changed();
-    if (ownReader) reader.disconnect?.();
+    if (ownReader) readerClient.disconnect?.();
   }
 }
 

@@ -23,6 +23,11 @@ export interface DeadLetter {
   readonly event: string;
   /** The event's idempotency id, when it has one. */
   readonly id?: string;
+  /**
+   * What the last error was, as `classifyStreamError`'s `kind` names it (`connection`,
+   * `not-replicated`, `WRONGTYPE`, ...): the producer's letters have it.
+   */
+  readonly kind?: string;
 }
 
 // An error message is kept to 1024 bytes of UTF-8: enough for a Redis reply or a stack's first
@@ -57,7 +62,16 @@ export function truncateUtf8(text: string, maxBytes = DEAD_LETTER_ERROR_BYTES): 
  */
 export function deadLetterFields(letter: DeadLetter): string[] {
   if (!isPlainObject(letter)) throw new InvalidArgumentError('letter', 'a DeadLetter object', letter);
-  knownKeys('letter', letter, ['reason', 'attempts', 'firstError', 'lastError', 'origin', 'event', 'id']);
+  knownKeys('letter', letter, [
+    'reason',
+    'attempts',
+    'firstError',
+    'lastError',
+    'origin',
+    'event',
+    'id',
+    'kind',
+  ]);
   if (!Number.isSafeInteger(letter.attempts) || letter.attempts < 0)
     throw new InvalidArgumentError('attempts', 'a non-negative safe integer', letter.attempts);
   const fields = [
@@ -75,6 +89,7 @@ export function deadLetterFields(letter: DeadLetter): string[] {
     letter.event,
   ];
   if (letter.id !== undefined) fields.push('id', letter.id);
+  if (letter.kind !== undefined) fields.push('kind', letter.kind);
   return fields;
 }
 

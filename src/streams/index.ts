@@ -38,6 +38,7 @@ export {
 export { classifyStreamError, type StreamFailure } from './stream-errors.js';
 export { parseStreamId, type StreamId } from './stream-id.js';
 export {
+  type CheckReaderPositionOptions,
   type CheckTrimmedPastOptions,
   checkReaderPosition,
   checkTrimmedPast,

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
 import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
+import { clientKeyPrefix } from '../redis/client-options.js';
 import { connectionGeneration } from '../redis/connection-generation.js';
 import type { RedisLike } from '../redis/eval.js';
 import { ledgerOwnersKey, scopeOwnersKey } from '../redis/keys.js';
@@ -66,6 +67,7 @@ export interface LedgerPath<E> {
 export function createLedgerPath<E>(
   options: StreamLedgerOptions<E>,
   client: RedisLike,
+  raw: object,
   stream: string,
   deadStream: string,
   attemptsKey: string,
@@ -120,9 +122,12 @@ export function createLedgerPath<E>(
     ...(options.horizon === undefined ? {} : { horizon: options.horizon }),
   });
   const cluster = (client as { isCluster?: unknown }).isCluster === true;
-  const streamSlot = keySlot(stream);
+  // Slots of the keys as stored: with the client's keyPrefix.
+  const keyPrefix = clientKeyPrefix(raw);
+  const streamSlot = keySlot(keyPrefix + stream);
   const owners = createOwnerMemo(prefix);
-  const generation = connectionGeneration(client);
+  // Counted on the client as given (its events: `client` may be a bounded view of it).
+  const generation = connectionGeneration(raw);
   // As the Redis store's: ledger-apply's replay marks name a run and a call (see ledger-apply.lua).
   const run = randomBytes(9).toString('base64url');
   let calls = 0;
@@ -162,7 +167,7 @@ export function createLedgerPath<E>(
       if (cmd === undefined) throw new Error('the ledger did not produce a command');
       if (cluster) {
         const [state] = owners.get(cmd.ledger, cmd.owner).keys;
-        if (keySlot(state) !== streamSlot) {
+        if (keySlot(keyPrefix + state) !== streamSlot) {
           throw new InvalidArgumentError(
             'ledger.entry(...).owner',
             `an owner whose ledger keys share the stream's hash slot on Redis Cluster (the apply and the XACK are one script): name the stream with the owner's hash tag, e.g. \`${state.slice(prefix.length, state.indexOf('}') + 1)}:events\``,

@@ -132,6 +132,55 @@ const cases: [string, () => unknown, string, string | undefined][] = [
     'entriesRead',
   ],
   [
+    'producer timeout',
+    () => createStreamProducer({ client, stream: 's', timout: '1s' } as never),
+    'timout',
+    'timeout',
+  ],
+  [
+    'consumer timeout',
+    () => createStreamConsumer({ ...consumer, timeot: '1s' } as never),
+    'timeot',
+    'timeout',
+  ],
+  [
+    'trimStream timeout',
+    () => trimStream({ client, stream: 's', maxAge: '1h', timeOut: '1s' } as never),
+    'timeOut',
+    'timeout',
+  ],
+  [
+    'checkReaderPosition options',
+    () => checkReaderPosition(client, 's', { lastId: '0-0' }, { timout: '1s' } as never),
+    'options.timout',
+    'timeout',
+  ],
+  // A timeout is one timer's wait: positive, at most 2^31 - 1 ms.
+  [
+    'producer timeout 0',
+    () => createStreamProducer({ client, stream: 's', timeout: 0 }),
+    'timeout',
+    undefined,
+  ],
+  [
+    'consumer timeout past a timer',
+    () => createStreamConsumer({ ...consumer, timeout: 2 ** 31 }),
+    'timeout',
+    undefined,
+  ],
+  [
+    'startRetention timeout',
+    () => startRetention({ client, stream: 's', maxAge: '1h', every: '1m', timeout: 0 }),
+    'timeout',
+    undefined,
+  ],
+  [
+    'readWindow timeout',
+    () => readWindow({ client, stream: 's', from: 0, to: 1, timeout: '30d' }),
+    'timeout',
+    undefined,
+  ],
+  [
     'deadLetterFields',
     () =>
       deadLetterFields({
@@ -178,6 +227,7 @@ describe('streams options refuse unknown keys', () => {
       signal,
       onEvent: () => {},
       random: Math.random,
+      timeout: '1s',
     });
     expect(p.backlog()).toEqual({ events: 0, bytes: 0 });
     createStreamConsumer({
@@ -193,6 +243,7 @@ describe('streams options refuse unknown keys', () => {
       from: '0',
       serializer: { serialize: String, deserialize: String },
       onEvent: () => {},
+      timeout: '1s',
     });
     createStreamConsumer({
       ...base,
@@ -210,6 +261,7 @@ describe('streams options refuse unknown keys', () => {
       signal,
       onTrim: () => {},
       onError: () => {},
+      timeout: '1s',
     });
     return r.stop();
   });

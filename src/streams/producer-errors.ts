@@ -1,4 +1,4 @@
-import { ErrorCode, OnceflowError } from '../core/errors.js';
+import { ErrorCode, OnceflowError, type StoreOutcome } from '../core/errors.js';
 import type { DeadLetterReason } from './dead-letter.js';
 
 /** The stream producer's codes, from the one {@link ErrorCode} table. */
@@ -41,7 +41,10 @@ export class BacklogFullError extends OnceflowError {
 /**
  * A publish gave up: its tries ran out on passing errors (`reason: 'publish-failed'`) or it met an
  * error no retry fixes (`'terminal-error'`). The event was written to the dead-letter stream as
- * `deadLetterId` (absent when dead letters are off); `cause` is the last error.
+ * `deadLetterId` (absent when dead letters are off); `cause` is the last error. `outcome`:
+ * `'not-applied'` when no try can have written the event to the stream (each was refused unsent,
+ * or by the server before it ran), `'unknown'` when one may have (sent, and no answer came; or
+ * written by the master and not confirmed by enough replicas): it may be in both streams.
  */
 export class PublishFailedError extends OnceflowError {
   constructor(
@@ -51,10 +54,11 @@ export class PublishFailedError extends OnceflowError {
     readonly deadLetterStream: string | undefined,
     readonly deadLetterId: string | undefined,
     cause: unknown,
+    readonly outcome: StoreOutcome = 'unknown',
   ) {
     super(
       StreamErrorCode.PUBLISH_FAILED,
-      `Publishing the event ${JSON.stringify(id)} failed after ${attempts} ${attempts === 1 ? 'try' : 'tries'} (${reason}): ${cause instanceof Error ? cause.message : String(cause)}; ${deadLetterId === undefined ? 'dead letters are off: the event is in no stream' : `it is in the dead-letter stream ${JSON.stringify(deadLetterStream)} as ${deadLetterId}`}`,
+      `Publishing the event ${JSON.stringify(id)} failed after ${attempts} ${attempts === 1 ? 'try' : 'tries'} (${reason}): ${cause instanceof Error ? cause.message : String(cause)}; ${deadLetterId === undefined ? `dead letters are off: ${outcome === 'unknown' ? 'a try may have written it to the stream' : 'the event is in no stream'}` : `it is in the dead-letter stream ${JSON.stringify(deadLetterStream)} as ${deadLetterId}${outcome === 'unknown' ? ' (and a try may have written it to the stream too)' : ''}`}`,
       { cause },
     );
   }
@@ -63,7 +67,8 @@ export class PublishFailedError extends OnceflowError {
 /**
  * A publish gave up and its dead letter could not be written either (Redis down for both): the
  * event is in **neither** stream, and only the caller still has it. `cause` is the dead-letter
- * write's error, `publishError` the publish's last one.
+ * write's error, `publishError` the publish's last one. `outcome` as {@link PublishFailedError}'s:
+ * `'unknown'` when a try may have written it to the stream after all.
  */
 export class DeadLetterFailedError extends OnceflowError {
   constructor(
@@ -73,10 +78,11 @@ export class DeadLetterFailedError extends OnceflowError {
     readonly deadLetterStream: string,
     readonly publishError: unknown,
     cause: unknown,
+    readonly outcome: StoreOutcome = 'unknown',
   ) {
     super(
       StreamErrorCode.DEAD_LETTER_FAILED,
-      `Publishing the event ${JSON.stringify(id)} failed after ${attempts} ${attempts === 1 ? 'try' : 'tries'} (${reason}: ${publishError instanceof Error ? publishError.message : String(publishError)}) and writing it to the dead-letter stream ${JSON.stringify(deadLetterStream)} failed too (${cause instanceof Error ? cause.message : String(cause)}): the event is in neither stream`,
+      `Publishing the event ${JSON.stringify(id)} failed after ${attempts} ${attempts === 1 ? 'try' : 'tries'} (${reason}: ${publishError instanceof Error ? publishError.message : String(publishError)}) and writing it to the dead-letter stream ${JSON.stringify(deadLetterStream)} failed too (${cause instanceof Error ? cause.message : String(cause)}): ${outcome === 'unknown' ? 'the event is not in the dead-letter stream, and a try may have written it to the stream' : 'the event is in neither stream'}`,
       { cause },
     );
   }

@@ -15,6 +15,24 @@ describe('stream producer options', () => {
     expect(dedupKeys('orders')).not.toEqual(dedupKeys('{orders}'));
   });
 
+  it("keeps them in the slot of the keys as stored, with the client's keyPrefix", () => {
+    for (const s of ['orders', '{orders}', 'app:{t1}:events']) {
+      for (const key of dedupKeys(s, 'tenant-1:'))
+        expect(keySlot(`tenant-1:${key}`)).toBe(keySlot(`tenant-1:${s}`));
+    }
+    const prefixed = { call: async () => null, options: { keyPrefix: 'tenant-1:' } };
+    expect(producerConfig({ client: prefixed, stream: 'orders' }).idsKey).toBe(
+      '{tenant-1:orders}:stream-dedup:ids',
+    );
+    // A keyPrefix that would move every key's hash tag is refused.
+    expect(() =>
+      producerConfig({
+        client: { call: prefixed.call, options: { keyPrefix: 't{1}:' } } as never,
+        stream: 'o',
+      }),
+    ).toThrow(expect.objectContaining({ code: 'ERR_INVALID_OPTION', option: 'client.options.keyPrefix' }));
+  });
+
   it('refuses a stream whose dedup record cannot share its slot', () => {
     expect(() => createStreamProducer({ client, stream: 'a{}b' })).toThrow(
       expect.objectContaining({ option: 'stream' }),

@@ -2,8 +2,11 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { LIMITS, optionWithinLimit } from '../core/limits.js';
 import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
+import { boundedClient } from '../redis/bounded-client.js';
+import { clientKeyPrefix } from '../redis/client-options.js';
 import { type Durability, type DurabilityOptions, durabilityOption } from '../redis/durability.js';
 import type { RedisLike } from '../redis/eval.js';
+import { storeTimeout } from '../redis/redis-store.js';
 import { keySlot } from '../redis/slot.js';
 import { type RetryOptions, type RetryPolicy, retryPolicy } from './backoff.js';
 
@@ -61,10 +64,22 @@ export interface StreamProducerOptions<T = unknown> {
    * as a duplicate of its first write once that is confirmed) with the producer's retries.
    */
   durability?: DurabilityOptions;
+  /**
+   * How long each command may wait: for the client to be connected (held meanwhile, never queued
+   * in the client), then for its reply. Past it the try fails as a lost connection does and is
+   * retried: a batch that was never sent is known not to be in the stream, one sent with no reply
+   * may be. Default `'10s'`, as `createRedisStore`'s. With `durability`, a batch's wait is this
+   * plus `durability.timeout` (its WAIT rides in the same pipeline).
+   */
+  timeout?: Duration;
 }
 
 export interface ProducerConfig {
+  /** The client as given: its status, its pipeline (durability). */
   readonly client: RedisLike;
+  /** The client with every command's wait bounded by `timeoutMs` (boundedClient). */
+  readonly redis: RedisLike;
+  readonly timeoutMs: number;
   readonly stream: string;
   readonly idsKey: string;
   readonly orderKey: string;
@@ -100,13 +115,17 @@ export const DEFAULT_BACKLOG_BYTES = 64 << 20;
 // store with its reference in the event.
 export const DEFAULT_MAX_EVENT_BYTES = 1 << 20;
 
-/** The dedup record's keys: in the stream's hash slot, so one script touches them all on a cluster. */
-export function dedupKeys(stream: string): [ids: string, order: string] {
+/**
+ * The dedup record's keys: in the stream's hash slot, so one script touches them all on a cluster.
+ * `keyPrefix`: the client's own (ioredis prepends it to every key it sends).
+ */
+export function dedupKeys(stream: string, keyPrefix = ''): [ids: string, order: string] {
   const open = stream.indexOf('{');
   const close = open === -1 ? -1 : stream.indexOf('}', open + 1);
   // A stream with a hash tag keeps it in the suffixed names; one without is wrapped whole, so
   // `{orders}:...` hashes as `orders` does. The suffixes differ, so no stream's keys are another's.
-  const base = close > open + 1 ? `${stream}:dedup` : `{${stream}}:stream-dedup`;
+  // The whole key as sent includes the client's keyPrefix: `p:orders` hashes as `{p:orders}`.
+  const base = close > open + 1 ? `${stream}:dedup` : `{${keyPrefix}${stream}}:stream-dedup`;
   return [`${base}:ids`, `${base}:order`];
 }
 
@@ -125,6 +144,7 @@ const PRODUCER_OPTIONS = [
   'onEvent',
   'random',
   'durability',
+  'timeout',
 ] as const;
 
 /** A nested options object (`{}` when not given): an object with only the `known` keys. */
@@ -143,8 +163,11 @@ export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerCo
   if (typeof (client as { call?: unknown } | undefined)?.call !== 'function')
     throw new InvalidOptionError('client', 'a Redis client with `call` (ioredis Redis or Cluster)', client);
   const stream = optionWithinLimit('stream', nonEmptyString('stream', options.stream), 'ownerBytes');
-  const [idsKey, orderKey] = dedupKeys(stream);
-  if (keySlot(idsKey) !== keySlot(stream))
+  // The keys as Redis stores them start with the client's keyPrefix (refused when it would move
+  // a hash tag): the slots compared are of those.
+  const keyPrefix = clientKeyPrefix(client);
+  const [idsKey, orderKey] = dedupKeys(stream, keyPrefix);
+  if (keySlot(keyPrefix + idsKey) !== keySlot(keyPrefix + stream))
     throw new InvalidOptionError(
       'stream',
       'a key whose dedup record can share its hash slot (a `{hash tag}` or no braces)',
@@ -167,8 +190,11 @@ export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerCo
     throw new InvalidOptionError('onEvent', 'a function', options.onEvent);
   if (options.random !== undefined && typeof options.random !== 'function')
     throw new InvalidOptionError('random', 'a function returning [0, 1)', options.random);
+  const timeoutMs = storeTimeout(options.timeout);
   return {
     client,
+    redis: boundedClient(client, timeoutMs),
+    timeoutMs,
     stream,
     idsKey,
     orderKey,

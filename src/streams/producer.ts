@@ -2,7 +2,9 @@ import { ClosedError, InvalidArgumentError, isOnceflowError } from '../core/erro
 import { withinLimit } from '../core/limits.js';
 import { isPlainObject, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { jsonSerializer } from '../idempotency/serializer.js';
-import { evalDurable } from '../redis/durability.js';
+import { NoReplyError } from '../redis/bounded-client.js';
+import { type Durability, evalDurable } from '../redis/durability.js';
+import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { isClosedClient } from '../redis/store-error.js';
 import { backoffDelay } from './backoff.js';
@@ -40,6 +42,8 @@ interface Item {
   tries: number;
   firstError: unknown;
   lastError: unknown;
+  /** A try of it may have written it: sent, and no answer came (or a script failed part way). */
+  mayBeWritten: boolean;
   resolve(entryId: string): void;
   reject(err: unknown): void;
 }
@@ -191,6 +195,7 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
           item.tries++;
           item.firstError ??= err;
           item.lastError = err;
+          if (failure.outcome === 'unknown') item.mayBeWritten = true;
         }
         if (!failure.retryable) {
           await terminal(live);
@@ -225,8 +230,9 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
       } catch (alone) {
         item.tries++;
         item.lastError = alone;
-        const retryable = classifyStreamError(alone, isClosedClient(config.client as object)).retryable;
-        await giveUp(item, retryable ? 'publish-failed' : 'terminal-error');
+        const failure = classifyStreamError(alone, isClosedClient(config.client as object));
+        if (failure.outcome === 'unknown') item.mayBeWritten = true;
+        await giveUp(item, failure.retryable ? 'publish-failed' : 'terminal-error');
       }
     }
   }
@@ -240,21 +246,51 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
       args[2 + 2 * i] = item.id;
       args[3 + 2 * i] = item.text;
     }
-    // With `durability`: once enough replicas confirmed it, else a retryable failure.
-    const reply = await evalDurable(
-      config.client,
-      config.durability,
-      'publish',
-      items.length,
-      scripts.streamPublish,
-      [config.stream, config.idsKey, config.orderKey],
-      args,
-    );
+    const keys = [config.stream, config.idsKey, config.orderKey];
+    const reply =
+      config.durability === undefined
+        ? await evalScript(config.redis, scripts.streamPublish, keys, args)
+        : await durableSend(keys, args, items.length);
     if (!Array.isArray(reply) || reply.length !== 2 * items.length)
       throw new Error(
         `stream-publish answered ${JSON.stringify(reply)?.slice(0, 200)} to ${items.length} events`,
       );
     return reply;
+  }
+
+  // With `durability`: once enough replicas confirmed it, else a retryable failure. The script
+  // and its WAIT are one pipeline on the client itself (the bounded client has none): sent once
+  // the client is connected (a PING through the bounded client waits for that, within the
+  // timeout, and fails unsent past it), and its reply waited for at most the timeout plus WAIT's.
+  async function durableSend(keys: string[], args: string[], events: number): Promise<unknown> {
+    const status = (config.client as { status?: unknown }).status;
+    if (typeof status === 'string' && status !== 'ready') await config.redis.call('PING');
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waitMs = config.timeoutMs + (config.durability as Durability).timeoutMs;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new NoReplyError(`no reply from Redis within ${waitMs} ms (the batch may have been written)`),
+          ),
+        waitMs,
+      );
+    });
+    const sent = evalDurable(
+      config.client,
+      config.durability,
+      'publish',
+      events,
+      scripts.streamPublish,
+      keys,
+      args,
+    );
+    sent.catch(() => {}); // a reply after the wait ran out is dropped
+    try {
+      return await Promise.race([sent, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async function giveUp(item: Item, reason: DeadLetterReason): Promise<void> {
@@ -268,7 +304,17 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
         attempts: item.tries,
         deadLetterId: undefined,
       });
-      item.reject(new PublishFailedError(item.id, reason, item.tries, undefined, undefined, item.lastError));
+      item.reject(
+        new PublishFailedError(
+          item.id,
+          reason,
+          item.tries,
+          undefined,
+          undefined,
+          item.lastError,
+          item.mayBeWritten ? 'unknown' : 'not-applied',
+        ),
+      );
       return;
     }
     const letter = {
@@ -279,11 +325,12 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
       origin: config.origin,
       event: item.text,
       id: item.id,
+      kind: classifyStreamError(item.lastError).kind,
     };
     let lastDeadError: unknown;
     for (let tryNo = 1; tryNo <= DEAD_LETTER_TRIES; tryNo++) {
       try {
-        const deadLetterId = await writeDeadLetter(config.client, deadStream, letter);
+        const deadLetterId = await writeDeadLetter(config.redis, deadStream, letter);
         emit?.({
           type: 'dead-lettered',
           id: item.id,
@@ -292,7 +339,15 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
           deadLetterId,
         });
         item.reject(
-          new PublishFailedError(item.id, reason, item.tries, deadStream, deadLetterId, item.lastError),
+          new PublishFailedError(
+            item.id,
+            reason,
+            item.tries,
+            deadStream,
+            deadLetterId,
+            item.lastError,
+            item.mayBeWritten ? 'unknown' : 'not-applied',
+          ),
         );
         return;
       } catch (err) {
@@ -309,7 +364,15 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
       deadLetterId: undefined,
     });
     item.reject(
-      new DeadLetterFailedError(item.id, reason, item.tries, deadStream, item.lastError, lastDeadError),
+      new DeadLetterFailedError(
+        item.id,
+        reason,
+        item.tries,
+        deadStream,
+        item.lastError,
+        lastDeadError,
+        item.mayBeWritten ? 'unknown' : 'not-applied',
+      ),
     );
   }
 
@@ -377,6 +440,7 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
             tries: 0,
             firstError: undefined,
             lastError: undefined,
+            mayBeWritten: false,
             resolve,
             reject,
           });

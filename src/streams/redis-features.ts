@@ -1,3 +1,4 @@
+import { NoReplyError, NotSentError } from '../redis/bounded-client.js';
 import type { RedisLike } from '../redis/eval.js';
 
 /**
@@ -41,9 +42,17 @@ const cache = new WeakMap<object, Promise<StreamFeatures>>();
  * ```
  */
 export function streamFeatures(client: RedisLike): Promise<StreamFeatures> {
+  return featuresOf(client, client);
+}
+
+/**
+ * {@link streamFeatures} of `client`, cached by it, asked through `via` (the client with its
+ * waits bounded: see boundedClient) when they are not known yet.
+ */
+export function featuresOf(client: RedisLike, via: RedisLike): Promise<StreamFeatures> {
   let found = cache.get(client);
   if (!found) {
-    found = detect(client);
+    found = detect(via);
     cache.set(client, found);
     found.catch(() => {
       if (cache.get(client) === found) cache.delete(client);
@@ -73,10 +82,17 @@ export function forgetStreamFeatures(client: RedisLike): void {
 }
 
 async function detect(client: RedisLike): Promise<StreamFeatures> {
+  let failed: unknown;
   const version = await client.call('INFO', 'server').then(
     (info) => /^redis_version:(\S+)/m.exec(String(info))?.[1],
-    () => undefined,
+    (err: unknown) => {
+      failed = err;
+      return undefined;
+    },
   );
+  // No answer at all within the wait (bounded-client.ts): nothing is known, and nothing is cached;
+  // a server that refuses INFO (a proxy, an ACL) may still answer COMMAND DOCS below.
+  if (failed instanceof NotSentError || failed instanceof NoReplyError) throw failed;
   const docs = await client.call('COMMAND', 'DOCS', 'XTRIM', 'XADD', 'XACKDEL').then(
     (reply) => commandTokens(reply),
     () => undefined,

@@ -2,10 +2,12 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, knownKeys, nonEmptyString, nonNegativeInt } from '../core/validate.js';
+import { boundedClient } from '../redis/bounded-client.js';
 import { evalScript, type RedisLike } from '../redis/eval.js';
+import { storeTimeout } from '../redis/redis-store.js';
 import { scripts } from '../redis/scripts.generated.js';
-import { redisStoreError } from '../redis/store-error.js';
-import { forgetStreamFeatures, streamFeatures } from './redis-features.js';
+import { isClosedClient, redisStoreError } from '../redis/store-error.js';
+import { featuresOf, forgetStreamFeatures } from './redis-features.js';
 
 /** Options of {@link trimStream}. */
 export interface TrimStreamOptions {
@@ -30,6 +32,13 @@ export interface TrimStreamOptions {
    * finds the groups' floor (Redis 7.0). `'floor'` or `'acked'` force one.
    */
   mode?: 'auto' | 'floor' | 'acked';
+  /**
+   * How long each command may wait: for the client to be connected (held meanwhile, never queued
+   * in the client), then for its reply. Past it the trim rejects with `ERR_STORE`: `outcome:
+   * 'not-applied'` when nothing was sent, `'unknown'` when the trim was sent (it may have run;
+   * trimming again is harmless). Default `'10s'`, as `createRedisStore`'s.
+   */
+  timeout?: Duration;
 }
 
 /** What {@link trimStream} did. */
@@ -52,7 +61,16 @@ export interface TrimResult {
 }
 
 // Every key of TrimStreamOptions: any other is a typo, refused by name (knownKeys).
-const TRIM_OPTIONS = ['client', 'stream', 'maxAge', 'groups', 'approximate', 'limit', 'mode'] as const;
+const TRIM_OPTIONS = [
+  'client',
+  'stream',
+  'maxAge',
+  'groups',
+  'approximate',
+  'limit',
+  'mode',
+  'timeout',
+] as const;
 
 function checkObject(options: unknown): void {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
@@ -92,6 +110,11 @@ export async function trimStream(options: TrimStreamOptions): Promise<TrimResult
   checkObject(options);
   knownKeys('', options, TRIM_OPTIONS);
   const { client } = options;
+  if (typeof (client as RedisLike | undefined)?.call !== 'function') {
+    throw new InvalidOptionError('client', 'an ioredis Redis or Cluster client (with call())', client);
+  }
+  // Every command through it: sent only while the client is connected, its wait bounded.
+  const redis = boundedClient(client, storeTimeout(options.timeout));
   const stream = nonEmptyString('stream', options.stream);
   const maxAge = parseDuration(options.maxAge, 'maxAge');
   const groups = (options.groups ?? []).map((g, i) => nonEmptyString(`groups[${i}]`, g));
@@ -109,15 +132,23 @@ export async function trimStream(options: TrimStreamOptions): Promise<TrimResult
   if (asked !== 'auto' && asked !== 'floor' && asked !== 'acked') {
     throw new InvalidOptionError('mode', "'auto', 'floor' or 'acked'", asked);
   }
-  const mode = asked === 'auto' ? ((await streamFeatures(client)).trimAcked ? 'acked' : 'floor') : asked;
+  let mode: 'floor' | 'acked' = asked === 'auto' ? 'floor' : asked;
+  if (asked === 'auto') {
+    const closed = isClosedClient(client);
+    try {
+      mode = (await featuresOf(client, redis)).trimAcked ? 'acked' : 'floor';
+    } catch (err) {
+      throw redisStoreError('trimStream', err, closed, 'read');
+    }
+  }
   try {
-    return await run(client, stream, maxAge, mode, approximate, limit, groups);
+    return await run(client, redis, stream, maxAge, mode, approximate, limit, groups);
   } catch (err) {
     // The features were read from another server than this one (a failover to an older version):
     // XTRIM refused ACKED before trimming anything. Detect again and trim the 7.0 way.
     if (asked === 'auto' && mode === 'acked' && isSyntaxError(err)) {
       forgetStreamFeatures(client);
-      return run(client, stream, maxAge, 'floor', approximate, limit, groups);
+      return run(client, redis, stream, maxAge, 'floor', approximate, limit, groups);
     }
     throw err;
   }
@@ -125,6 +156,7 @@ export async function trimStream(options: TrimStreamOptions): Promise<TrimResult
 
 async function run(
   client: RedisLike,
+  redis: RedisLike,
   stream: string,
   maxAge: number,
   mode: 'floor' | 'acked',
@@ -134,12 +166,14 @@ async function run(
 ): Promise<TrimResult> {
   const args = [maxAge, mode, approximate ? '1' : '0', limit, ...groups];
   let reply: unknown;
+  // Closed when the script is given to it: refused there, never sent.
+  const closed = isClosedClient(client);
   try {
-    reply = await evalScript(client, scripts.streamTrim, [stream], args);
+    reply = await evalScript(redis, scripts.streamTrim, [stream], args);
   } catch (err) {
     // 'script': the trim is the script's one write, so a failure before it changed nothing, but
     // a lost reply may hide a trim that ran (harmless to repeat: trimming is idempotent).
-    throw redisStoreError('trimStream', err, false, 'script');
+    throw redisStoreError('trimStream', err, closed, 'script');
   }
   const [trimmed, minId, bound, group] = reply as [number, string, string, string];
   if (!BOUNDS.has(bound)) throw new Error(`stream-trim answered an unknown bound ${String(bound)}`);
@@ -207,6 +241,7 @@ export function startRetention(options: RetentionOptions): Retention {
   if (every <= 0) throw new InvalidOptionError('every', 'a positive duration', options.every);
   // Validate once, here, rather than at the first tick where the error would go to onError.
   parseDuration(options.maxAge, 'maxAge');
+  storeTimeout(options.timeout);
   nonEmptyString('stream', options.stream);
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../core/errors.js';
+import { NoReplyError, NotSentError } from '../redis/bounded-client.js';
+import { NotReplicatedError } from '../redis/durability.js';
 import { classifyStreamError } from './stream-errors.js';
 
 const reply = (message: string) => Object.assign(new Error(message), { name: 'ReplyError' });
@@ -41,7 +43,56 @@ describe('classifyStreamError', () => {
   ];
   for (const [name, err, retryable, kind] of table) {
     it(`${name}: ${retryable ? 'retryable' : 'terminal'}`, () => {
-      expect(classifyStreamError(err)).toEqual({ retryable, kind });
+      expect(classifyStreamError(err)).toMatchObject({ retryable, kind });
+    });
+  }
+
+  // Whether the failed call may have taken effect.
+  const outcomes: [string, unknown, string, boolean, string][] = [
+    [
+      'never sent (not connected)',
+      new NotSentError('not connected', true),
+      'connection',
+      true,
+      'not-applied',
+    ],
+    [
+      'never sent (closed meanwhile)',
+      new NotSentError('closed', false),
+      'closed-client',
+      false,
+      'not-applied',
+    ],
+    ['sent, no reply', new NoReplyError('no reply'), 'connection', true, 'unknown'],
+    ['a connection lost', new Error('Connection is closed.'), 'connection', true, 'unknown'],
+    [
+      'refused unqueued',
+      new Error("Stream isn't writeable and enableOfflineQueue options is false"),
+      'connection',
+      true,
+      'not-applied',
+    ],
+    ['a passing reply', reply('LOADING loading'), 'LOADING', true, 'not-applied'],
+    ['a script error', reply('ERR user_script:1: oops'), 'ERR', false, 'unknown'],
+    [
+      'too few replicas',
+      new NotReplicatedError({
+        operation: 'publish',
+        calls: 1,
+        wanted: 1,
+        replicas: 0,
+        aof: false,
+        local: undefined,
+        timeoutMs: 10,
+      }),
+      'not-replicated',
+      true,
+      'unknown',
+    ],
+  ];
+  for (const [name, err, kind, retryable, outcome] of outcomes) {
+    it(`${name}: ${kind}, ${outcome}`, () => {
+      expect(classifyStreamError(err)).toEqual({ retryable, kind, outcome });
     });
   }
 
@@ -49,6 +100,7 @@ describe('classifyStreamError', () => {
     expect(classifyStreamError(new Error('Connection is closed.'), true)).toEqual({
       retryable: false,
       kind: 'closed-client',
+      outcome: 'not-applied',
     });
   });
 
@@ -57,10 +109,24 @@ describe('classifyStreamError', () => {
     expect(classifyStreamError(new StoreError('x', inner, { retriable: false }))).toEqual({
       retryable: false,
       kind: 'LOADING',
+      outcome: 'unknown',
     });
     expect(classifyStreamError(new StoreError('x', new Error('reset'), { retriable: true }))).toEqual({
       retryable: true,
       kind: 'connection',
+      outcome: 'unknown',
+    });
+    const short = new NotReplicatedError({
+      operation: 'ledgerApply',
+      calls: 1,
+      wanted: 1,
+      replicas: 0,
+      aof: false,
+      local: undefined,
+      timeoutMs: 10,
+    });
+    expect(classifyStreamError(new StoreError('x', short, { retriable: true }))).toMatchObject({
+      kind: 'not-replicated',
     });
   });
 });

@@ -1,4 +1,5 @@
-import { isOnceflowError } from '../core/errors.js';
+import { isOnceflowError, type StoreOutcome } from '../core/errors.js';
+import { NotSentError } from '../redis/bounded-client.js';
 import { redisFailure } from '../redis/store-error.js';
 
 /**
@@ -10,11 +11,18 @@ import { redisFailure } from '../redis/store-error.js';
  *   only delays the dead letter.
  *
  * `kind` names the cause for logs and dead letters: the Redis error code (`WRONGTYPE`, `LOADING`,
- * ...), `connection` (closed, reset, timed out, not connected), or `closed-client`.
+ * ...), `connection` (closed, reset, timed out, not connected), `not-replicated` (a durable write
+ * the master made that too few replicas confirmed in time: `durability`), or `closed-client`.
+ *
+ * `outcome`: whether the call may have taken effect. `'not-applied'`: it certainly did not (never
+ * sent: the client was not connected within the wait, or was closed; or the server refused it
+ * before running it); `'unknown'`: it may have (sent and no reply came, or a script failed part
+ * way, or the master wrote it and too few replicas confirmed it).
  */
 export interface StreamFailure {
   readonly retryable: boolean;
   readonly kind: string;
+  readonly outcome: StoreOutcome;
 }
 
 // MOVED and ASK are answered by a cluster client itself (it follows them); one that reaches the
@@ -36,23 +44,30 @@ const CODE = /^([A-Z][A-Z_-]+)\b/;
  * ```ts
  * import { classifyStreamError } from 'onceflow/streams';
  * const reply = (message: string) => Object.assign(new Error(message), { name: 'ReplyError' });
- * classifyStreamError(reply('LOADING Redis is loading the dataset in memory')); // { retryable: true, kind: 'LOADING' }
- * classifyStreamError(reply('WRONGTYPE Operation against a key holding the wrong kind of value')); // { retryable: false, kind: 'WRONGTYPE' }
- * classifyStreamError(new Error('Connection is closed.')); // { retryable: true, kind: 'connection' }
+ * classifyStreamError(reply('LOADING Redis is loading the dataset in memory')); // { retryable: true, kind: 'LOADING', outcome: 'not-applied' }
+ * classifyStreamError(reply('WRONGTYPE Operation against a key holding the wrong kind of value')); // { retryable: false, kind: 'WRONGTYPE', outcome: 'unknown' }
+ * classifyStreamError(new Error('Connection is closed.')); // { retryable: true, kind: 'connection', outcome: 'unknown' }
  * ```
  */
 export function classifyStreamError(err: unknown, closedClient = false): StreamFailure {
-  if (closedClient) return { retryable: false, kind: 'closed-client' };
+  if (closedClient) return { retryable: false, kind: 'closed-client', outcome: 'not-applied' };
   if (isOnceflowError(err, 'ERR_STORE')) {
     const inner = classifyStreamError(err.cause);
-    return { retryable: err.retriable, kind: inner.kind };
+    return { retryable: err.retriable, kind: inner.kind, outcome: err.outcome };
   }
-  const { retriable } = redisFailure(err, false, 'script');
+  // The master ran the write and answered; too few replicas confirmed it within the wait. The
+  // same call again is answered as it was (a duplicate) once they catch up: retryable.
+  if (isOnceflowError(err, 'ERR_NOT_REPLICATED'))
+    return { retryable: true, kind: 'not-replicated', outcome: 'unknown' };
+  const { retriable, outcome } = redisFailure(err, false, 'script');
+  // Closed while the command waited for a connection: refused unsent, as a closed client's are.
+  if (err instanceof NotSentError && !err.retriable)
+    return { retryable: false, kind: 'closed-client', outcome };
   if (err instanceof Error && err.name === 'ReplyError') {
     const kind = CODE.exec(err.message)?.[1] ?? 'ERR';
-    return { retryable: retriable, kind };
+    return { retryable: retriable, kind, outcome };
   }
-  return { retryable: retriable, kind: 'connection' };
+  return { retryable: retriable, kind: 'connection', outcome };
 }
 
 /** The message of a failure, for logs and dead letters (a non-Error as its string). */

@@ -1,9 +1,13 @@
+import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, knownKeys, nonEmptyString, nonNegativeInt } from '../core/validate.js';
+import { boundedClient } from '../redis/bounded-client.js';
 import { evalScript, type RedisLike } from '../redis/eval.js';
+import { storeTimeout } from '../redis/redis-store.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { redisStoreError } from '../redis/store-error.js';
 import { compareStreamIds, parseStreamId } from './stream-id.js';
+import { readStreamInfo } from './stream-info.js';
 
 /**
  * A reader whose position is behind the stream's first entry: entries it had not read were
@@ -50,6 +54,18 @@ export interface CheckTrimmedPastOptions {
    * size XPENDING serves in well under a millisecond.
    */
   pendingCap?: number;
+  /**
+   * How long the read may wait: for the client to be connected (held meanwhile, never queued in
+   * the client), then for its reply. Past it the check rejects with `ERR_STORE` (`outcome:
+   * 'not-applied'`). Default `'10s'`, as `createRedisStore`'s.
+   */
+  timeout?: Duration;
+}
+
+/** Options of {@link checkReaderPosition}. */
+export interface CheckReaderPositionOptions {
+  /** As {@link CheckTrimmedPastOptions.timeout}. Default `'10s'`. */
+  timeout?: Duration;
 }
 
 const NOT_FOUND = Object.freeze({
@@ -98,11 +114,12 @@ export async function checkTrimmedPast(
   nonEmptyString('stream', stream);
   nonEmptyString('group', group);
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object { pendingCap }', options);
-  knownKeys('options', options, ['pendingCap']);
+  knownKeys('options', options, ['pendingCap', 'timeout']);
   const cap = options.pendingCap === undefined ? 1000 : nonNegativeInt('pendingCap', options.pendingCap);
+  const redis = boundedClient(client, storeTimeout((options as CheckTrimmedPastOptions).timeout));
   let reply: unknown;
   try {
-    reply = await evalScript(client, scripts.streamPosition, [stream], [group, cap]);
+    reply = await evalScript(redis, scripts.streamPosition, [stream], [group, cap]);
   } catch (err) {
     throw redisStoreError('checkTrimmedPast', err, false, 'read');
   }
@@ -205,6 +222,7 @@ export async function checkReaderPosition(
   client: RedisLike,
   stream: string,
   position: ReaderPosition,
+  options: CheckReaderPositionOptions = {},
 ): Promise<TrimmedPastCheck> {
   nonEmptyString('stream', stream);
   if (!isPlainObject(position)) {
@@ -216,14 +234,16 @@ export async function checkReaderPosition(
   if (counted !== undefined && (!Number.isSafeInteger(counted) || counted < 0)) {
     throw new InvalidArgumentError('entriesRead', 'a non-negative safe integer', counted);
   }
-  let info: unknown;
+  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object { timeout }', options);
+  knownKeys('options', options, ['timeout']);
+  const redis = boundedClient(client, storeTimeout((options as CheckReaderPositionOptions).timeout));
+  let fields: Map<string, unknown> | undefined;
   try {
-    info = await client.call('XINFO', 'STREAM', stream);
+    fields = await readStreamInfo(redis, stream);
   } catch (err) {
-    if (err instanceof Error && /no such key/i.test(err.message)) return NOT_FOUND;
     throw redisStoreError('checkReaderPosition', err, false, 'read');
   }
-  const fields = pairs(info);
+  if (fields === undefined) return NOT_FOUND;
   const firstEntry = fields.get('first-entry');
   const firstId = Array.isArray(firstEntry) ? String(firstEntry[0]) : undefined;
   const lastGenerated = String(fields.get('last-generated-id'));
@@ -262,11 +282,4 @@ export async function checkReaderPosition(
         })
       : undefined,
   });
-}
-
-function pairs(reply: unknown): Map<string, unknown> {
-  const out = new Map<string, unknown>();
-  if (!Array.isArray(reply)) return out;
-  for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), reply[i + 1]);
-  return out;
 }

@@ -2,9 +2,12 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { jsonSerializer } from '../idempotency/serializer.js';
+import { boundedClient } from '../redis/bounded-client.js';
 import type { RedisLike } from '../redis/eval.js';
+import { storeTimeout } from '../redis/redis-store.js';
 import { redisStoreError } from '../redis/store-error.js';
 import { compareStreamIds, parseStreamId } from './stream-id.js';
+import { readStreamInfo } from './stream-info.js';
 import type { TrimmedPastEvent } from './trimmed-past.js';
 
 /** What every entry of a window has, decoded or not. */
@@ -74,10 +77,25 @@ export interface ReadWindowOptions {
   pageSize?: number;
   /** Called when the window may have lost entries to trimming (`complete: false`). */
   onTrimmedPast?: (event: TrimmedPastEvent) => void;
+  /**
+   * How long each command may wait: for the client to be connected (held meanwhile, never
+   * queued in the client), then for its reply. Past it the read rejects with `ERR_STORE`
+   * (`outcome: 'not-applied'`: a read changes nothing). Default `'10s'`, as `createRedisStore`'s.
+   */
+  timeout?: Duration;
 }
 
 // Every key of ReadWindowOptions: any other is a typo, refused by name (knownKeys).
-const READ_WINDOW_OPTIONS = ['client', 'stream', 'from', 'to', 'count', 'pageSize', 'onTrimmedPast'];
+const READ_WINDOW_OPTIONS = [
+  'client',
+  'stream',
+  'from',
+  'to',
+  'count',
+  'pageSize',
+  'onTrimmedPast',
+  'timeout',
+];
 
 // A window is returned whole, so `count` bounds the memory of one read: 10,000 entries of a
 // settlement-sized event (~200 bytes decoded) is ~2 MB, and a minute of a busy stream (~150
@@ -112,7 +130,15 @@ const DEFAULT_PAGE = 1_000;
 export async function readWindow(options: ReadWindowOptions): Promise<StreamWindow> {
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
   knownKeys('', options, READ_WINDOW_OPTIONS);
-  const { client } = options;
+  if (typeof (options.client as RedisLike | undefined)?.call !== 'function') {
+    throw new InvalidOptionError(
+      'client',
+      'an ioredis Redis or Cluster client (with call())',
+      options.client,
+    );
+  }
+  // Every command through it: sent only while the client is connected, its wait bounded.
+  const client = boundedClient(options.client, storeTimeout(options.timeout));
   const stream = nonEmptyString('stream', options.stream);
   const from = timeArg('from', options.from);
   const to = timeArg('to', options.to);
@@ -153,16 +179,13 @@ async function wholeSince(
   from: number,
   onTrimmedPast: ((event: TrimmedPastEvent) => void) | undefined,
 ): Promise<boolean> {
-  let info: unknown;
+  let fields: Map<string, unknown> | undefined;
   try {
-    info = await client.call('XINFO', 'STREAM', stream);
+    fields = await readStreamInfo(client, stream);
   } catch (err) {
-    if (err instanceof Error && /no such key/i.test(err.message)) return true;
     throw redisStoreError('readWindow', err, false, 'read');
   }
-  const fields = new Map<string, unknown>();
-  if (Array.isArray(info))
-    for (let i = 0; i + 1 < info.length; i += 2) fields.set(String(info[i]), info[i + 1]);
+  if (fields === undefined) return true;
   const first = fields.get('first-entry');
   const firstId = Array.isArray(first) ? String(first[0]) : undefined;
   const position = `${from}-0`;

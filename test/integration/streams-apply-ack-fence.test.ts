@@ -45,6 +45,7 @@ async function setup(count: number, maxHeld: number) {
       entry: (d) => ({ owner: d.event.owner, signature: d.id, deltas: { coins: d.event.amount } }),
     },
     client,
+    client,
     stream,
     `${stream}:dead`,
     `${stream}:attempts`,
