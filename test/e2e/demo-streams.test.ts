@@ -67,7 +67,10 @@ describe('onceflow demo --streams', () => {
     expect(streams.applied).toBe(memory.applied);
     expect(streams.blocked).toBe(memory.blocked);
     const naive = row('naive-streams');
-    expect(naive.strategy).toBe('naive stream consumer (no dedup, 3 consumers, 3 kills)');
+    // The naive row reads a stream already whole: on a loaded machine its consumers may finish
+    // before the third kill falls due (kills are 300 ms apart), and the row's name says the kills
+    // that happened. Its log's own repeats are doubled with or without a kill.
+    expect(naive.strategy).toMatch(/^naive stream consumer \(no dedup, 3 consumers, [0-3] kills\)$/);
     expect(naive.doubledCount + naive.lostCount).toBeGreaterThan(0);
     expect(naive.roomsOff).toBeGreaterThan(0);
     expect(await keysOfRun(url, run.pid)).toEqual([]);
