@@ -43,7 +43,7 @@ export const ErrorCode = Object.freeze({
   BACKLOG_FULL: 'ERR_BACKLOG_FULL',
   /** A publish gave up (tries ran out or a terminal error); the event is in the dead-letter stream. */
   PUBLISH_FAILED: 'ERR_PUBLISH_FAILED',
-  /** A publish gave up and writing its dead letter failed too: the event is in neither stream. */
+  /** A publish gave up and writing its dead letter failed too: the event is not in the dead-letter stream, and is in the stream only if a try with `outcome: 'unknown'` wrote it (the error's `outcome` says which). */
   DEAD_LETTER_FAILED: 'ERR_DEAD_LETTER_FAILED',
   /**
    * A Redis write was answered, but fewer replicas than `durability.replicas` confirmed it in time
