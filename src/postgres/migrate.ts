@@ -16,8 +16,10 @@ export interface MigrateOptions {
   /**
    * The longest the migration waits, from the checkout to its COMMIT (another process's
    * migration of the same schema included: they take turns). Past it the call rejects with a
-   * retriable `ERR_STORE`, and its connection is closed, which rolls the migration back.
-   * Default `'10s'` (the migrations take well under a second); a positive duration.
+   * retriable `ERR_STORE` and its connection is closed: `not-applied` before its COMMIT was sent
+   * (the server rolls the migration back), `unknown` once it was (it may land). Migrations are
+   * idempotent: run it again either way. Default `'10s'` (the migrations take well under a
+   * second); a positive duration.
    */
   timeout?: Duration;
 }

@@ -41,10 +41,13 @@ export type PoolClientOf<P> = P extends {
  * - `ERR_STORE` (operation `'transaction'`, the driver's error in `cause`) when PostgreSQL or the
  *   connection failed: no client within `timeout`, `BEGIN` refused, a statement of `fn` refused
  *   by the server, the connection lost (the server rolls the transaction back), a `COMMIT` that
- *   rolled back. `outcome` is `'not-applied'` (nothing of the transaction committed), except for a
- *   connection lost during `COMMIT`: `'unknown'` (it may have committed; run it again with the
- *   same signatures and keys, and the ledger and idempotency records answer `duplicate` and
- *   `replayed` if it did). Nothing is retried here: when `retriable`, run the whole call again.
+ *   rolled back, or `fn` resolved after catching a bound store's timeout (its statement may still
+ *   run, so the transaction is not committed: the connection is closed, which rolls it back).
+ *   `outcome` is `'not-applied'` (nothing of the transaction committed), except for a connection
+ *   lost during `COMMIT` (a socket error, or the server ending the backend: 57P01 and kin):
+ *   `'unknown'` (it may have committed; run it again with the same signatures and keys, and the
+ *   ledger and idempotency records answer `duplicate` and `replayed` if it did). Nothing is
+ *   retried here: when `retriable`, run the whole call again.
  *
  * @example
  * ```ts

@@ -74,6 +74,26 @@ describe('a bound store whose statement times out inside the caller’s transact
     expect(await balances('a')).toEqual({ cents: 11n });
   });
 
+  it('through withTransaction, uncaught: the timeout reaches the caller, and nothing commits', async () => {
+    await createLedger({ store, capacity: 4 }).apply(entry('d', 'first', 1));
+    const holder = await holdOwner('d');
+    try {
+      const err = await withTransaction(pool, async (client) => {
+        await createLedger({ store: store.inTransaction(client), capacity: 4 }).apply(
+          entry('d', 'booked', 500),
+        );
+      }).catch((e: unknown) => e);
+      // The bound store's own error, unchanged; the connection was closed rather than rolled
+      // back (a ROLLBACK would wait behind the statement, which waits for the holder).
+      expect(err).toMatchObject({ code: 'ERR_STORE', operation: 'ledgerApply', outcome: 'not-applied' });
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    // The closed connection's statement may get its lock now and book: it rolls back with it.
+    expect(await balances('d')).toEqual({ cents: 1n });
+  });
+
   it('by hand: a COMMIT after the timeout rolls back, and the bound store refuses further calls', async () => {
     await createLedger({ store, capacity: 4 }).apply(entry('b', 'first', 1));
     const client = new pg.Client({ connectionString: PG_URL });
