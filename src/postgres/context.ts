@@ -89,9 +89,10 @@ export function poolContext(
   };
 }
 
-// Clients whose transaction a bound store's timed-out statement doomed, with the timeout: the
-// statement may still run and book, so the transaction must not commit (withTransaction reads
-// this to destroy the client instead of sending COMMIT; see boundContext).
+// Clients whose transaction a bound store's timed-out statement doomed, with the timeout, while
+// that statement may still be running and book: the transaction must not commit
+// (withTransaction reads this to close the connection instead of sending COMMIT or a ROLLBACK
+// that would wait behind the statement; see boundContext).
 const doomed = new WeakMap<object, Error>();
 
 /** The timeout that doomed `client`'s transaction, when a bound store's statement timed out on it. */
@@ -117,7 +118,8 @@ const ROLL_BACK =
  * A statement with no answer within `timeoutMs` is still running on the server (a client-side
  * timeout aborts nothing there), and it would commit with the caller's transaction: the
  * transaction is doomed instead (ABORT_SQL queued behind it; `doomedBy` for withTransaction),
- * which makes `not-applied` true, and every later call on the client is refused at once.
+ * which makes `not-applied` true, and later calls on the client are refused at once while the
+ * statement runs (the server refuses them after it: the transaction is aborted).
  */
 export function boundContext(
   client: PgQueryable,
@@ -167,9 +169,15 @@ export function boundContext(
 
 function doom(client: PgQueryable, timeout: Error): void {
   doomed.set(client, timeout);
+  // Once ABORT_SQL has run, the timed-out statement has ended and the transaction is aborted on
+  // the server (a COMMIT answers ROLLBACK, a statement 25P02): the mark is dropped then, so a
+  // client the caller rolls back and uses again is a sound one.
+  const settled = (): void => {
+    doomed.delete(client);
+  };
   try {
     // Its rejection (the point of it) is no one's to hear.
-    client.query({ text: ABORT_SQL }).catch(() => {});
+    client.query({ text: ABORT_SQL }).then(settled, settled);
   } catch {
     // A client that cannot take a query any more is closing: its transaction cannot commit.
   }

@@ -65,7 +65,8 @@ export interface PostgresStore extends Required<Store> {
    * the caller's transaction: the caller rolls back and may run the whole transaction again). A
    * statement that times out may still be running on the server: the store queues a failing
    * statement behind it on `client`, so the transaction cannot commit it (a later `COMMIT`
-   * answers `ROLLBACK`), and refuses further calls on `client`; its error says `not-applied`.
+   * answers `ROLLBACK`), and refuses further calls on `client` while it runs; its error says
+   * `not-applied`.
    */
   inTransaction(client: PgQueryable): TransactionStore;
   /**

@@ -116,6 +116,10 @@ describe('a bound store whose statement times out inside the caller’s transact
       // A caller that commits anyway gets PostgreSQL's answer to an aborted transaction.
       const commit = await client.query('COMMIT');
       expect(commit.command).toBe('ROLLBACK');
+      // The client is sound again for the next transaction.
+      await client.query('BEGIN');
+      expect(await store.inTransaction(client).versionGet('orders', 'x')).toBeUndefined();
+      await client.query('ROLLBACK');
     } finally {
       await client.end().catch(() => {});
     }
