@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isOnceflowError, StoreError } from '../core/errors.js';
-import { deadlineIn, timeLeft, within } from './deadline.js';
+import { deadlineIn, PgTimeoutError, timeLeft, within } from './deadline.js';
 import {
   connectionLost,
   type PgCallKind,
@@ -89,11 +89,37 @@ export function poolContext(
   };
 }
 
+// Clients whose transaction a bound store's timed-out statement doomed, with the timeout, while
+// that statement may still be running and book: the transaction must not commit
+// (withTransaction reads this to close the connection instead of sending COMMIT or a ROLLBACK
+// that would wait behind the statement; see boundContext).
+const doomed = new WeakMap<object, Error>();
+
+/** The timeout that doomed `client`'s transaction, when a bound store's statement timed out on it. */
+export function doomedBy(client: object): Error | undefined {
+  return doomed.get(client);
+}
+
+// Sent on a client after a bound store's statement timed out on it. `pg` runs a client's queries
+// one at a time in the order they were sent, so this runs after the timed-out statement and
+// before any COMMIT the caller sends later, and its error aborts the transaction: that COMMIT
+// answers ROLLBACK, and the timed-out statement's effects never commit, whenever it ends.
+const ABORT_SQL = `DO $$BEGIN RAISE EXCEPTION 'onceflow: a store statement of this transaction timed out; roll the transaction back'; END$$`;
+
+const ROLL_BACK =
+  'the transaction cannot commit (it is aborted; what the statement did rolls back with it): roll it back, or close the client';
+
 /**
  * The context of a store bound to a caller's client inside its `BEGIN`: statements run on that
  * client, in that transaction, and are never retried here (any error aborts the caller's
  * transaction, so only the caller can try again, the whole transaction). Nothing an operation did
  * commits unless the caller commits.
+ *
+ * A statement with no answer within `timeoutMs` is still running on the server (a client-side
+ * timeout aborts nothing there), and it would commit with the caller's transaction: the
+ * transaction is doomed instead (ABORT_SQL queued behind it; `doomedBy` for withTransaction),
+ * which makes `not-applied` true, and later calls on the client are refused at once while the
+ * statement runs (the server refuses them after it: the transaction is aborted).
  */
 export function boundContext(
   client: PgQueryable,
@@ -106,15 +132,53 @@ export function boundContext(
     bound: true,
     async query(operation, kind, config) {
       const deadline = deadlineIn(timeoutMs);
+      const earlier = doomed.get(client);
+      if (earlier !== undefined) {
+        throw new StoreError(
+          operation,
+          new Error(`an earlier store statement of this transaction timed out: ${ROLL_BACK}`, {
+            cause: earlier,
+          }),
+          { outcome: 'not-applied', retriable: true },
+        );
+      }
       try {
+        // Nothing is sent on the client before the schema is ready (the migration has its own).
         await within(ready(), deadline, 'the schema was not migrated');
-        return (await within(client.query(config), deadline, 'no answer from PostgreSQL')).rows;
       } catch (err) {
         if (isOnceflowError(err)) throw err;
+        throw new StoreError(operation, err, { outcome: 'not-applied', retriable: true });
+      }
+      try {
+        return (await within(client.query(config), deadline, 'no answer from PostgreSQL')).rows;
+      } catch (err) {
+        if (err instanceof PgTimeoutError) {
+          doom(client, err);
+          throw new StoreError(operation, new PgTimeoutError(`${err.message}; ${ROLL_BACK}`), {
+            outcome: 'not-applied',
+            retriable: true,
+          });
+        }
         // Whatever failed, the caller's transaction cannot commit it: rolled back with it.
         const { retriable } = pgFailure(err, kind, true);
         throw new StoreError(operation, err, { outcome: 'not-applied', retriable });
       }
     },
   };
+}
+
+function doom(client: PgQueryable, timeout: Error): void {
+  doomed.set(client, timeout);
+  // Once ABORT_SQL has run, the timed-out statement has ended and the transaction is aborted on
+  // the server (a COMMIT answers ROLLBACK, a statement 25P02): the mark is dropped then, so a
+  // client the caller rolls back and uses again is a sound one.
+  const settled = (): void => {
+    doomed.delete(client);
+  };
+  try {
+    // Its rejection (the point of it) is no one's to hear.
+    client.query({ text: ABORT_SQL }).then(settled, settled);
+  } catch {
+    // A client that cannot take a query any more is closing: its transaction cannot commit.
+  }
 }

@@ -1,5 +1,5 @@
 import type { Duration } from '../core/duration.js';
-import { InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.js';
+import { InvalidOptionError, isOnceflowError, StoreError, type StoreOutcome } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
 import { checkTimeout, deadlineIn, within } from './deadline.js';
 import { migrations } from './migrations.generated.js';
@@ -16,8 +16,10 @@ export interface MigrateOptions {
   /**
    * The longest the migration waits, from the checkout to its COMMIT (another process's
    * migration of the same schema included: they take turns). Past it the call rejects with a
-   * retriable `ERR_STORE`, and its connection is closed, which rolls the migration back.
-   * Default `'10s'` (the migrations take well under a second); a positive duration.
+   * retriable `ERR_STORE` and its connection is closed: `not-applied` before its COMMIT was sent
+   * (the server rolls the migration back), `unknown` once it was (it may land). Migrations are
+   * idempotent: run it again either way. Default `'10s'` (the migrations take well under a
+   * second); a positive duration.
    */
   timeout?: Duration;
 }
@@ -73,22 +75,52 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
     throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
   }
   // migrateOn wraps what failed in a StoreError: its cause says whether the connection is gone.
-  // Past the deadline the client is destroyed, which makes the server roll the migration back.
+  // Past the deadline the client is destroyed, which makes the server roll the migration back,
+  // unless its COMMIT was sent already: that one may land (see `progress`).
+  const progress: MigrationProgress = { gaveUp: false, commitSent: false };
   return withClient(
     client,
     async (c) => {
       try {
-        return await within(migrateOn(c, schema), deadline, 'the migration did not finish');
+        return await within(migrateOn(c, schema, progress), deadline, 'the migration did not finish');
       } catch (err) {
         if (isOnceflowError(err)) throw err;
-        throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: true });
+        progress.gaveUp = true;
+        throw migrateError(err, {
+          outcome: progress.commitSent ? 'unknown' : 'not-applied',
+          retriable: true,
+        });
       }
     },
     (err) => connectionLost((err as Error).cause ?? err),
   );
 }
 
-async function migrateOn(client: PgQueryable, schema: string): Promise<MigrateResult> {
+/**
+ * The StoreError of a failed migration, the driver's error its `cause` (so withClient can tell a
+ * lost connection), its message saying that running it again is always safe.
+ */
+function migrateError(cause: unknown, facts: { outcome: StoreOutcome; retriable: boolean }): StoreError {
+  const error = new StoreError('migrate', cause, facts);
+  error.message += '; migrations are idempotent: run migrate again (it applies only what is missing)';
+  return error;
+}
+
+/**
+ * How far a migration got: whether its caller gave up on it (past the timeout, before COMMIT:
+ * then COMMIT is never sent, and closing the connection rolls everything back), and whether its
+ * COMMIT was sent (then it may land whatever happens to the connection: `unknown`).
+ */
+interface MigrationProgress {
+  gaveUp: boolean;
+  commitSent: boolean;
+}
+
+async function migrateOn(
+  client: PgQueryable,
+  schema: string,
+  progress: MigrationProgress,
+): Promise<MigrateResult> {
   const q = (text: string, values?: unknown[]) => client.query(values ? { text, values } : { text });
   try {
     await q('BEGIN');
@@ -122,13 +154,21 @@ async function migrateOn(client: PgQueryable, schema: string): Promise<MigrateRe
       await q(`INSERT INTO "${schema}".migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
       applied.push({ version: m.version, name: m.name });
     }
+    // The caller gave up (its timeout passed): no COMMIT, the closed connection rolls back.
+    if (progress.gaveUp) throw new Error('the migration was abandoned before COMMIT');
+    progress.commitSent = true;
     await q('COMMIT');
     return { schema, applied, version: SCHEMA_VERSION };
   } catch (err) {
-    await q('ROLLBACK').catch(() => {});
+    if (!progress.commitSent) await q('ROLLBACK').catch(() => {});
     if (isOnceflowError(err, 'ERR_STORE')) throw err;
-    // DDL is transactional in PostgreSQL: a failed migration leaves the schema as it was.
-    throw new StoreError('migrate', err, { outcome: 'not-applied', retriable: connectionLost(err) });
+    // DDL is transactional in PostgreSQL: a failed migration leaves the schema as it was, unless
+    // the connection was lost during COMMIT, which may have landed.
+    const lost = connectionLost(err);
+    throw migrateError(err, {
+      outcome: progress.commitSent && lost ? 'unknown' : 'not-applied',
+      retriable: lost,
+    });
   }
 }
 

@@ -32,7 +32,8 @@ export interface PostgresStoreOptions extends PgLedgerOptions {
    * a client from the pool (a pool's own `connectionTimeoutMillis` defaults to waiting forever),
    * and for its statement's answer (a server that stopped answering). Past it the operation
    * rejects with a retriable `ERR_STORE` (outcome `unknown` for a write whose statement was sent)
-   * and the client that waited is destroyed. Default `'10s'`; a positive duration.
+   * and the client that waited is destroyed (inside `inTransaction`: the caller's transaction
+   * is doomed instead, `not-applied`). Default `'10s'`; a positive duration.
    */
   timeout?: Duration;
 }
@@ -61,7 +62,11 @@ export interface PostgresStore extends Required<Store> {
    * or rolls back, and reports failures as typed errors): a ledger apply, a version-gate upsert
    * or an idempotency record made through it commits or rolls back with the caller's own writes
    * in that transaction. Nothing is retried inside (an error aborts
-   * the caller's transaction: the caller rolls back and may run the whole transaction again).
+   * the caller's transaction: the caller rolls back and may run the whole transaction again). A
+   * statement that times out may still be running on the server: the store queues a failing
+   * statement behind it on `client`, so the transaction cannot commit it (a later `COMMIT`
+   * answers `ROLLBACK`), and refuses further calls on `client` while it runs; its error says
+   * `not-applied`.
    */
   inTransaction(client: PgQueryable): TransactionStore;
   /**

@@ -1,6 +1,7 @@
 import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, isOnceflowError, StoreError } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
+import { doomedBy } from './context.js';
 import { checkTimeout, deadlineIn, within } from './deadline.js';
 import { connectionLost, pgFailure, sqlState } from './pg-error.js';
 import { checkout, type PgPoolClientLike, type PgPoolLike } from './pg-like.js';
@@ -40,10 +41,13 @@ export type PoolClientOf<P> = P extends {
  * - `ERR_STORE` (operation `'transaction'`, the driver's error in `cause`) when PostgreSQL or the
  *   connection failed: no client within `timeout`, `BEGIN` refused, a statement of `fn` refused
  *   by the server, the connection lost (the server rolls the transaction back), a `COMMIT` that
- *   rolled back. `outcome` is `'not-applied'` (nothing of the transaction committed), except for a
- *   connection lost during `COMMIT`: `'unknown'` (it may have committed; run it again with the
- *   same signatures and keys, and the ledger and idempotency records answer `duplicate` and
- *   `replayed` if it did). Nothing is retried here: when `retriable`, run the whole call again.
+ *   rolled back, or `fn` resolved after catching a bound store's timeout (its statement may still
+ *   run, so the transaction is not committed: the connection is closed, which rolls it back).
+ *   `outcome` is `'not-applied'` (nothing of the transaction committed), except for a connection
+ *   lost during `COMMIT` (a socket error, or the server ending the backend: 57P01 and kin):
+ *   `'unknown'` (it may have committed; run it again with the same signatures and keys, and the
+ *   ledger and idempotency records answer `duplicate` and `replayed` if it did). Nothing is
+ *   retried here: when `retriable`, run the whole call again.
  *
  * @example
  * ```ts
@@ -115,6 +119,13 @@ export async function withTransaction<P extends PgPoolLike, T>(
     try {
       value = await fn(client as PoolClientOf<P>);
     } catch (err) {
+      const timedOut = doomedBy(client);
+      if (timedOut !== undefined) {
+        // A bound store's statement timed out and may still be running: closing the connection
+        // rolls the transaction back without waiting for it (a ROLLBACK would queue behind it).
+        destroy = timedOut;
+        throw err;
+      }
       let rollbackFailed: Error | undefined;
       try {
         await control('ROLLBACK');
@@ -135,6 +146,13 @@ export async function withTransaction<P extends PgPoolLike, T>(
       }
       throw err;
     }
+    const timedOut = doomedBy(client);
+    if (timedOut !== undefined) {
+      // `fn` caught a bound store's timeout and resolved: its statement may still run and book,
+      // so the transaction is not committed; the connection is closed, which rolls it back.
+      destroy = timedOut;
+      throw new StoreError('transaction', timedOut, { outcome: 'not-applied', retriable: true });
+    }
     if (broken !== undefined) {
       // The connection failed before COMMIT could be sent: the server rolled the transaction back.
       throw new StoreError('transaction', broken, { outcome: 'not-applied', ...failure(broken) });
@@ -145,8 +163,10 @@ export async function withTransaction<P extends PgPoolLike, T>(
     } catch (err) {
       destroy = err as Error;
       // A server error (a deferred constraint, a serialization failure) rolled the transaction
-      // back; a connection lost during COMMIT leaves it unknown (the COMMIT may have landed).
-      const outcome = sqlState(err) === undefined && connectionLost(err) ? 'unknown' : 'not-applied';
+      // back; a connection lost during COMMIT leaves it unknown, whether the driver's error
+      // carries a SQLSTATE (a backend terminated mid-COMMIT: 57P01) or not: the COMMIT may have
+      // landed before the connection went.
+      const outcome = connectionLost(err) ? 'unknown' : 'not-applied';
       throw new StoreError('transaction', err, { outcome, ...failure(err) });
     }
     if (committed.command === 'ROLLBACK') {

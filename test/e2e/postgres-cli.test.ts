@@ -1,6 +1,7 @@
 // `onceflow migrate --postgres URL` and `onceflow demo --postgres URL --workers N`, run as users
 // run them: the built CLI against the run's PostgreSQL, each in a schema of its own.
 import { execFile, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,6 +75,44 @@ describe('onceflow on PostgreSQL from the command line', () => {
     expect(secret.code).toBe(2);
     expect(secret.stderr).toContain('mysql://app:***@db/app');
     expect(secret.stderr).not.toContain('pw-Zq81x');
+  });
+
+  // The run's server through its unix socket, when it is the machine's own (the shared
+  // 127.0.0.1 one); a server the global setup started listens on TCP only.
+  const pgUrl = new URL(PG_URL);
+  const socketDir = '/var/run/postgresql';
+  const onSocket =
+    ['127.0.0.1', 'localhost'].includes(pgUrl.hostname) &&
+    existsSync(`${socketDir}/.s.PGSQL.${pgUrl.port || 5432}`);
+  it.runIf(onSocket)(
+    'migrate: the forms of a unix socket URL pg reads connect, and socket: too',
+    async () => {
+      const port = pgUrl.port || '5432';
+      const user = decodeURIComponent(pgUrl.username) || 'postgres';
+      const db = pgUrl.pathname.slice(1);
+      for (const url of [
+        `postgresql://${user}@/${db}?host=${socketDir}&port=${port}`,
+        `socket:${socketDir}?db=${db}&user=${user}&port=${port}`,
+      ]) {
+        const run = await onceflow(['migrate', '--postgres', url, '--schema', schema]);
+        expect(run.stderr, url).toBe('');
+        expect(run.code, url).toBe(0);
+      }
+    },
+  );
+
+  it('migrate: a unix socket nobody listens on is named by its path; keyword=value strings are refused', async () => {
+    const run = await onceflow([
+      'migrate',
+      '--postgres',
+      'postgresql://postgres@/test?host=/nonexistent-pg-dir',
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('nothing listens at /nonexistent-pg-dir/.s.PGSQL.5432');
+    const kv = await onceflow(['migrate', '--postgres', 'host=127.0.0.1 dbname=test password=pw-Zq81x']);
+    expect(kv.code).toBe(2);
+    expect(kv.stderr).toContain('pg reads no `keyword=value` connection strings');
+    expect(kv.stderr).not.toContain('pw-Zq81x');
   });
 
   it('migrate: a ?password= is redacted and the message after the URL kept whole', async () => {
