@@ -13,13 +13,16 @@ Run it ahead of a deploy when the application's database user may not run DDL, a
 store with \`migrate: false\`.
 
 Options:
-  --postgres URL   the database (postgres://user@host:5432/db; needs pg installed)
+  --postgres URL   the database: postgres://user@host:5432/db, or a unix socket
+                   (postgresql:///db?host=/var/run/postgresql, socket:/var/run/postgresql?db=db);
+                   needs pg installed
   --schema NAME    the store's schema (default onceflow)
   -h, --help       this help
 
-Exit codes: 0 the schema is current; 1 the migration failed (nothing was changed; the message
-says why: nothing listens at the address, an unknown host, the server's own words, or a server that
-is not PostgreSQL); 2 invalid options (a --postgres value that is no postgres:// URL among them).
+Exit codes: 0 the schema is current; 1 the migration failed (the message says why: nothing listens
+at the address, an unknown host, the server's own words, a server that is not PostgreSQL, or a
+timeout, and whether the migration may still have landed; migrations are idempotent: run it again);
+2 invalid options (a --postgres value that is no PostgreSQL URL among them).
 `;
 
 /** Runs `onceflow migrate`; resolves to the exit code. Prints what it applied. */
