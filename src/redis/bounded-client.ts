@@ -1,3 +1,4 @@
+import { timerDelay } from '../core/timer-delay.js';
 import { maxRetriesPerRequest, queuesOffline } from './client-options.js';
 import type { RedisLike } from './eval.js';
 
@@ -220,7 +221,8 @@ export function boundedClient(client: RedisLike, timeoutMs: number): RedisLike {
           return pipe;
         },
         exec: () =>
-          bounded(timeoutMs + extraMs, () => {
+          // Clamped as a timer is: both are at most 2^31 - 1 ms, their sum may not be.
+          bounded(timerDelay(timeoutMs + extraMs), () => {
             const raw = (client as unknown as Pipelining).pipeline();
             for (const command of commands) raw.call(...command);
             return raw.exec();
