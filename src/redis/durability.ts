@@ -23,7 +23,8 @@ export interface DurabilityOptions {
   replicas: number;
   /**
    * How long to wait for them (`'100ms'`, `'1s'`, or ms; at least 1 ms). The connection waits with
-   * the call: commands sent after it on the same client wait too.
+   * the call: commands sent after it on the same client wait too. A store's script call and its
+   * wait are one pipeline, bounded by the store's own `timeout` plus this one.
    */
   timeout: Duration;
   /**

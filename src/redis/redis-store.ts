@@ -95,6 +95,8 @@ export interface RedisStoreOptions {
    * meanwhile, never queued in the client), then for the reply. Past it the call rejects with
    * `ERR_STORE`: `outcome: 'not-applied'` when the command was never sent, `'unknown'` when it was
    * (it may have run). An operation is one command, or a few in turn (a reset pages through SCAN).
+   * With `durability`, a script call and its WAIT are one pipeline, held and bounded as one
+   * command: its reply waits at most `timeout` plus `durability.timeout`.
    * Default `'10s'`; at most 2^31 - 1 ms.
    */
   timeout?: Duration;
