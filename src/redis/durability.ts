@@ -95,8 +95,10 @@ export class NotReplicatedError extends OnceflowError {
     super(
       ErrorCode.NOT_REPLICATED,
       `\`${operation}\` (${calls} call${calls === 1 ? '' : 's'}) was applied by the master but ${
-        cause === undefined ? what : `its wait failed (${(cause as Error)?.message ?? String(cause)})`
-      } within ${timeoutMs} ms: a failover may lose it; retry the same call`,
+        cause === undefined
+          ? `${what} within ${timeoutMs} ms`
+          : `its wait failed (${(cause as Error)?.message ?? String(cause)})`
+      }: a failover may lose it; retry the same call`,
       { cause },
     );
     this.shortfall = shortfall;
@@ -290,10 +292,11 @@ async function probeWaitaof(client: RedisLike, durability: Durability, marker: s
       `false for a master with \`appendonly no\` (it refused WAITAOF: "${error.message}"; set \`appendonly yes\` on every master, or leave \`aof\` out); the script was not sent`,
       true,
     );
-  // Another refusal (LOADING, BUSY, a replica's): asked again by the next call.
+  // Another refusal (LOADING, BUSY, a replica's): asked again by the next call, which may pass;
+  // a user denied WAITAOF (NOPERM) is denied it again.
   throw new NotSentError(
     `asking the master whether it can WAITAOF (durability.aof) was refused: ${error.message}; the script was not sent`,
-    true,
+    !/^NOPERM\b/.test(error.message),
   );
 }
 
