@@ -1,3 +1,4 @@
+import { timerDelay } from '../core/timer-delay.js';
 import { maxRetriesPerRequest, queuesOffline } from './client-options.js';
 import type { RedisLike } from './eval.js';
 
@@ -69,6 +70,32 @@ function waitersOf(client: Connectable): Set<Waiter> {
   return waiters;
 }
 
+/** A pipeline of commands sent as one: what {@link pipelineOf} gives. */
+export interface Pipeline {
+  call(command: string, ...args: (string | number)[]): Pipeline;
+  exec(): Promise<[Error | null, unknown][] | null>;
+}
+
+/** A client that can pipeline (ioredis `Redis` and `Cluster`). */
+interface Pipelining {
+  pipeline(): Pipeline;
+}
+
+// The bounded clients' pipelines, by client (a pipeline is not a method of RedisLike: a minimal
+// adapter has none).
+const pipelines = new WeakMap<object, (extraMs: number) => Pipeline>();
+
+/**
+ * A pipeline on `client`: on a {@link boundedClient}, held and bounded as one of its commands
+ * (its wait `extraMs` longer, for a WAIT in it that answers after up to its own timeout); on any
+ * other client, the client's own (ioredis's offline queue and no bound of the store's).
+ */
+export function pipelineOf(client: RedisLike, extraMs: number): Pipeline {
+  const bounded = pipelines.get(client);
+  if (bounded !== undefined) return bounded(extraMs);
+  return (client as unknown as Pipelining).pipeline();
+}
+
 /**
  * The client, with every command's wait bounded by `timeoutMs`, and sent only while the client is
  * connected, so that what a failure means is known:
@@ -85,7 +112,8 @@ function waitersOf(client: Connectable): Set<Waiter> {
  *
  * A client that refuses commands while disconnected (`enableOfflineQueue: false`) gets them at
  * once: it fails them itself, unsent, without a wait. A client without a status (a minimal
- * `call()` adapter) gets them at once too, and only the reply's wait is bounded.
+ * `call()` adapter) gets them at once too, and only the reply's wait is bounded. A pipeline
+ * ({@link pipelineOf}, when the client has `pipeline()`) is held and bounded as one command.
  */
 export function boundedClient(client: RedisLike, timeoutMs: number): RedisLike {
   const connectable = client as RedisLike & Connectable;
@@ -95,7 +123,79 @@ export function boundedClient(client: RedisLike, timeoutMs: number): RedisLike {
   const retries =
     (client as { isCluster?: unknown }).isCluster === true ? undefined : maxRetriesPerRequest(client);
   const inspected = client as RedisLike & { isCluster?: unknown; options?: unknown };
-  const bounded: RedisLike & Connectable & { readonly isCluster: unknown; readonly options: unknown } = {
+
+  // Gives `send` to the client once it is ready (see above), within `waitMs`.
+  function bounded<T>(waitMs: number, send: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let waiter: Waiter | undefined;
+      const timer = setTimeout(() => {
+        if (waiter === undefined) {
+          reject(new NoReplyError(`no reply from Redis within ${waitMs} ms (the command may have run)`));
+          return;
+        }
+        waitersOf(connectable).delete(waiter);
+        const status = String(connectable.status);
+        reject(
+          new NotSentError(
+            `the Redis client was not connected within ${waitMs} ms (${status}): the command was not sent`,
+            true,
+          ),
+        );
+      }, waitMs);
+      const done = (err: unknown, reply?: T) => {
+        clearTimeout(timer);
+        if (err === undefined) resolve(reply as T);
+        else reject(err);
+      };
+      const go = () => {
+        waiter = undefined;
+        let sent: Promise<T>;
+        try {
+          sent = send();
+        } catch (err) {
+          // Thrown by the client before it took the command (a malformed argument): settled
+          // here, so the timer stops, and the 'ready' listener that called this goes on to the
+          // other waiters.
+          done(err ?? new Error('the Redis client threw'));
+          return;
+        }
+        sent.then(
+          (reply) => done(undefined, reply),
+          (err: unknown) => done(err ?? new Error('the Redis client failed the command')),
+        );
+      };
+      const status = connectable.status;
+      // 'end': the client refuses it itself, at once (isClosedClient tells the caller so).
+      if (!gated || typeof status !== 'string' || status === 'ready' || status === 'end') {
+        go();
+        return;
+      }
+      let attempts = 0;
+      const refuse = (err: NotSentError) => {
+        clearTimeout(timer);
+        if (waiter !== undefined) waitersOf(connectable).delete(waiter);
+        reject(err);
+      };
+      waiter = {
+        ready: go,
+        closed: () =>
+          refuse(new NotSentError('the Redis client was closed: the command was not sent', false)),
+        reconnecting() {
+          if (retries === undefined || ++attempts <= retries) return;
+          refuse(
+            new NotSentError(
+              `the Redis client did not connect in ${attempts} attempts (maxRetriesPerRequest ${retries}): the command was not sent`,
+              true,
+            ),
+          );
+        },
+      };
+      waitersOf(connectable).add(waiter);
+      if (status === 'wait') connectable.connect?.().catch(() => {});
+    });
+  }
+
+  const result: RedisLike & Connectable & { readonly isCluster: unknown; readonly options: unknown } = {
     // What the store's other parts read of a client (isClosedClient, bySlot, commandTimeout), as
     // the client's own.
     get status() {
@@ -108,65 +208,28 @@ export function boundedClient(client: RedisLike, timeoutMs: number): RedisLike {
       return inspected.options;
     },
     call(command, ...args) {
-      return new Promise<unknown>((resolve, reject) => {
-        let waiter: Waiter | undefined;
-        const timer = setTimeout(() => {
-          if (waiter === undefined) {
-            reject(new NoReplyError(`no reply from Redis within ${timeoutMs} ms (the command may have run)`));
-            return;
-          }
-          waitersOf(connectable).delete(waiter);
-          const status = String(connectable.status);
-          reject(
-            new NotSentError(
-              `the Redis client was not connected within ${timeoutMs} ms (${status}): the command was not sent`,
-              true,
-            ),
-          );
-        }, timeoutMs);
-        const send = () => {
-          waiter = undefined;
-          client.call(command, ...args).then(
-            (reply) => {
-              clearTimeout(timer);
-              resolve(reply);
-            },
-            (err: unknown) => {
-              clearTimeout(timer);
-              reject(err);
-            },
-          );
-        };
-        const status = connectable.status;
-        // 'end': the client refuses it itself, at once (isClosedClient tells the caller so).
-        if (!gated || typeof status !== 'string' || status === 'ready' || status === 'end') {
-          send();
-          return;
-        }
-        let attempts = 0;
-        const refuse = (err: NotSentError) => {
-          clearTimeout(timer);
-          if (waiter !== undefined) waitersOf(connectable).delete(waiter);
-          reject(err);
-        };
-        waiter = {
-          ready: send,
-          closed: () =>
-            refuse(new NotSentError('the Redis client was closed: the command was not sent', false)),
-          reconnecting() {
-            if (retries === undefined || ++attempts <= retries) return;
-            refuse(
-              new NotSentError(
-                `the Redis client did not connect in ${attempts} attempts (maxRetriesPerRequest ${retries}): the command was not sent`,
-                true,
-              ),
-            );
-          },
-        };
-        waitersOf(connectable).add(waiter);
-        if (status === 'wait') connectable.connect?.().catch(() => {});
-      });
+      return bounded(timeoutMs, () => client.call(command, ...args));
     },
   };
-  return bounded;
+  if (typeof (client as Partial<Pipelining>).pipeline === 'function') {
+    pipelines.set(result, (extraMs) => {
+      // Recorded here, given to a pipeline of the client's only once it is ready.
+      const commands: [string, ...(string | number)[]][] = [];
+      const pipe: Pipeline = {
+        call(command, ...args) {
+          commands.push([command, ...args]);
+          return pipe;
+        },
+        exec: () =>
+          // Clamped as a timer is: both are at most 2^31 - 1 ms, their sum may not be.
+          bounded(timerDelay(timeoutMs + extraMs), () => {
+            const raw = (client as unknown as Pipelining).pipeline();
+            for (const command of commands) raw.call(...command);
+            return raw.exec();
+          }),
+      };
+      return pipe;
+    });
+  }
+  return result;
 }

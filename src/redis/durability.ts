@@ -7,6 +7,7 @@ import type { Duration } from '../core/duration.js';
 import { ErrorCode, InvalidOptionError, OnceflowError } from '../core/errors.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, knownKeys, nonNegativeInt } from '../core/validate.js';
+import { NotSentError, pipelineOf } from './bounded-client.js';
 import { clientKeyPrefix } from './client-options.js';
 import { evalScript, type RedisLike } from './eval.js';
 import type { LuaScript } from './scripts.generated.js';
@@ -23,14 +24,18 @@ export interface DurabilityOptions {
   replicas: number;
   /**
    * How long to wait for them (`'100ms'`, `'1s'`, or ms; at least 1 ms). The connection waits with
-   * the call: commands sent after it on the same client wait too.
+   * the call: commands sent after it on the same client wait too. A store's script call and its
+   * wait are one pipeline, bounded by the store's own `timeout` plus this one.
    */
   timeout: Duration;
   /**
    * Also wait until the write is fsynced to the AOF of the master and of `replicas` replicas
    * (WAITAOF, Redis >= 7.2, `appendonly yes` on the master). On an older server the wait falls
    * back to WAIT alone (replicas' memory, not their disks); `shortfall.aof` says which ran.
-   * Default false.
+   * Before its first write the store asks the master (a WAITAOF of nothing): one with
+   * `appendonly no` refuses it, and every call is then refused before its script runs, ERR_STORE
+   * `outcome: 'not-applied'`, `retriable: false`, `cause` an ERR_INVALID_OPTION naming
+   * `durability.aof` (asked again on each call until the master accepts). Default false.
    */
   aof?: boolean;
   /**
@@ -40,6 +45,12 @@ export interface DurabilityOptions {
    * retry the same call, which is answered as it was (`duplicate`, the same entry id, `replayed`)
    * once replicated, or applied again if the failover lost it. A function instead is called with
    * the shortfall and the call answers as usual (availability first: log it, count it).
+   *
+   * A wait that fails after its script ran (an error reply to WAIT, such as BUSY) is a shortfall
+   * with `replicas: 0`, the wait's error the NotReplicatedError's `cause`: the write stands on the
+   * master. An idempotency `begin` whose wait falls short (`'throw'`) releases the lease it took
+   * (best effort; the body has not run) before it rejects, so the retry can take it at once
+   * instead of answering `in-progress` until the lease runs out.
    */
   onShort?: 'throw' | ((shortfall: ReplicationShortfall) => void);
 }
@@ -77,14 +88,19 @@ export interface ReplicationShortfall {
  */
 export class NotReplicatedError extends OnceflowError {
   readonly shortfall: ReplicationShortfall;
-  constructor(shortfall: ReplicationShortfall) {
+  constructor(shortfall: ReplicationShortfall, cause?: unknown) {
     const { operation, calls, wanted, replicas, aof, local, timeoutMs } = shortfall;
     const what = aof
       ? `fsynced by ${replicas} of ${wanted} replicas${local === false ? ' and not by the master' : ''} (WAITAOF)`
       : `confirmed by ${replicas} of ${wanted} replicas (WAIT)`;
     super(
       ErrorCode.NOT_REPLICATED,
-      `\`${operation}\` (${calls} call${calls === 1 ? '' : 's'}) was applied by the master but ${what} within ${timeoutMs} ms: a failover may lose it; retry the same call`,
+      `\`${operation}\` (${calls} call${calls === 1 ? '' : 's'}) was applied by the master but ${
+        cause === undefined
+          ? `${what} within ${timeoutMs} ms`
+          : `its wait failed (${(cause as Error)?.message ?? String(cause)})`
+      }: a failover may lose it; retry the same call`,
+      { cause },
     );
     this.shortfall = shortfall;
   }
@@ -98,12 +114,6 @@ export interface Durability {
   readonly onShort: 'throw' | ((shortfall: ReplicationShortfall) => void);
   /** Whether WAITAOF is known to work (true), be missing (false), or untried (undefined). */
   waitaof: boolean | undefined;
-}
-
-/** A client that can pipeline (ioredis `Redis` and `Cluster`): the WAIT rides with the script. */
-interface Pipeline {
-  call(command: string, ...args: (string | number)[]): Pipeline;
-  exec(): Promise<[Error | null, unknown][] | null>;
 }
 
 /**
@@ -188,6 +198,7 @@ export async function evalWaited(
   if (durability === undefined)
     return { reply: await evalScript(client, script, keys, args), short: undefined };
   const marker = markerKey(keys[0] as string, clientKeyPrefix(client));
+  if (durability.aof && durability.waitaof === undefined) await probeWaitaof(client, durability, marker);
   let [scriptResult, waited] = await pipelined(client, durability, marker, [
     'EVALSHA',
     script.sha1,
@@ -241,6 +252,54 @@ interface Waited {
   readonly aof: boolean;
   readonly replicas: number;
   readonly local: boolean | undefined;
+  /** The wait's own failure, after its script ran: a shortfall of unknown extent. */
+  readonly error?: Error;
+}
+
+// WAITAOF's refusal on a master with `appendonly no` (it checks that before waiting).
+const AOF_DISABLED = /appendonly is disabled/i;
+
+/**
+ * Before the first script of an `aof: true` store: whether the script's master can WAITAOF, asked
+ * with a WAITAOF of nothing (a 1 ms wait for the master's own fsync of this connection's last
+ * write) pipelined behind a read of the marker key (which routes it to the script's node in a
+ * Cluster). Without it, a master with `appendonly no` would book every write and then refuse its
+ * wait: each call an `unknown` failure that retrying cannot mend. Nothing is sent after it when
+ * it fails, so every failure here says the script was not sent.
+ */
+async function probeWaitaof(client: RedisLike, durability: Durability, marker: string): Promise<void> {
+  let results: [Error | null, unknown][] | null;
+  try {
+    results = await pipelineOf(client, 0).call('EXISTS', marker).call('WAITAOF', 1, 0, 1).exec();
+  } catch (err) {
+    if (err instanceof NotSentError) throw err;
+    throw new NotSentError(
+      `asking the master whether it can WAITAOF (durability.aof) failed: ${(err as Error)?.message ?? String(err)}; the script was not sent`,
+      true,
+    );
+  }
+  const error = results?.[1]?.[0];
+  if (!error) {
+    durability.waitaof = true;
+    return;
+  }
+  if (/unknown command/i.test(error.message)) {
+    // Redis before 7.2: WAIT alone from now on (documented).
+    durability.waitaof = false;
+    return;
+  }
+  if (AOF_DISABLED.test(error.message))
+    throw new InvalidOptionError(
+      'durability.aof',
+      `false for a master with \`appendonly no\` (it refused WAITAOF: "${error.message}"; set \`appendonly yes\` on every master, or leave \`aof\` out); the script was not sent`,
+      true,
+    );
+  // Another refusal (LOADING, BUSY, a replica's): asked again by the next call, which may pass;
+  // a user denied WAITAOF (NOPERM) is denied it again.
+  throw new NotSentError(
+    `asking the master whether it can WAITAOF (durability.aof) was refused: ${error.message}; the script was not sent`,
+    !/^NOPERM\b/.test(error.message),
+  );
 }
 
 // One pipeline: `command` (a script call, or nothing), the marker write, the wait. Learns from
@@ -252,7 +311,9 @@ async function pipelined(
   command: (string | number)[] | undefined,
 ): Promise<[[Error | null, unknown] | undefined, Waited]> {
   const aof = durability.aof && durability.waitaof !== false;
-  const pipe = (client as unknown as { pipeline(): Pipeline }).pipeline();
+  // On the store's bounded client: held while it is not connected, and its reply waited for at
+  // most the store's `timeout` plus the wait's own.
+  const pipe = pipelineOf(client, durability.timeoutMs);
   if (command !== undefined) pipe.call(...(command as [string, ...(string | number)[]]));
   pipe.call('SET', marker, '1', 'PX', MARKER_TTL_MS).call('DEL', marker);
   if (aof) pipe.call('WAITAOF', 1, durability.replicas, durability.timeoutMs);
@@ -272,9 +333,16 @@ async function pipelined(
       return [scriptResult, waited];
     }
     // The script's own failure (a redirection, NOSCRIPT) fails the marker and the wait too: the
-    // caller handles it. Otherwise the wait's failure is the call's.
+    // caller handles it.
     if (scriptResult?.[0]) return [scriptResult, { aof, replicas: 0, local: undefined }];
-    throw waitError;
+    // No answer to the script at all: whether it ran is unknown.
+    if (command !== undefined && scriptResult === undefined) throw waitError;
+    // The script ran (or ran before, for a wait alone): its write stands on the master, and only
+    // the wait failed. A shortfall then (retry the same call), never the wait's own error reply,
+    // which might read as "nothing ran" (BUSY, LOADING).
+    // A master that refuses WAITAOF for want of an AOF is asked again before the next script.
+    if (aof && AOF_DISABLED.test(waitError.message)) durability.waitaof = undefined;
+    return [scriptResult, { aof, replicas: 0, local: aof ? false : undefined, error: waitError }];
   }
   if (aof) {
     durability.waitaof = true;
@@ -291,7 +359,8 @@ function shortfall(
   calls: number,
   waited: Waited,
 ): NotReplicatedError | undefined {
-  if (waited.replicas >= durability.replicas && waited.local !== false) return undefined;
+  if (waited.error === undefined && waited.replicas >= durability.replicas && waited.local !== false)
+    return undefined;
   const found: ReplicationShortfall = {
     operation,
     calls,
@@ -301,7 +370,7 @@ function shortfall(
     local: waited.local,
     timeoutMs: durability.timeoutMs,
   };
-  if (durability.onShort === 'throw') return new NotReplicatedError(found);
+  if (durability.onShort === 'throw') return new NotReplicatedError(found, waited.error);
   try {
     durability.onShort(found);
   } catch {

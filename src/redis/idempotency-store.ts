@@ -6,7 +6,7 @@ import type {
   IdempotencyStoreOps,
 } from '../idempotency/store-ops.js';
 import { type BatchItem, createBatcher } from './batcher.js';
-import { type Durability, evalDurable } from './durability.js';
+import { type Durability, evalWaited } from './durability.js';
 import type { RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
 import { scripts } from './scripts.generated.js';
@@ -128,7 +128,7 @@ export function redisIdempotencyOps(
     let reply: unknown;
     try {
       // With durability, answered once enough replicas have the records (else ERR_STORE `unknown`).
-      reply = await evalDurable(
+      const waited = await evalWaited(
         client,
         durability,
         'idempotency',
@@ -137,6 +137,11 @@ export function redisIdempotencyOps(
         keys,
         args,
       );
+      reply = waited.reply;
+      if (waited.short) {
+        await releaseAcquired(items, reply);
+        throw waited.short;
+      }
     } catch (err) {
       // The script may have run (a lost reply) or stopped part-way, or its replicas fell short:
       // each entry's failure is what that call alone would have got (see redisFailure).
@@ -207,6 +212,21 @@ export function redisIdempotencyOps(
         ),
       );
     }
+  }
+
+  // The leases the begins of a batch took, released (best effort) when the batch's replica wait
+  // fell short and every entry is about to fail: the caller's body has not run, and a lease left
+  // held would answer its retry `in-progress` until it ran out. A release matches the token, so
+  // it removes nothing of another caller's; one that fails leaves the lease to run out.
+  async function releaseAcquired(items: readonly IdemItem[], reply: unknown): Promise<void> {
+    if (!Array.isArray(reply) || reply.length !== 1 + 3 * items.length) return;
+    const releases: Promise<unknown>[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as IdemItem;
+      if (item.op === 'b' && reply[3 * i + 1] === 'a')
+        releases.push(queue('r', item.keys[0] as string, item.b, '', '').catch(() => {}));
+    }
+    await Promise.all(releases);
   }
 
   // Queues one entry; its batch settles the promise. Called inside the promise's executor, so an

@@ -95,6 +95,8 @@ export interface RedisStoreOptions {
    * meanwhile, never queued in the client), then for the reply. Past it the call rejects with
    * `ERR_STORE`: `outcome: 'not-applied'` when the command was never sent, `'unknown'` when it was
    * (it may have run). An operation is one command, or a few in turn (a reset pages through SCAN).
+   * With `durability`, a script call and its WAIT are one pipeline, held and bounded as one
+   * command: its reply waits at most `timeout` plus `durability.timeout`.
    * Default `'10s'`; at most 2^31 - 1 ms.
    */
   timeout?: Duration;
@@ -197,9 +199,6 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const timeoutMs = storeTimeout(options.timeout);
   // Every command goes through it: sent only while the client is connected, its wait bounded.
   const redis = boundedClient(client, timeoutMs);
-  // A durable write pipelines its script with WAIT on the client itself (the bounded client has
-  // no pipeline); WAIT's own timeout bounds the wait for replicas.
-  const writer = durability === undefined ? redis : client;
   const owners = createOwnerMemo(prefix);
   const generation = connectionGeneration(client);
   // This store's run: every apply carries it and a call number, so a script the client sends again
@@ -235,7 +234,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         closed = isClosedClient(client);
         sent = true;
         const { reply, short } = await evalWaited(
-          writer,
+          redis,
           durability,
           'ledgerApply',
           items.length,
@@ -389,7 +388,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       durability === undefined
         ? undefined
         : async (script: LuaScript, keys: readonly string[], args: readonly (string | number)[]) => {
-            const waited = await evalWaited(client, durability, 'ledgerResolve', 1, script, keys, args);
+            const waited = await evalWaited(redis, durability, 'ledgerResolve', 1, script, keys, args);
             short = waited.short;
             return waited.reply;
           };
@@ -438,7 +437,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
     limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
     ...redisOrderingOps(redis, prefix),
-    ...redisIdempotencyOps(writer, prefix, durability),
+    ...redisIdempotencyOps(redis, prefix, durability),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
     // directly (the batch's own failure is already a StoreError), one promise per apply.
     ledgerApply: (cmd: LedgerApplyCommand) =>

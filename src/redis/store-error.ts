@@ -1,4 +1,4 @@
-import { StoreError, type StoreOutcome } from '../core/errors.js';
+import { ErrorCode, isOnceflowError, StoreError, type StoreOutcome } from '../core/errors.js';
 import { NotSentError } from './bounded-client.js';
 
 // Replies that say the server did not run the command and may soon: loading its data after a
@@ -38,6 +38,9 @@ export function redisFailure(err: unknown, closedBefore: boolean, kind: RedisCal
   if (closedBefore) return { outcome: 'not-applied', retriable: false };
   // Held by the store while the client was not connected, never given to it (bounded-client.ts).
   if (err instanceof NotSentError) return { outcome: 'not-applied', retriable: err.retriable };
+  // The server refused what an option asks of it (`durability.aof` on a master without an AOF),
+  // checked before the script was sent: nothing ran, and the same call fails the same way.
+  if (isOnceflowError(err, ErrorCode.INVALID_OPTION)) return { outcome: 'not-applied', retriable: false };
   const unknown: StoreOutcome = kind === 'read' ? 'not-applied' : 'unknown';
   // ioredis's ReplyError: the server answered with an error, so the connection is fine.
   if (err instanceof Error && err.name === 'ReplyError') {

@@ -242,5 +242,79 @@ describe('durability with the replica gone', () => {
     // Back: the retry of the same entry is answered from the window, and now confirmed.
     expect((await ledger.apply(entry)).outcome).toBe('duplicate');
     expect(await ledger.balances('p1')).toEqual({ coins: 5n });
+    // The begin that fell short released the lease it took (its body never ran): the retry runs
+    // it now, instead of answering `in-progress` until the lease runs out.
+    const again = createIdempotency({
+      store: createRedisStore({ client, prefix, durability: DURABLE }),
+      name: 'dur',
+    });
+    expect(await again.run({ key: 'k1' }, () => 2)).toEqual({ outcome: 'executed', value: 2 });
+  });
+});
+
+describe('durability: a wait that fails after its script ran', () => {
+  it('is a shortfall (unknown, retriable, cause ERR_NOT_REPLICATED with the reply), never the reply alone', async () => {
+    const prefix = `dur-nowait-${Date.now()}:`;
+    // A user the master refuses WAIT to: the script and the marker run, the wait is an error reply.
+    const user = `onceflow-nowait-${Date.now()}`;
+    await client.call('ACL', 'SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-wait');
+    const limited = new Redis({ port: master.port, username: user });
+    try {
+      const ledger = createLedger({
+        store: createRedisStore({ client: limited, prefix, durability: DURABLE }),
+        capacity: 4,
+      });
+      const entry = { owner: 'p1', signature: 'round-1', deltas: { coins: 5 } };
+      const err = await rejected(ledger.apply(entry));
+      const cause = notReplicated(err);
+      expect([(err as StoreError).outcome, (err as StoreError).retriable]).toEqual(['unknown', true]);
+      expect(cause.shortfall).toMatchObject({ operation: 'ledgerApply', replicas: 0 });
+      expect(String((cause.cause as Error).message)).toMatch(/^NOPERM/);
+      // It was booked: the retry on a client allowed to wait is a duplicate.
+      const full = createLedger({
+        store: createRedisStore({ client, prefix, durability: DURABLE }),
+        capacity: 4,
+      });
+      expect((await full.apply(entry)).outcome).toBe('duplicate');
+      expect(await full.balances('p1')).toEqual({ coins: 5n });
+    } finally {
+      limited.disconnect();
+      await client.call('ACL', 'DELUSER', user);
+    }
+  });
+});
+
+describe('durability.aof on a master without appendonly', () => {
+  it(`${'refused before the script runs (Redis >= 7.2), or WAIT alone (before 7.2)'}`, async () => {
+    const plain = await startRedis(['--appendonly', 'no']);
+    const c = new Redis({ port: plain.port });
+    try {
+      const prefix = `dur-noaof-${Date.now()}:`;
+      const store = createRedisStore({
+        client: c,
+        prefix,
+        durability: { replicas: 0, timeout: '100ms', aof: true },
+      });
+      const ledger = createLedger({ store, capacity: 4 });
+      const idem = createIdempotency({ store, name: 'noaof' });
+      const entry = { owner: 'p1', signature: 'round-1', deltas: { coins: 5 } };
+      if (!waitaof) {
+        // No WAITAOF to refuse it: WAIT for 0 replicas, answered at once.
+        expect((await ledger.apply(entry)).outcome).toBe('applied');
+        return;
+      }
+      for (const call of [ledger.apply(entry), idem.run({ key: 'k' }, () => 1)]) {
+        const err = await rejected(call);
+        expect(coded(err).code).toBe('ERR_STORE');
+        expect([(err as StoreError).outcome, (err as StoreError).retriable]).toEqual(['not-applied', false]);
+        expect(isOnceflowError((err as StoreError).cause, 'ERR_INVALID_OPTION')).toBe(true);
+        expect(String((err as StoreError).cause)).toContain('durability.aof');
+      }
+      // Nothing was booked.
+      expect(await c.keys(`${prefix}*`)).toEqual([]);
+    } finally {
+      c.disconnect();
+      await plain.remove();
+    }
   });
 });

@@ -7,6 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createIdempotency, createLedger, createLimiter, type Store } from '../../src/index.js';
+import { boundedClient } from '../../src/redis/bounded-client.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { freePort, startRedis, startTcpProxy } from '../../src/testing/index.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
@@ -219,6 +220,122 @@ describe('a bounded wait on every store call', () => {
       expect((await limiter.take('k')).allowed).toBe(true);
     } finally {
       await cleanupPrefix(c, prefix);
+    }
+  });
+});
+
+describe('a bounded wait with `durability` (the script and its WAIT pipelined)', () => {
+  const DURABLE = { replicas: 1, timeout: '100ms' } as const;
+  const clients: Redis[] = [];
+  const client = (options: RedisOptions) => {
+    const c = new Redis(options);
+    c.on('error', () => {});
+    clients.push(c);
+    return c;
+  };
+  afterAll(() => {
+    for (const c of clients) c.disconnect();
+  });
+
+  /** `call`'s failure, or 'pending' when it has not settled within 10 s (no bound at all). */
+  async function bounded(call: () => Promise<unknown>) {
+    let timer: NodeJS.Timeout | undefined;
+    const pending = new Promise<'pending'>((resolve) => {
+      timer = setTimeout(() => resolve('pending'), 10_000);
+    });
+    try {
+      return await Promise.race([failure(call), pending]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it('a stopped server: a durable apply, resolve and record fail within the timeout (plus the wait), unknown', async () => {
+    const server = await startRedis();
+    const c = client({ port: server.port });
+    try {
+      expect(await c.ping()).toBe('PONG');
+      const store = createRedisStore({ client: c, prefix, timeout: '500ms', durability: DURABLE });
+      const ledger = createLedger({ store, capacity: 4 });
+      const idem = createIdempotency({ store });
+      // Registered while the server runs, so the apply's only command is the pipelined script.
+      await ledger.apply({ owner: 'p', signature: 'first', deltas: { coins: 1 } }).catch(() => {});
+      await ledger.apply({ owner: 'q', signature: 'first', deltas: { coins: 1 } }).catch(() => {});
+      process.kill(server.process.pid as number, 'SIGSTOP');
+      const results = await Promise.all([
+        bounded(() => ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 1 } })),
+        bounded(() => ledger.resolve({ owner: 'q', signature: 's', deltas: { coins: 1 } })),
+        bounded(() => idem.run({ key: 'k', payload: 1 }, () => 'done')),
+      ]);
+      for (const r of results) {
+        expect(r).toMatchObject({ code: 'ERR_STORE', outcome: 'unknown', retriable: true });
+        expect((r as { ms: number }).ms).toBeLessThan(8_000);
+      }
+    } finally {
+      process.kill(server.process.pid as number, 'SIGCONT');
+      c.disconnect();
+      await server.remove();
+    }
+  }, 30_000);
+
+  it('a dead port: a durable record, apply and resolve are not-applied (never sent), within the timeout', async () => {
+    const port = await freePort();
+    const store = createRedisStore({
+      client: client({ port }),
+      prefix,
+      timeout: '300ms',
+      durability: DURABLE,
+    });
+    const ledger = createLedger({ store, capacity: 4 });
+    const idem = createIdempotency({ store });
+    const results = [
+      await bounded(() => idem.run({ key: 'k', payload: 1 }, () => 'done')),
+      await bounded(() => ledger.apply({ owner: 'p', signature: 's', deltas: { coins: 1 } })),
+      await bounded(() => ledger.resolve({ owner: 'p', signature: 's', deltas: { coins: 1 } })),
+    ];
+    for (const r of results) {
+      expect(r).toMatchObject({ code: 'ERR_STORE', outcome: 'not-applied', retriable: true });
+      // The wait is 300 ms; ioredis's own offline queue failed it after ~1 s of reconnections.
+      expect((r as { ms: number }).ms).toBeLessThan(5_000);
+    }
+  });
+});
+
+describe('boundedClient: a command the client throws on synchronously', () => {
+  /** Timers this process has pending (a timer left running keeps a call's wait alive). */
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+  it('given at once: rejected, its timer stopped', async () => {
+    const c = new Redis(REDIS_URL);
+    try {
+      expect(await c.ping()).toBe('PONG');
+      const redis = boundedClient(c, 600_000);
+      const before = timers();
+      // ioredis throws from call() itself when the command is not a string.
+      const err = await redis.call(undefined as unknown as string).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(Error);
+      expect(timers()).toBe(before);
+    } finally {
+      c.disconnect();
+    }
+  });
+
+  it('held until ready: rejected, and the commands held with it are sent', async () => {
+    const c = new Redis(REDIS_URL, { lazyConnect: true });
+    try {
+      const redis = boundedClient(c, 10_000);
+      const thrown = redis.call(undefined as unknown as string).then(
+        () => 'answered',
+        (e: unknown) => e,
+      );
+      const ping = redis.call('PING').catch((e: unknown) => e);
+      expect(await thrown).toBeInstanceOf(Error);
+      expect(await ping).toBe('PONG');
+    } finally {
+      c.disconnect();
     }
   });
 });
