@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StoreError } from '../core/errors.js';
+import { InvalidOptionError, StoreError } from '../core/errors.js';
 import { NoReplyError, NotSentError } from '../redis/bounded-client.js';
 import { NotReplicatedError } from '../redis/durability.js';
 import { classifyStreamError } from './stream-errors.js';
@@ -127,6 +127,17 @@ describe('classifyStreamError', () => {
     });
     expect(classifyStreamError(new StoreError('x', short, { retriable: true }))).toMatchObject({
       kind: 'not-replicated',
+    });
+  });
+});
+
+describe('classifyStreamError: a setting the server refuses', () => {
+  it('is terminal and not-applied: no try can succeed until the server changes', () => {
+    const refused = new InvalidOptionError('durability.aof', 'a master with appendonly yes', true);
+    expect(classifyStreamError(refused)).toEqual({
+      retryable: false,
+      kind: 'invalid-option',
+      outcome: 'not-applied',
     });
   });
 });

@@ -12,7 +12,8 @@ import { redisFailure } from '../redis/store-error.js';
  *
  * `kind` names the cause for logs and dead letters: the Redis error code (`WRONGTYPE`, `LOADING`,
  * ...), `connection` (closed, reset, timed out, not connected), `not-replicated` (a durable write
- * the master made that too few replicas confirmed in time: `durability`), or `closed-client`.
+ * the master made that too few replicas confirmed in time: `durability`), `invalid-option` (a
+ * setting the server refuses, such as `durability.aof` without appendonly), or `closed-client`.
  *
  * `outcome`: whether the call may have taken effect. `'not-applied'`: it certainly did not (never
  * sent: the client was not connected within the wait, or was closed; or the server refused it
@@ -59,6 +60,10 @@ export function classifyStreamError(err: unknown, closedClient = false): StreamF
   // same call again is answered as it was (a duplicate) once they catch up: retryable.
   if (isOnceflowError(err, 'ERR_NOT_REPLICATED'))
     return { retryable: true, kind: 'not-replicated', outcome: 'unknown' };
+  // A setting the server refuses (`durability.aof` on a master without appendonly): checked before
+  // any write, and no try can succeed until the server changes.
+  if (isOnceflowError(err, 'ERR_INVALID_OPTION'))
+    return { retryable: false, kind: 'invalid-option', outcome: 'not-applied' };
   const { retriable, outcome } = redisFailure(err, false, 'script');
   // Closed while the command waited for a connection: refused unsent, as a closed client's are.
   if (err instanceof NotSentError && !err.retriable)
