@@ -195,38 +195,47 @@ async function runConsumer<E>(
     wake();
   }
 
-  async function deadLetter(
+  // The dead letter and the ack in one fenced script: 'done', or 'fenced' (nothing written).
+  async function writeDead(
     job: ScheduledJob<Held<E>>,
-    reason: 'max-deliveries' | 'terminal-error',
+    reason: 'max-deliveries' | 'terminal-error' | 'ledger-stale' | 'handler-error',
     attempts: number,
     err?: unknown,
-  ): Promise<void> {
+  ): Promise<'done' | 'fenced'> {
     const seen = errors.get(job.id);
     const last = err === undefined ? (seen?.last ?? '') : errorText(err);
     const first = seen?.first ?? last;
+    const done = await evalScript(
+      client,
+      scripts.streamDead,
+      [stream, o.deadStream, o.attemptsKey],
+      [
+        group,
+        consumer,
+        job.id,
+        job.token,
+        reason,
+        first,
+        last,
+        '',
+        attempts,
+        ...entryFields(job.payload.entry),
+      ],
+    );
+    if (done !== 1) return 'fenced';
+    stats.deadLettered++;
+    emit({ type: 'dead-letter', id: job.id, reason, deliveries: job.token });
+    return 'done';
+  }
+
+  async function deadLetter(
+    job: ScheduledJob<Held<E>>,
+    reason: 'max-deliveries' | 'terminal-error' | 'handler-error',
+    attempts: number,
+    err?: unknown,
+  ): Promise<void> {
     try {
-      const done = await evalScript(
-        client,
-        scripts.streamDead,
-        [stream, o.deadStream, o.attemptsKey],
-        [
-          group,
-          consumer,
-          job.id,
-          job.token,
-          reason,
-          first,
-          last,
-          '',
-          attempts,
-          ...entryFields(job.payload.entry),
-        ],
-      );
-      if (done === 1) {
-        stats.deadLettered++;
-        emit({ type: 'dead-letter', id: job.id, reason, deliveries: job.token });
-        finish(job, 'done');
-      } else finish(job, 'fenced');
+      finish(job, await writeDead(job, reason, attempts, err));
     } catch (error) {
       emit({ type: 'error', operation: 'ack', error });
       finish(job, 'lost');
@@ -268,7 +277,7 @@ async function runConsumer<E>(
         settle =
           command === undefined
             ? ack(job.id, job.token)
-            : bookAndAck(job.id, job.token, { id: job.id, token: job.token, command });
+            : bookAndAck(job, attempts, { id: job.id, token: job.token, command });
       } else {
         await (o.handler as (d: Delivery<E>) => unknown)(delivery);
         settle = ack(job.id, job.token);
@@ -301,16 +310,32 @@ async function runConsumer<E>(
     return acked ? 'done' : 'fenced';
   }
 
-  async function bookAndAck(id: string, token: number, item: ApplyAckItem): Promise<'done' | 'fenced'> {
+  async function bookAndAck(
+    job: ScheduledJob<Held<E>>,
+    attempts: number,
+    item: ApplyAckItem,
+  ): Promise<'done' | 'fenced'> {
+    const { id, token } = item;
     const reply = await (applies as NonNullable<typeof applies>)(item);
     if (reply.outcome === 'fenced') return 'fenced';
-    stats.acked++;
-    emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
-    if (reply.outcome === 'stale') {
-      stats.deadLettered++;
-      emit({ type: 'dead-letter', id, reason: 'ledger-stale', deliveries: token });
+    if (reply.outcome !== 'stale') {
+      stats.acked++;
+      emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
+      return 'done';
     }
-    return 'done';
+    // Stale: left pending by the script. Below the horizon is no proof of a repeat (an entry of a
+    // crashed consumer reclaimed after newer entries of its owner were booked): the journal
+    // decides, and only an entry it cannot settle is dead-lettered.
+    const resolved = await (ledger as LedgerPath<E>).resolve(item.command);
+    if (resolved.outcome === 'unknown') {
+      const why = new Error(
+        'the ledger answered stale (below its horizon) and its journal cannot tell a repeat from a new entry',
+      );
+      return writeDead(job, 'ledger-stale', attempts, why);
+    }
+    const settled = await ack(id, token);
+    if (settled === 'done') emit({ type: 'applied', id, outcome: resolved.outcome, seq: resolved.seq });
+    return settled;
   }
 
   async function ensureGroup(): Promise<void> {
@@ -345,6 +370,7 @@ async function runConsumer<E>(
     offer,
     pump,
     finish,
+    deadLetterGone: (job, runs) => deadLetter(job, 'handler-error', runs),
     emit,
     sleep: (ms) => sleep(ms, signal),
   });

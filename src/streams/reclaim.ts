@@ -22,6 +22,8 @@ export interface ClaimContext<E> {
   offer(entry: RawEntry, token: number): void;
   pump(): void;
   finish(job: ScheduledJob<Held<E>>, outcome: 'fenced' | 'lost'): void;
+  /** A failed entry trimmed from the stream while pending: dead-lettered from the held copy. */
+  deadLetterGone(job: ScheduledJob<Held<E>>, runs: number): Promise<void>;
   emit(event: StreamConsumerEvent): void;
   sleep(ms: number): Promise<void>;
 }
@@ -63,12 +65,20 @@ async function reclaim<E>(c: ClaimContext<E>): Promise<void> {
     const sweep = cursor !== undefined && page < CLAIM_PAGES_PER_TICK;
     const room = sweep ? Math.max(0, c.maxHeld - scheduler.held) : 0;
     if (room === 0 && retry.length === 0) return;
-    const [next, claimed, deleted] = (await evalScript(
+    const [next, claimed, deleted, gone] = (await evalScript(
       o.client,
       scripts.streamClaim,
-      [o.stream],
+      [o.stream, o.attemptsKey],
       [o.group, o.consumer, o.claimIdleMs, cursor ?? '0-0', room, ...retry],
-    )) as [string, [string, string[], number][], string[]];
+    )) as [string, [string, string[], number][], string[], [string, number][]];
+    // Failed entries trimmed while pending cannot be delivered again: dead-lettered (fenced) from
+    // the copy held, before the next XAUTOCLAIM (which would drop them from the pending list).
+    await Promise.all(
+      gone.map(([id, runs]) => {
+        const job = scheduler.get(id);
+        return job !== undefined && job.state === 'failed' ? c.deadLetterGone(job, runs) : undefined;
+      }),
+    );
     for (const [id, flat, count] of claimed) {
       const [entry] = parseEntries([[id, flat]]);
       c.offer(entry as RawEntry, count);
