@@ -134,7 +134,11 @@ async function runConsumer<E>(
   // concurrency)): a key that stays near its cap is read in quarters, not one round trip per entry.
   const readAtLeast = Math.max(
     1,
-    Math.min(o.batch, Math.floor(Math.min(keyCap, maxHeld) / 4), maxHeld - Math.min(keyCap, maxHeld)),
+    Math.min(
+      o.batch,
+      Math.floor(Math.min(keyCap, maxHeld) / 4),
+      keyCap === Infinity ? o.batch : maxHeld - keyCap,
+    ),
   );
   // Reads go on while a key is at its cap (as a paused partition): its newer entries are left in
   // this consumer's pending list (XREADGROUP '>' delivered them to it), its key marked spilled, and

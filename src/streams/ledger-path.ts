@@ -219,8 +219,9 @@ export function createLedgerPath<E>(
         first,
         last,
         // Every entry this consumer holds (at most maxHeld) fits: the range's reply covers the
-        // batch unless it also holds entries it let go (lost, fenced) in between, which are then
-        // checked one by one (see stream-apply-ack.lua).
+        // batch unless its pending list also has entries it let go (lost, fenced) or left pending
+        // for a blocked key (spilled) in between, which are then checked one by one (see
+        // stream-apply-ack.lua).
         maxHeld,
       ]);
       const replies = JSON.parse(raw as string) as [string, string?, unknown?, 1?][];
