@@ -34,10 +34,14 @@ export type StreamConsumerEvent =
   | {
       readonly type: 'dead-letter';
       readonly id: string;
-      readonly reason: 'max-deliveries' | 'terminal-error' | 'ledger-stale';
+      readonly reason: 'max-deliveries' | 'terminal-error' | 'ledger-stale' | 'handler-error';
       readonly deliveries: number;
     }
-  /** A ledger booking's outcome (`duplicate`: booked before; `stale`: dead-lettered). */
+  /**
+   * A ledger booking's outcome (`duplicate`: booked before; `stale`: the window and the journal
+   * could not tell, dead-lettered). An entry the window answers stale is resolved from the owner's
+   * journal first: `applied` or `duplicate` then.
+   */
   | {
       readonly type: 'applied';
       readonly id: string;

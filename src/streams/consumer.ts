@@ -15,6 +15,7 @@ import { type Delivery, decodeDelivery, errorText, parseEntries, type RawEntry }
 import { createKeyScheduler, type ScheduledJob } from './key-scheduler.js';
 import { type ApplyAckItem, type ApplyAckReply, createLedgerPath, type LedgerPath } from './ledger-path.js';
 import { claimLoop, type Held } from './reclaim.js';
+import { createSpill, type SpillPass } from './spill.js';
 import { createTickBatcher } from './tick-batcher.js';
 
 export type { StreamClient, StreamConsumerEvent, StreamConsumerOptions } from './consumer-options.js';
@@ -49,6 +50,11 @@ const ERRORS_KEPT = 10_000;
 // short enough that a restart is noticed within a couple of seconds.
 const READ_RETRY_MS = 50;
 const READ_RETRY_MAX_MS = 2000;
+// Spilled keys tracked at most (one key and one id each: ~100 B, ~100 KB in all). A key is spilled
+// only while it holds its cap (at most maxHeld / keyCap <= 2 keys at once) or while its entries
+// are read back, so this is reached only by a burst of keys blocked in turn; past it a key at its
+// cap is held beyond its cap (never beyond maxHeld) until one drains.
+const SPILLED_KEYS_MAX = 1024;
 
 /**
  * A Redis Streams consumer in a consumer group: `XREADGROUP ... BLOCK` on a connection of its own,
@@ -122,16 +128,30 @@ async function runConsumer<E>(
   const maxHeld = o.concurrency + o.batch;
   // At most max(batch, concurrency) entries held per key, always less than maxHeld (both are at
   // least 1): a key whose head failed waits for it (claimIdle, up to maxDeliveries times), and its
-  // newer entries never take every place; the rest stay for other keys and for reclaims. Reads
-  // stop while a key's backlog is full (XREADGROUP '>' cannot skip a key: whatever it returns is
-  // this consumer's to hold), and the failed head is claimed again by id (reclaim.ts), which needs
-  // no room at all. Not `batch` alone: with a small batch, a key holding `batch` entries would
-  // stop the reads while `concurrency` allows far more keys at once. Without `key` every entry is
-  // its own key: no cap.
+  // newer entries never take every place; the rest stay for other keys and for reclaims. Not
+  // `batch` alone: with a small batch, a key holding `batch` entries would be spilled while
+  // `concurrency` allows far more keys at once. Without `key` every entry is its own key: no cap.
   const keyCap = o.key === undefined ? Number.POSITIVE_INFINITY : Math.max(o.batch, o.concurrency);
   // A read waits for a quarter of a key's cap (at most one batch, at least one entry) to be free
-  // again: a key that stays near its cap is then read in quarters, not one round trip per entry.
-  const readAtLeast = Math.max(1, Math.min(o.batch, Math.floor(Math.min(keyCap, maxHeld) / 4)));
+  // again, and never for more than one key at its cap leaves (maxHeld - keyCap = min(batch,
+  // concurrency)): a key that stays near its cap is read in quarters, not one round trip per entry.
+  const readAtLeast = Math.max(
+    1,
+    Math.min(
+      o.batch,
+      Math.floor(Math.min(keyCap, maxHeld) / 4),
+      keyCap === Infinity ? o.batch : maxHeld - keyCap,
+    ),
+  );
+  // Reads go on while a key is at its cap (as a paused partition): its newer entries are left in
+  // this consumer's pending list (XREADGROUP '>' delivered them to it), its key marked spilled, and
+  // read back in id order once it has room again, before any newer entry of it runs. Memory stays
+  // bounded: entries held at most maxHeld, spilled keys at most SPILLED_KEYS_MAX with one id each.
+  const spill = createSpill(keyCap, SPILLED_KEYS_MAX);
+  // A spilled key is read back once it has room for readAtLeast entries (as a read waits for).
+  const hasRoom = (key: string) => scheduler.count(key) <= keyCap - readAtLeast;
+  // When a full read-back pass last reached the end of the pending list (see spill.ts).
+  let lastFullPass = Date.now();
   const errors = new LruMap<string, { first: string; last: string }>(ERRORS_KEPT);
   const waiters = new Set<() => void>();
   const wake = () => {
@@ -158,8 +178,7 @@ async function runConsumer<E>(
       ? undefined
       : createTickBatcher<ApplyAckItem, ApplyAckReply>(MAX_SCRIPT_BATCH, (items) => ledger.applyAck(items));
 
-  function offer(entry: RawEntry, token: number): void {
-    stats.delivered++;
+  function prepare(entry: RawEntry, token: number): { key: string; held: Held<E> } {
     const decoded = decodeDelivery<E>(entry, token, o.serializer);
     const delivery = 'delivery' in decoded ? decoded.delivery : undefined;
     let error = 'error' in decoded ? decoded.error : undefined;
@@ -171,7 +190,54 @@ async function runConsumer<E>(
         error = err instanceof Error ? err : new Error(String(err));
       }
     }
-    scheduler.offer(entry.id, key, token, { entry, delivery, error });
+    return { key, held: { entry, delivery, error } };
+  }
+
+  function hold(entry: RawEntry, token: number, key: string, held: Held<E>): void {
+    stats.delivered++;
+    scheduler.offer(entry.id, key, token, held);
+  }
+
+  // An entry delivered to this consumer (read, reclaimed): held, or left pending when its key is
+  // spilled or at its cap.
+  function offer(entry: RawEntry, token: number): void {
+    const known = scheduler.get(entry.id);
+    const { key, held } = prepare(entry, token);
+    if (known === undefined && spill.place(entry.id, key, scheduler.count(key))) return;
+    hold(entry, token, known?.key ?? key, held);
+  }
+
+  // One page of a read-back pass: this consumer's own pending entries in id order; each not held
+  // is handed back if its key is eligible and has room, else left pending (spilled) for later.
+  async function readBack(pass: SpillPass): Promise<void> {
+    const rows = (await evalScript(
+      reader,
+      scripts.streamPendingRead,
+      [stream],
+      [group, consumer, pass.start, o.batch],
+    )) as [string, string[], number][];
+    for (const [id, flat, token] of rows) {
+      pass.cursor = id;
+      if (scheduler.get(id) !== undefined) continue;
+      const [entry] = parseEntries([[id, flat]]) as [RawEntry];
+      const { key, held } = prepare(entry, token);
+      const room = scheduler.held < maxHeld && scheduler.count(key) < keyCap;
+      if (pass.eligible.has(key)) {
+        if (room) hold(entry, token, key, held);
+        else spill.stop(key, id);
+      } else if (spill.has(key)) {
+        spill.place(id, key, 0);
+      } else if (room) {
+        // Its own entry it let go (an ack whose outcome was unknown): taken back, as a reclaim would.
+        hold(entry, token, key, held);
+      } else spill.place(id, key, keyCap);
+    }
+    pump();
+    const end = rows.length < o.batch;
+    if (end || (pass.eligible.size === 0 && !pass.full)) {
+      if (end && pass.full) lastFullPass = Date.now();
+      spill.endPass(end);
+    } else pass.start = `(${pass.cursor}`;
   }
 
   function pump(): void {
@@ -196,40 +262,51 @@ async function runConsumer<E>(
     }
     pump();
     wake();
+    // A spilled key has room again: a blocked read is ended so that its entries are read back.
+    if (blocked && spill.has(job.key) && hasRoom(job.key)) unblock();
+  }
+
+  // The dead letter and the ack in one fenced script: 'done', or 'fenced' (nothing written).
+  async function writeDead(
+    job: ScheduledJob<Held<E>>,
+    reason: 'max-deliveries' | 'terminal-error' | 'ledger-stale' | 'handler-error',
+    attempts: number,
+    err?: unknown,
+  ): Promise<'done' | 'fenced'> {
+    const seen = errors.get(job.id);
+    const last = err === undefined ? (seen?.last ?? '') : errorText(err);
+    const first = seen?.first ?? last;
+    const done = await evalScript(
+      client,
+      scripts.streamDead,
+      [stream, o.deadStream, o.attemptsKey],
+      [
+        group,
+        consumer,
+        job.id,
+        job.token,
+        reason,
+        first,
+        last,
+        '',
+        attempts,
+        ...entryFields(job.payload.entry),
+      ],
+    );
+    if (done !== 1) return 'fenced';
+    stats.deadLettered++;
+    emit({ type: 'dead-letter', id: job.id, reason, deliveries: job.token });
+    return 'done';
   }
 
   async function deadLetter(
     job: ScheduledJob<Held<E>>,
-    reason: 'max-deliveries' | 'terminal-error',
+    reason: 'max-deliveries' | 'terminal-error' | 'handler-error',
     attempts: number,
     err?: unknown,
   ): Promise<void> {
-    const seen = errors.get(job.id);
-    const last = err === undefined ? (seen?.last ?? '') : errorText(err);
-    const first = seen?.first ?? last;
     try {
-      const done = await evalScript(
-        client,
-        scripts.streamDead,
-        [stream, o.deadStream, o.attemptsKey],
-        [
-          group,
-          consumer,
-          job.id,
-          job.token,
-          reason,
-          first,
-          last,
-          '',
-          attempts,
-          ...entryFields(job.payload.entry),
-        ],
-      );
-      if (done === 1) {
-        stats.deadLettered++;
-        emit({ type: 'dead-letter', id: job.id, reason, deliveries: job.token });
-        finish(job, 'done');
-      } else finish(job, 'fenced');
+      finish(job, await writeDead(job, reason, attempts, err));
     } catch (error) {
       emit({ type: 'error', operation: 'ack', error });
       finish(job, 'lost');
@@ -271,7 +348,7 @@ async function runConsumer<E>(
         settle =
           command === undefined
             ? ack(job.id, job.token)
-            : bookAndAck(job.id, job.token, { id: job.id, token: job.token, command });
+            : bookAndAck(job, attempts, { id: job.id, token: job.token, command });
       } else {
         await (o.handler as (d: Delivery<E>) => unknown)(delivery);
         settle = ack(job.id, job.token);
@@ -304,16 +381,32 @@ async function runConsumer<E>(
     return acked ? 'done' : 'fenced';
   }
 
-  async function bookAndAck(id: string, token: number, item: ApplyAckItem): Promise<'done' | 'fenced'> {
+  async function bookAndAck(
+    job: ScheduledJob<Held<E>>,
+    attempts: number,
+    item: ApplyAckItem,
+  ): Promise<'done' | 'fenced'> {
+    const { id, token } = item;
     const reply = await (applies as NonNullable<typeof applies>)(item);
     if (reply.outcome === 'fenced') return 'fenced';
-    stats.acked++;
-    emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
-    if (reply.outcome === 'stale') {
-      stats.deadLettered++;
-      emit({ type: 'dead-letter', id, reason: 'ledger-stale', deliveries: token });
+    if (reply.outcome !== 'stale') {
+      stats.acked++;
+      emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
+      return 'done';
     }
-    return 'done';
+    // Stale: left pending by the script. Below the horizon is no proof of a repeat (an entry of a
+    // crashed consumer reclaimed after newer entries of its owner were booked): the journal
+    // decides, and only an entry it cannot settle is dead-lettered.
+    const resolved = await (ledger as LedgerPath<E>).resolve(item.command);
+    if (resolved.outcome === 'unknown') {
+      const why = new Error(
+        'the ledger answered stale (below its horizon) and its journal cannot tell a repeat from a new entry',
+      );
+      return writeDead(job, 'ledger-stale', attempts, why);
+    }
+    const settled = await ack(id, token);
+    if (settled === 'done') emit({ type: 'applied', id, outcome: resolved.outcome, seq: resolved.seq });
+    return settled;
   }
 
   // XGROUP CREATE ... MKSTREAM in a script (stream-group-create.lua): an existing group is fine.
@@ -331,6 +424,12 @@ async function runConsumer<E>(
   if (signal.aborted) return;
   const ownReader = o.reader === undefined;
   const readerClient = o.reader ?? (o.raw.duplicate as () => StreamClient).call(o.raw);
+  // Whether an XREADGROUP ... BLOCK is waiting on the reader (CLIENT UNBLOCK may end it).
+  let blocked = false;
+  const unblock = () => {
+    blocked = false;
+    if (typeof readerId === 'number') client.call('CLIENT', 'UNBLOCK', readerId).catch(() => {});
+  };
   // The connection's own errors come back as failed reads (reported, retried): a listener keeps
   // ioredis from logging each reconnect attempt as an unhandled 'error' event.
   if (ownReader) readerClient.on?.('error', () => {});
@@ -345,7 +444,7 @@ async function runConsumer<E>(
   if (!o.cluster) readerId = await reader.call('CLIENT', 'ID').catch(() => undefined);
   const onAbort = () => {
     wake();
-    if (typeof readerId === 'number') client.call('CLIENT', 'UNBLOCK', readerId).catch(() => {});
+    unblock();
   };
   signal.addEventListener('abort', onAbort, { once: true });
   const claiming = claimLoop({
@@ -355,20 +454,35 @@ async function runConsumer<E>(
     offer,
     pump,
     finish,
+    deadLetterGone: (job, runs) => deadLetter(job, 'handler-error', runs),
+    spillLow: () => spill.low(),
     emit,
     sleep: (ms) => sleep(ms, signal),
   });
   let retryMs = READ_RETRY_MS;
   try {
     while (!signal.aborted) {
-      // A read takes no more than the room left in all, nor than lets one key exceed keyCap.
-      const room = Math.min(maxHeld - scheduler.held, keyCap - scheduler.longest());
-      if (room < readAtLeast) {
+      const room = maxHeld - scheduler.held;
+      // Spilled entries first, before any newer entry of their key is read: a pass when a spilled
+      // key has room again, and a full one every claimIdle (this consumer's own entries it let go
+      // are taken back, not left to the touch of its spilled ones until the spill drains).
+      const pass =
+        spill.pass ??
+        (spill.size > 0 && room >= readAtLeast
+          ? spill.startPass(hasRoom, Date.now() - lastFullPass >= o.claimIdleMs)
+          : undefined);
+      if (pass === undefined && room < readAtLeast) {
         await changed();
         continue;
       }
       let reply: unknown;
       try {
+        if (pass !== undefined) {
+          await readBack(pass);
+          retryMs = READ_RETRY_MS;
+          continue;
+        }
+        blocked = true;
         reply = await reader.call(
           'XREADGROUP',
           'GROUP',
@@ -382,8 +496,10 @@ async function runConsumer<E>(
           stream,
           '>',
         );
+        blocked = false;
         retryMs = READ_RETRY_MS;
       } catch (error) {
+        blocked = false;
         if (signal.aborted) break;
         emit({ type: 'error', operation: 'read', error });
         if (error instanceof Error && error.message.startsWith('NOGROUP')) {

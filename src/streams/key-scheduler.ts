@@ -44,6 +44,8 @@ export interface KeyScheduler<T> {
   readonly held: number;
   /** The most entries one key holds (its backlog, the running or failed head included). */
   longest(): number;
+  /** The entries `key` holds (its backlog, the running or failed head included). */
+  count(key: string): number;
   readonly running: number;
   /** Every held entry, for the caller's own bookkeeping (heartbeats, shutdown). */
   jobs(): IterableIterator<ScheduledJob<T>>;
@@ -168,6 +170,7 @@ export function createKeyScheduler<T>(concurrency: number): KeyScheduler<T> {
       for (const queue of queues.values()) most = Math.max(most, queue.jobs.length);
       return most;
     },
+    count: (key) => queues.get(key)?.jobs.length ?? 0,
     jobs: () => byId.values(),
   };
 }

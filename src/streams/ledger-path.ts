@@ -9,7 +9,7 @@ import { connectionGeneration } from '../redis/connection-generation.js';
 import type { RedisLike } from '../redis/eval.js';
 import { ledgerOwnersKey, scopeOwnersKey } from '../redis/keys.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from '../redis/owner-memo.js';
-import { pushEntryFields } from '../redis/resolve.js';
+import { pushEntryFields, resolveEntry, resolveSteps } from '../redis/resolve.js';
 import type { LuaScript } from '../redis/scripts.generated.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { keySlot } from '../redis/slot.js';
@@ -57,6 +57,19 @@ export interface LedgerPath<E> {
   command(delivery: Delivery<E>): Promise<LedgerApplyCommand | undefined>;
   /** Books and acks the items in one script call; one reply per item, in order. */
   applyAck(items: readonly ApplyAckItem[]): Promise<ApplyAckReply[]>;
+  /**
+   * Settles a command the window answered `stale` from the owner's journal, as `ledger.resolve`
+   * does (ledger-resolve.lua): booked when provably new, `duplicate` when the journal holds it,
+   * `unknown` when nothing can be proven. Not fenced: the journal decides, so a consumer whose
+   * delivery was reclaimed meanwhile books nothing twice (the other one finds it `duplicate`).
+   */
+  resolve(command: LedgerApplyCommand): Promise<ResolvedReply>;
+}
+
+/** What a resolve of a stale entry answered. */
+export interface ResolvedReply {
+  readonly outcome: 'applied' | 'duplicate' | 'unknown';
+  readonly seq: number | undefined;
 }
 
 /**
@@ -211,8 +224,9 @@ export function createLedgerPath<E>(
         first,
         last,
         // Every entry this consumer holds (at most maxHeld) fits: the range's reply covers the
-        // batch unless it also holds entries it let go (lost, fenced) in between, which are then
-        // checked one by one (see stream-apply-ack.lua).
+        // batch unless its pending list also has entries it let go (lost, fenced) or left pending
+        // for a blocked key (spilled) in between, which are then checked one by one (see
+        // stream-apply-ack.lua).
         maxHeld,
       ]);
       const replies = JSON.parse(raw as string) as [string, string?, unknown?, 1?][];
@@ -228,6 +242,19 @@ export function createLedgerPath<E>(
         const outcome = reply[0] as LedgerApplyResult['outcome'];
         return { outcome, seq: reply[1] === '' || reply[1] === undefined ? undefined : Number(reply[1]) };
       });
+    },
+    async resolve(command) {
+      const memo = owners.get(command.ledger, command.owner);
+      // Registered as for a booking: the resolve may book.
+      await register(memo, command);
+      const [outcome, seq] = await resolveSteps(
+        client,
+        [memo.keys[0], memo.keys[1]],
+        resolveEntry(command, checkApplyCommand(command)),
+        journalLimit,
+        (call) => call(),
+      );
+      return { outcome, seq: seq === '' ? undefined : Number(seq) };
     },
   };
 }

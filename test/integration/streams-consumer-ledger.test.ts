@@ -193,10 +193,11 @@ describe('stream consumer, ledger path (booking + XACK in one script)', () => {
     expect(await ledger.balances('p1')).toEqual({ coins: 9n });
   });
 
-  it('dead-letters an entry the ledger answers stale (never dropped silently)', async () => {
+  it('dead-letters an entry the ledger answers stale and its journal cannot settle (never dropped silently)', async () => {
     const stream = `${prefix}s${++n}`;
     const keyPrefix = `${prefix}l${n}:`;
-    // Capacity 1 with orders: the second entry evicts the first (horizon 1); a third at order 1 is stale.
+    // Capacity 1 with orders: the second entry evicts the first (horizon 1); a third at order 1 is
+    // stale, and with no journal kept nothing proves it new: unknown, dead-lettered.
     for (const [sig, order] of [
       ['a', 1],
       ['b', 2],
@@ -214,9 +215,10 @@ describe('stream consumer, ledger path (booking + XACK in one script)', () => {
     }
     const c = start(client, stream, keyPrefix, {
       capacity: 1,
+      journal: { maxEntriesPerOwner: 0 },
       entry: (d) => ({ ...entry(d), order: (d.event as Payment & { order: number }).order }),
     });
-    await until(() => c.consumer.stats.acked === 3);
+    await until(() => c.consumer.stats.acked === 2 && c.consumer.stats.deadLettered === 1);
     await c.stop();
     const dead = (await client.call('XRANGE', `${stream}:dead`, '-', '+')) as [string, string[]][];
     expect(dead).toHaveLength(1);

@@ -1,7 +1,9 @@
 // One poison entry in a keyed stream, on the real Redis, with one consumer and the default
 // concurrency and batch: the entry is retried after claimIdle and dead-lettered after maxDeliveries,
-// the newer entries of its key wait for it without taking every slot the consumer has, and every
-// other entry is handled, on the handler path and on the ledger path, also across a restart.
+// the newer entries of its key wait for it without taking every slot the consumer has (those past
+// its cap are left pending, spilled, and read back in order), and every other entry is handled
+// while the poison is still pending, on the handler path and on the ledger path, also across a
+// restart and beside a second consumer.
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
@@ -93,7 +95,14 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
     const poison = await fill(stream);
     const handled = new Map<string, number[]>();
     let runs = 0;
+    let others = 0;
+    // The poison's failed runs and whether it was dead-lettered when the last other entry ran.
+    let othersDone: { runs: number; dead: boolean } | undefined;
+    let deadLettered = false;
     const c = consume(stream, {
+      onEvent: (e) => {
+        if (e.type === 'dead-letter') deadLettered = true;
+      },
       handler: (d) => {
         if (d.event.poison) {
           runs++;
@@ -102,6 +111,7 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
         const seen = handled.get(d.event.owner) ?? [];
         seen.push(d.event.n);
         handled.set(d.event.owner, seen);
+        if (d.event.owner !== 'hot' && ++others === OTHERS) othersDone = { runs, dead: deadLettered };
       },
     });
     await until(
@@ -115,6 +125,10 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
       origin: `${stream}/g/${poison}`,
     });
     expect(runs).toBe(5);
+    // The other keys' entries, published after the hot key's 500, did not wait for the poison:
+    // all handled while it was still pending (before its maxDeliveries runs were spent).
+    expect(othersDone?.dead).toBe(false);
+    expect(othersDone?.runs).toBeLessThan(5);
     // Every entry of the hot key once, in stream order, after its poison was settled.
     expect(handled.get('hot')).toEqual(Array.from({ length: HOT }, (_, i) => i + 1));
     expect([...handled.values()].reduce((sum, ns) => sum + ns.length, 0)).toBe(HOT + OTHERS);
@@ -125,12 +139,28 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
     const stream = `${prefix}s${++n}`;
     const keyPrefix = `${prefix}l${n}:`;
     await fill(stream);
+    let failures = 0;
+    let others = 0;
+    let othersDone: { failures: number; dead: boolean } | undefined;
+    let dead = false;
+    const hotIds = new Set<string>();
     const c = consume(stream, {
+      onEvent: (e) => {
+        if (e.type === 'dead-letter') dead = true;
+        // Every entry but the hot key's is booked under an owner k0..k9.
+        if (e.type === 'applied' && e.outcome === 'applied' && !hotIds.has(e.id) && ++others === OTHERS) {
+          othersDone = { failures, dead };
+        }
+      },
       ledger: {
         prefix: keyPrefix,
         capacity: 64,
         entry: (d) => {
-          if (d.event.poison) throw new Error('poison');
+          if (d.event.owner === 'hot') hotIds.add(d.id);
+          if (d.event.poison) {
+            failures++;
+            throw new Error('poison');
+          }
           return { owner: d.event.owner, signature: d.eventId as string, deltas: { n: d.event.n } };
         },
       },
@@ -139,11 +169,14 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
       async () => (await deadLetters(stream)).length === 1 && c.consumer.stats.acked === HOT + OTHERS,
     );
     await c.stop();
+    // Booked while the poison was still pending, not after it was dead-lettered.
+    expect(othersDone?.dead).toBe(false);
+    expect(othersDone?.failures).toBeLessThan(5);
     const ledger = createLedger({ store: createRedisStore({ client, prefix: keyPrefix }), capacity: 64 });
     expect(await ledger.balances('hot')).toEqual({ n: BigInt((HOT * (HOT + 1)) / 2) });
-    let others = 0n;
-    for (let k = 0; k < 10; k++) others += (await ledger.balances(`k${k}`)).n ?? 0n;
-    expect(others).toBe(BigInt((OTHERS * (OTHERS + 1)) / 2));
+    let otherSum = 0n;
+    for (let k = 0; k < 10; k++) otherSum += (await ledger.balances(`k${k}`)).n ?? 0n;
+    expect(otherSum).toBe(BigInt((OTHERS * (OTHERS + 1)) / 2));
     expect(await client.call('XPENDING', stream, 'g', '-', '+', 10)).toEqual([]);
   }, 60_000);
 
@@ -196,6 +229,32 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
     const second = consume(stream, { handler });
     await until(async () => (await deadLetters(stream)).length === 1 && handled.size === HOT + OTHERS);
     await second.stop();
+    expect(await client.call('XPENDING', stream, 'g', '-', '+', 10)).toEqual([]);
+  }, 60_000);
+});
+
+describe('spilled entries (a key past its cap while its head waits)', () => {
+  it("a second consumer never takes the first one's spilled entries: the hot key runs in stream order", async () => {
+    const stream = `${prefix}s${++n}`;
+    await fill(stream);
+    // Every handling of the hot key, by either consumer, in the order it ran.
+    const hot: { by: string; n: number }[] = [];
+    let others = 0;
+    const handler = (by: string) => (d: { event: Move }) => {
+      if (d.event.poison) throw new Error('poison');
+      if (d.event.owner === 'hot') hot.push({ by, n: d.event.n });
+      else others++;
+    };
+    const first = consume(stream, { handler: handler('c1') });
+    // The first has read the whole stream (the other keys come last): the hot key's entries past
+    // its cap are left in its pending list, not held.
+    await until(() => others === OTHERS);
+    const second = consume(stream, { consumer: 'c2', handler: handler('c2') });
+    await until(async () => (await deadLetters(stream)).length === 1 && hot.length >= HOT);
+    await first.stop();
+    await second.stop();
+    expect(hot.map((h) => h.n)).toEqual(Array.from({ length: HOT }, (_, i) => i + 1));
+    expect(hot.filter((h) => h.by === 'c2')).toEqual([]);
     expect(await client.call('XPENDING', stream, 'g', '-', '+', 10)).toEqual([]);
   }, 60_000);
 });

@@ -4,10 +4,14 @@
   and the XACK, in one script: a consumer killed at any point leaves either nothing done (the entry
   is delivered again and booked then) or everything done (acked; not delivered again), and a
   consumer whose delivery was reclaimed can neither book it nor ack it. An entry the window answers
-  `duplicate` is acked (booked before); one it answers `stale` is dead-lettered (reason
-  'ledger-stale') and acked, so it is never silently dropped.
+  `duplicate` is acked (booked before); one it answers `stale` is left pending, neither booked nor
+  acked: below the horizon is no proof of a repeat (an owner's entries booked out of stream order,
+  a crashed consumer's entry reclaimed late), so the consumer resolves it from the owner's journal
+  (ledger-resolve.lua) and then acks it (stream-ack.lua) or dead-letters it (stream-dead.lua), both
+  fenced.
 
-  KEYS[1]     stream          KEYS[2] dead-letter stream      KEYS[3] attempts hash
+  KEYS[1]     stream          KEYS[2] dead-letter stream (not written here: see above)
+  KEYS[3]     attempts hash
   KEYS[4..]   per entry, its owner's state and journal keys (the pair ledger-apply.lua takes per
               entry); on Redis Cluster every key shares the stream's hash slot, and the script is
               called with all of them (numberOfKeys counts only the first three)
@@ -16,11 +20,11 @@
               then its ledger entry as ledger-apply.lua's ARGV[1] holds one
   ARGV[4]     journal limit (as ledger-apply.lua's ARGV[2])
   ARGV[5]     run (as ledger-apply.lua's ARGV[3])
-  ARGV[6]     dead-letter MAXLEN ('' none)
+  ARGV[6]     dead-letter MAXLEN ('' none; not used here, as KEYS[2])
   ARGV[7..9]  the lowest and highest stream id of the entries, and how many of the consumer's
               pending entries between them to read at most (see `pending` below)
   Returns     a JSON array, one reply per entry: ["fenced"] (nothing done), or ledger-apply.lua's
-              reply [outcome, seq, balances(, 1)] (the entry acked; a stale one dead-lettered)
+              reply [outcome, seq, balances(, 1)] (the entry acked, unless stale: left pending)
 ]]
 
 -- #include lib/int-compare.lua
@@ -35,13 +39,10 @@ local find, sub, match, byte = string.find, string.sub, string.match, string.byt
 
 -- #include lib/stream-fence.lua
 
--- #include lib/stream-dead-letter.lua
-
 local group, consumer = ARGV[1], ARGV[2]
 local args = cjson.decode(ARGV[3])
 local limit = ARGV[4]
 local run = ARGV[5]
-local dead_maxlen = ARGV[6]
 
 -- The fence of every entry from one XPENDING over the batch's id range (the delivery count of each
 -- entry pending as this consumer's), not one XPENDING per entry: the range reads the same pending
@@ -56,7 +57,7 @@ end
 
 -- #include lib/ledger-book.lua
 
-local stream, dead = KEYS[1], KEYS[2]
+local stream = KEYS[1]
 local replies, acked, counted = {}, { 'XACK', stream, group }, { 'HDEL', KEYS[3] }
 local a = 1
 for k = 4, #KEYS, 2 do
@@ -74,13 +75,10 @@ for k = 4, #KEYS, 2 do
   else
     local reply
     reply, a = book(KEYS[k], KEYS[k + 1], a + 2)
-    if sub(reply, 1, 8) == '["stale"' then
-      -- No copy of the fields is sent with a booking (it would double what every booking sends, for
-      -- a rare answer): read from the stream, they are lost only if the entry was deleted while pending.
-      stream_dead_letter(stream, dead, group, id, 'ledger-stale', token, '', '', dead_maxlen, {})
+    if sub(reply, 1, 8) ~= '["stale"' then
+      acked[#acked + 1] = id
+      if token ~= 1 then counted[#counted + 1] = id end
     end
-    acked[#acked + 1] = id
-    if token ~= 1 then counted[#counted + 1] = id end
     replies[#replies + 1] = reply
   end
 end
