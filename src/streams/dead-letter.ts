@@ -5,10 +5,16 @@ import { scripts } from '../redis/scripts.generated.js';
 
 /**
  * Why an event was dead-lettered. The producer writes `publish-failed` (its tries ran out on
- * passing errors) and `terminal-error` (a failure no retry fixes); the consumer
- * `max-deliveries` and `handler-error`.
+ * passing errors) and `terminal-error` (a failure no retry fixes); the consumer `max-deliveries`,
+ * `handler-error`, `terminal-error` and, on its ledger path, `ledger-stale` (an entry below the
+ * owner's horizon whose journal could not prove it new: `ledger.resolve` answered `unknown`).
  */
-export type DeadLetterReason = 'publish-failed' | 'max-deliveries' | 'handler-error' | 'terminal-error';
+export type DeadLetterReason =
+  | 'publish-failed'
+  | 'max-deliveries'
+  | 'handler-error'
+  | 'terminal-error'
+  | 'ledger-stale';
 
 /** One dead-letter entry, as both producer and consumer write it. */
 export interface DeadLetter {
