@@ -1,6 +1,8 @@
-import type { JsonValue } from '../store/store.js';
 import { InvalidArgumentError } from './errors.js';
 import { isPlainObject } from './validate.js';
+
+/** A JSON value: what a store keeps as `meta` and in versioned rows, the same value everywhere. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 // 1 000 levels: far deeper than any record kept beside a ledger entry or a versioned row, and far from the stack's
 // limit for this recursion (~10 000 frames on Node's default stack).

@@ -96,36 +96,30 @@ export interface LimiterInternals {
   onDegraded?: (error: unknown) => void;
 }
 
+// In this order, the order in which an inline field beside `limits` is named.
 const LIMIT_OPTIONS = keysOf<LimitOptions>({
-  id: true,
   algorithm: true,
   limit: true,
   window: true,
   granularity: true,
   burst: true,
   by: true,
-});
-const LIMITER_OPTIONS = keysOf<LimiterOptions>({
-  store: true,
-  name: true,
-  limits: true,
-  clock: true,
-  blockCache: true,
-  degraded: true,
-  timeout: true,
   id: true,
-  algorithm: true,
-  limit: true,
-  window: true,
-  granularity: true,
-  burst: true,
-  by: true,
 });
+const LIMITER_OPTIONS = [
+  ...keysOf<Omit<LimiterOptions, keyof LimitOptions>>({
+    store: true,
+    name: true,
+    limits: true,
+    clock: true,
+    blockCache: true,
+    degraded: true,
+    timeout: true,
+  }),
+  ...LIMIT_OPTIONS,
+];
 const BLOCK_CACHE_OPTIONS = ['max'];
 const DEGRADED_OPTIONS = ['mode', 'share'];
-
-// The options of one limit, given inline (createLimiter({ algorithm, limit, window })).
-const INLINE_LIMIT_FIELDS = ['algorithm', 'limit', 'window', 'granularity', 'burst', 'by', 'id'] as const;
 
 /**
  * Creates a rate limiter (DESIGN §3.5). Refusals are values (`allowed: false`) and charge
@@ -156,7 +150,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   }
   if (options.limits !== undefined) {
     // Inline limit options beside `limits` would be ignored: refused by name.
-    for (const field of INLINE_LIMIT_FIELDS) {
+    for (const field of LIMIT_OPTIONS) {
       if ((options as Record<string, unknown>)[field] !== undefined) {
         throw new InvalidOptionError(
           field,

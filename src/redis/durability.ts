@@ -199,23 +199,13 @@ export async function evalWaited(
     return { reply: await evalScript(client, script, keys, args), short: undefined };
   const marker = markerKey(keys[0] as string, clientKeyPrefix(client));
   if (durability.aof && durability.waitaof === undefined) await probeWaitaof(client, durability, marker);
-  let [scriptResult, waited] = await pipelined(client, durability, marker, [
-    'EVALSHA',
-    script.sha1,
-    keys.length,
-    ...keys,
-    ...args,
-  ]);
+  const run = (command: 'EVALSHA' | 'EVAL', body: string) =>
+    pipelined(client, durability, marker, [command, body, keys.length, ...keys, ...args]);
+  let [scriptResult, waited] = await run('EVALSHA', script.sha1);
   let error = scriptResult?.[0];
   if (error?.message.startsWith('NOSCRIPT')) {
     // EVAL also caches the script, so the next call's EVALSHA succeeds again.
-    [scriptResult, waited] = await pipelined(client, durability, marker, [
-      'EVAL',
-      script.text,
-      keys.length,
-      ...keys,
-      ...args,
-    ]);
+    [scriptResult, waited] = await run('EVAL', script.text);
     error = scriptResult?.[0];
   }
   let reply: unknown;

@@ -1,10 +1,10 @@
+import type { JsonValue } from '../core/json-copy.js';
 import type { Order } from '../core/validate.js';
 import type { IdempotencyStoreOps } from '../idempotency/store-ops.js';
 import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
 import type { OrderingStoreOps } from '../ordering/store-ops.js';
 
-/** A JSON value, as kept in a journal entry's `meta`. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type { JsonValue } from '../core/json-copy.js';
 
 /** Balances of one owner: field → amount in minor units. */
 export type Balances = Record<string, bigint>;

@@ -5,17 +5,20 @@
  */
 
 /** One step of a case. */
+/** A ledger entry as a case writes it: amounts and the order as decimal strings (JSON-safe). */
+export interface CaseEntry {
+  owner: string;
+  signature: string;
+  deltas: Record<string, string>;
+  scope?: string;
+  order?: string;
+  meta?: unknown;
+}
+
 export type ConformanceStep =
   | {
       op: 'apply';
-      entry: {
-        owner: string;
-        signature: string;
-        deltas: Record<string, string>;
-        scope?: string;
-        order?: string;
-        meta?: unknown;
-      };
+      entry: CaseEntry;
       expect: { outcome: 'applied' | 'duplicate' | 'stale'; balances: Record<string, string> };
     }
   | { op: 'balances'; owner: string; expect: Record<string, string> }
@@ -37,14 +40,7 @@ export type ConformanceStep =
   | {
       /** `Ledger.resolve` of the entry: its outcome and the owner's balances after it. */
       op: 'resolve';
-      entry: {
-        owner: string;
-        signature: string;
-        deltas: Record<string, string>;
-        scope?: string;
-        order?: string;
-        meta?: unknown;
-      };
+      entry: CaseEntry;
       expect: { outcome: 'applied' | 'duplicate' | 'unknown'; balances: Record<string, string> };
     }
   | {

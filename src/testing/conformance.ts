@@ -2,7 +2,7 @@ import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
 import { isPlainObject, orderFromString } from '../core/validate.js';
 import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
 import type { Balances, Store } from '../store/store.js';
-import { type ConformanceCase, type ConformanceStep, cases } from './cases.js';
+import { type CaseEntry, type ConformanceCase, type ConformanceStep, cases } from './cases.js';
 import { differ, stableJson } from './differ.js';
 
 /** The result of one case on one store. */
@@ -272,14 +272,7 @@ function checkSeqs(entries: { owner: string; seq: number }[], whole: boolean): s
   return undefined;
 }
 
-function toEntry(e: {
-  owner: string;
-  signature: string;
-  deltas: Record<string, string>;
-  scope?: string;
-  order?: string;
-  meta?: unknown;
-}): LedgerEntry {
+function toEntry(e: CaseEntry): LedgerEntry {
   const entry: LedgerEntry = { owner: e.owner, signature: e.signature, deltas: toBigints(e.deltas) };
   if (e.scope !== undefined) entry.scope = e.scope;
   if (e.order !== undefined) entry.order = orderFromString(e.order);

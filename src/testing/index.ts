@@ -6,7 +6,7 @@ import { limiterCases } from './limiter-cases.js';
 import { orderingCases } from './ordering-cases.js';
 import { run, runCase, suites } from './suites.js';
 
-export type { ConformanceCase, ConformanceStep } from './cases.js';
+export type { CaseEntry, ConformanceCase, ConformanceStep } from './cases.js';
 export type { CaseResult, RunOptions } from './conformance.js';
 export type { ExpectedBegin, IdempotencyCase, IdempotencyStep } from './idempotency-cases.js';
 export type {
