@@ -3,13 +3,14 @@
 // or was closed first), `unknown` when it was sent and no reply came (it may have run, or run
 // later). Against a dead port, a server that accepts and never answers, and a proxy that delays.
 import { rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createIdempotency, createLedger, createLimiter, type Store } from '../../src/index.js';
 import { boundedClient } from '../../src/redis/bounded-client.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { freePort, startRedis, startTcpProxy } from '../../src/testing/index.js';
+import { quietClients } from '../support/quiet-clients.js';
+import { silentServer } from '../support/silent-server.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 const prefix = runPrefix('timeout');
@@ -34,35 +35,10 @@ function capabilities(store: Store) {
   };
 }
 
-/** A TCP server that accepts connections and never writes a byte. */
-async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('error', () => {});
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    port,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
 describe('a bounded wait on every store call', () => {
-  const clients: Redis[] = [];
-  const client = (options: RedisOptions) => {
-    const c = new Redis(options);
-    c.on('error', () => {}); // a dead port reports ECONNREFUSED on every attempt
-    clients.push(c);
-    return c;
-  };
+  const { client, disconnectAll } = quietClients();
   afterAll(() => {
-    for (const c of clients) c.disconnect();
+    disconnectAll();
   });
 
   for (const lazyConnect of [false, true]) {
@@ -226,15 +202,9 @@ describe('a bounded wait on every store call', () => {
 
 describe('a bounded wait with `durability` (the script and its WAIT pipelined)', () => {
   const DURABLE = { replicas: 1, timeout: '100ms' } as const;
-  const clients: Redis[] = [];
-  const client = (options: RedisOptions) => {
-    const c = new Redis(options);
-    c.on('error', () => {});
-    clients.push(c);
-    return c;
-  };
+  const { client, disconnectAll } = quietClients();
   afterAll(() => {
-    for (const c of clients) c.disconnect();
+    disconnectAll();
   });
 
   /** `call`'s failure, or 'pending' when it has not settled within 10 s (no bound at all). */

@@ -3,8 +3,7 @@
 // `not-applied`, one sent with no reply `unknown`. Against a dead port and a server that accepts
 // and never answers; and a blocking read waits longer than its `block`. A durable publish that
 // too few replicas confirmed is dead-lettered with the kind `not-replicated`.
-import { createServer, type Server, type Socket } from 'node:net';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   checkReaderPosition,
@@ -18,6 +17,8 @@ import {
   trimStream,
 } from '../../src/streams/index.js';
 import { freePort } from '../../src/testing/index.js';
+import { quietClients } from '../support/quiet-clients.js';
+import { silentServer } from '../support/silent-server.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 const prefix = runPrefix('streams-timeout');
@@ -44,25 +45,6 @@ async function failure(call: () => Promise<unknown>): Promise<{
   };
 }
 
-/** A TCP server that accepts connections and never writes a byte. */
-async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('error', () => {});
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    port,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
 // Two tries 10 ms apart, then the dead letter's three: the test waits for the timeouts, not for
 // the default backoff.
 const quick = { attempts: 2, base: '10ms', max: '10ms' } as const;
@@ -70,15 +52,9 @@ const quick = { attempts: 2, base: '10ms', max: '10ms' } as const;
 const durabilities: Partial<StreamProducerOptions>[] = [{}, { durability: { replicas: 1, timeout: '50ms' } }];
 
 describe('streams: a bounded wait on every call', () => {
-  const clients: Redis[] = [];
-  const client = (options: RedisOptions) => {
-    const c = new Redis(options);
-    c.on('error', () => {}); // a dead port reports ECONNREFUSED on every attempt
-    clients.push(c);
-    return c;
-  };
+  const { client, disconnectAll } = quietClients();
   afterAll(async () => {
-    for (const c of clients) c.disconnect();
+    disconnectAll();
     const cleanup = new Redis(REDIS_URL);
     await cleanupPrefix(cleanup, prefix);
     cleanup.disconnect();
