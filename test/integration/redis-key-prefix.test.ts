@@ -7,24 +7,10 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createLimiter, createTenantRegistry } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { conformance } from '../../src/testing/index.js';
+import { keysMatching } from '../support/keys-matching.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
 const keyPrefix = runPrefix('key-prefix');
-
-/** Every key under `pattern` on every master, as stored (SCAN, never KEYS). */
-async function keysMatching(client: Redis | Cluster, pattern: string): Promise<string[]> {
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
-  const found: string[] = [];
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      found.push(...keys);
-    } while (cursor !== '0');
-  }
-  return found;
-}
 
 describe('a client with keyPrefix', () => {
   // Plain clients see the keys as stored: they clean up, and look for keys written elsewhere.

@@ -2,22 +2,15 @@
 // range, and checks alone each entry that range did not return: a range cut short by its count
 // (the consumer holds more entries in it than the count) must still book every entry still held,
 // and an entry found in the range with another delivery count must still be fenced.
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/redis-store.js';
 import type { Delivery } from '../../src/streams/delivery.js';
 import { type ApplyAckItem, createLedgerPath } from '../../src/streams/ledger-path.js';
-import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+import { redisRun } from '../support/redis-run.js';
 
-const client = new Redis(REDIS_URL);
-const prefix = runPrefix('streams-apply-ack-fence');
+const { client, prefix } = redisRun('streams-apply-ack-fence');
 let n = 0;
-
-afterAll(async () => {
-  await cleanupPrefix(client, prefix);
-  client.disconnect();
-});
 
 interface Payment {
   owner: string;

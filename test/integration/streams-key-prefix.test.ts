@@ -19,6 +19,7 @@ import {
   streamWindows,
   trimStream,
 } from '../../src/streams/index.js';
+import { keysMatching } from '../support/keys-matching.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
 const keyPrefix = runPrefix('streams-key-prefix');
@@ -31,21 +32,6 @@ async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promi
   const end = Date.now() + ms;
   while (!(await done()) && Date.now() < end) await sleep(10);
   expect(await done()).toBe(true);
-}
-
-/** Every key matching `pattern` on every master, as stored (SCAN, never KEYS). */
-async function keysMatching(client: Redis | Cluster, pattern: string): Promise<string[]> {
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
-  const found: string[] = [];
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      found.push(...keys);
-    } while (cursor !== '0');
-  }
-  return found;
 }
 
 /** Runs a consumer until `done()`, then stops it; its events. */
