@@ -2,7 +2,7 @@
 // its dedup mark (the signature window) and its XACK are one script (stream-apply-ack.lua), fenced
 // by the delivery. A reply lost after the script ran cannot book twice, and a zombie cannot book.
 import { type Cluster, Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Duration } from '../../src/core/duration.js';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
 import { createLedger } from '../../src/ledger/ledger.js';
@@ -16,28 +16,19 @@ import {
   type StreamLedgerOptions,
 } from '../../src/streams/consumer.js';
 import { startTcpProxy } from '../../src/testing/tcp-proxy.js';
-import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
+import { redisRun } from '../support/redis-run.js';
+import { pollUntil } from '../support/until.js';
+import { cleanupPrefix, clusterClient, REDIS_URL } from './redis-env.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const until = async (done: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (!(await done()) && Date.now() < end) await sleep(10);
-  expect(await done()).toBe(true);
-};
+const until = (done: () => boolean | Promise<boolean>, ms = 10_000) => pollUntil(done, ms, 10);
 
 interface Payment {
   owner: string;
   amount: number;
 }
 
-const client = new Redis(REDIS_URL);
-const prefix = runPrefix('streams-ledger');
+const { client, prefix } = redisRun('streams-ledger');
 let n = 0;
-
-afterAll(async () => {
-  await cleanupPrefix(client, prefix);
-  client.disconnect();
-});
 
 async function publish(c: Redis | Cluster, stream: string, event: Payment, id: string): Promise<string> {
   return (await c.call('XADD', stream, '*', 'e', jsonSerializer.serialize(event), 'i', id)) as string;

@@ -4,29 +4,18 @@
 // its cap are left pending, spilled, and read back in order), and every other entry is handled
 // while the poison is still pending, on the handler path and on the ledger path, also across a
 // restart and beside a second consumer.
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/redis-store.js';
 import { createStreamConsumer, type StreamConsumerOptions } from '../../src/streams/consumer.js';
-import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+import { redisRun } from '../support/redis-run.js';
+import { pollUntil } from '../support/until.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const until = async (done: () => boolean | Promise<boolean>, ms = 40_000) => {
-  const end = Date.now() + ms;
-  while (!(await done()) && Date.now() < end) await sleep(20);
-  expect(await done()).toBe(true);
-};
+const until = (done: () => boolean | Promise<boolean>, ms = 40_000) => pollUntil(done, ms, 20);
 
-const client = new Redis(REDIS_URL);
-const prefix = runPrefix('streams-poison');
+const { client, prefix } = redisRun('streams-poison');
 let n = 0;
-
-afterAll(async () => {
-  await cleanupPrefix(client, prefix);
-  client.disconnect();
-});
 
 interface Move {
   owner: string;

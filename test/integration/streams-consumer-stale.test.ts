@@ -3,35 +3,24 @@
 // dead-lettered (booked when provably new, acked as a repeat when the journal holds it); and a
 // failed entry trimmed from the stream while pending is dead-lettered from the consumer's own copy
 // of its fields, not reported fenced.
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/redis-store.js';
 import { createStreamConsumer, type StreamConsumerEvent } from '../../src/streams/consumer.js';
 import { streamOrder } from '../../src/streams/delivery.js';
-import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+import { redisRun } from '../support/redis-run.js';
+import { pollUntil } from '../support/until.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const until = async (done: () => boolean | Promise<boolean>, ms = 30_000) => {
-  const end = Date.now() + ms;
-  while (!(await done()) && Date.now() < end) await sleep(20);
-  expect(await done()).toBe(true);
-};
+const until = (done: () => boolean | Promise<boolean>, ms = 30_000) => pollUntil(done, ms, 20);
 
 interface Move {
   owner: string;
   coins: number;
 }
 
-const client = new Redis(REDIS_URL);
-const prefix = runPrefix('streams-stale');
+const { client, prefix } = redisRun('streams-stale');
 let n = 0;
-
-afterAll(async () => {
-  await cleanupPrefix(client, prefix);
-  client.disconnect();
-});
 
 async function publish(stream: string, event: Move, id: string): Promise<string> {
   return (await client.call('XADD', stream, '*', 'e', jsonSerializer.serialize(event), 'i', id)) as string;
