@@ -2,8 +2,7 @@ import { ClosedError, InvalidArgumentError, isOnceflowError } from '../core/erro
 import { withinLimit } from '../core/limits.js';
 import { isPlainObject, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { jsonSerializer } from '../idempotency/serializer.js';
-import { NoReplyError } from '../redis/bounded-client.js';
-import { type Durability, evalDurable } from '../redis/durability.js';
+import { evalDurable } from '../redis/durability.js';
 import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { isClosedClient } from '../redis/store-error.js';
@@ -258,39 +257,11 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
     return reply;
   }
 
-  // With `durability`: once enough replicas confirmed it, else a retryable failure. The script
-  // and its WAIT are one pipeline on the client itself (the bounded client has none): sent once
-  // the client is connected (a PING through the bounded client waits for that, within the
-  // timeout, and fails unsent past it), and its reply waited for at most the timeout plus WAIT's.
-  async function durableSend(keys: string[], args: string[], events: number): Promise<unknown> {
-    const status = (config.client as { status?: unknown }).status;
-    if (typeof status === 'string' && status !== 'ready') await config.redis.call('PING');
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const waitMs = config.timeoutMs + (config.durability as Durability).timeoutMs;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new NoReplyError(`no reply from Redis within ${waitMs} ms (the batch may have been written)`),
-          ),
-        waitMs,
-      );
-    });
-    const sent = evalDurable(
-      config.client,
-      config.durability,
-      'publish',
-      events,
-      scripts.streamPublish,
-      keys,
-      args,
-    );
-    sent.catch(() => {}); // a reply after the wait ran out is dropped
-    try {
-      return await Promise.race([sent, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+  // With `durability`: once enough replicas confirmed it, else a retryable failure. The script and
+  // its WAIT are one pipeline of the bounded client (pipelineOf): held until the client is
+  // connected, and its reply waited for at most the timeout plus WAIT's, as every store call is.
+  function durableSend(keys: string[], args: string[], events: number): Promise<unknown> {
+    return evalDurable(config.redis, config.durability, 'publish', events, scripts.streamPublish, keys, args);
   }
 
   async function giveUp(item: Item, reason: DeadLetterReason): Promise<void> {
