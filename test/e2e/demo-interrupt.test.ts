@@ -2,12 +2,14 @@
 // SIGTERM) cleans up as a finished run does: the workers it started are stopped, the run's keys or
 // schema removed, and it exits 130 or 143. Runs the built CLI (built by the global setup), as
 // demo.test.ts does, and interrupts it once the run has written state.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { demoRunKeys } from '../support/demo-run-keys.js';
+import { childrenOf, isAlive } from '../support/processes.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
@@ -21,15 +23,8 @@ afterAll(async () => {
 });
 
 /** The Redis keys of the demo run of CLI process `pid` (its prefix: `onceflow-demo:<time>:<pid>:`). */
-async function keysOfRun(pid: number): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 10_000);
-    found.push(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  return found;
+function keysOfRun(pid: number): Promise<string[]> {
+  return demoRunKeys(redis, pid);
 }
 
 /** The PostgreSQL schemas of the demo run of CLI process `pid` (`onceflow_demo_<time>_<pid>`). */
@@ -44,27 +39,6 @@ async function schemasOfRun(pid: number): Promise<string[]> {
 /** The SQL to drop what a run left (only if a test failed): its own schemas, by name. */
 async function dropSchemas(names: string[]): Promise<void> {
   for (const name of names) await pool.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
-}
-
-/** Pids of a process's children. */
-function childrenOf(pid: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return []; // pgrep exits 1 when there is none
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Polls `check` until it holds (generous: the CI machine may be busy), failing with `what`. */

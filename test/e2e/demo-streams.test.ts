@@ -3,8 +3,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import { describe, expect, inject, it } from 'vitest';
+import { demoRunKeysAt } from '../support/demo-run-keys.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
@@ -16,23 +16,6 @@ function onceflow(args: string[]): Promise<{ pid: number; code: number; stdout: 
       else resolve({ pid: child.pid ?? -1, code: err === null ? 0 : (err.code as number), stdout, stderr });
     });
   });
-}
-
-/** The keys left under the run's own prefix (`onceflow-demo:<time>_<pid>:`), and only its own. */
-async function keysOfRun(url: string, pid: number): Promise<string[]> {
-  const client = new Redis(url);
-  const found: string[] = [];
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 10_000);
-      found.push(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-  return found;
 }
 
 describe('onceflow demo --streams', () => {
@@ -73,7 +56,7 @@ describe('onceflow demo --streams', () => {
     expect(naive.strategy).toMatch(/^naive stream consumer \(no dedup, 3 consumers, [0-3] kills\)$/);
     expect(naive.doubledCount + naive.lostCount).toBeGreaterThan(0);
     expect(naive.roomsOff).toBeGreaterThan(0);
-    expect(await keysOfRun(url, run.pid)).toEqual([]);
+    expect(await demoRunKeysAt(url, run.pid)).toEqual([]);
   }, 60_000);
 
   it('--streams needs --redis', async () => {

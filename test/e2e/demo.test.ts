@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { demoRunKeysAt } from '../support/demo-run-keys.js';
+import { childrenOf, isAlive } from '../support/processes.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
@@ -36,26 +38,6 @@ function onceflow(args: string[]): Promise<Run> {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A loopback port nothing listens on (bound, then released). */
-/**
- * The keys a run left under its own prefix. Only its own: the shared Redis may hold other runs'
- * keys (a killed run leaves its keys behind), and other test files run demos at the same time.
- */
-async function keysOfRun(url: string, pid: number): Promise<string[]> {
-  const client = new Redis(url);
-  const found: string[] = [];
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `onceflow-demo:*:${pid}:*`, 'COUNT', 10_000);
-      found.push(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-  return found;
-}
-
 function closedPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer().listen(0, '127.0.0.1', () => {
@@ -63,27 +45,6 @@ function closedPort(): Promise<number> {
       server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject()));
     });
   });
-}
-
-/** Pids of a process's children (Linux /proc). */
-function childrenOf(pid: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return []; // pgrep exits 1 when there is none
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A long `demo --redis` run with 2 workers, once both worker processes are running. */
@@ -224,7 +185,7 @@ describe('onceflow demo (built CLI)', () => {
     expect(redis.applied).toBe(memory.applied);
     expect(redis.blocked).toBe(memory.blocked);
     // The run's keys were under its own prefix and are gone.
-    expect(await keysOfRun(url, run.pid)).toEqual([]);
+    expect(await demoRunKeysAt(url, run.pid)).toEqual([]);
   });
 
   it('--redis to a server that is not there: exit 1 with one line naming the URL, no hang', async () => {
@@ -244,7 +205,7 @@ describe('onceflow demo (built CLI)', () => {
     const run = await onceflow(['demo', '--settlements', '2000', '--redis', url, '--workers', '2']);
     expect(run.code).toBe(1);
     expect(run.stderr.trim()).toBe(`onceflow: cannot use Redis at ${url}: ERR DB index is out of range`);
-    expect(await keysOfRun(inject('redisUrl'), run.pid)).toEqual([]);
+    expect(await demoRunKeysAt(inject('redisUrl'), run.pid)).toEqual([]);
   });
 
   it('a worker killed mid-run: the others are stopped, the run fails with exit 1 and leaves no keys', async () => {
