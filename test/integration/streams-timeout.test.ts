@@ -48,7 +48,7 @@ async function failure(call: () => Promise<unknown>): Promise<{
 // Two tries 10 ms apart, then the dead letter's three: the test waits for the timeouts, not for
 // the default backoff.
 const quick = { attempts: 2, base: '10ms', max: '10ms' } as const;
-// Without and with `durability` (its script and WAIT pipelined on the client itself).
+// Without and with `durability` (its script and WAIT in one pipeline of the bounded client).
 const durabilities: Partial<StreamProducerOptions>[] = [{}, { durability: { replicas: 1, timeout: '50ms' } }];
 
 describe('streams: a bounded wait on every call', () => {
