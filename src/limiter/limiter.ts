@@ -96,7 +96,7 @@ export interface LimiterInternals {
   onDegraded?: (error: unknown) => void;
 }
 
-// In this order, the order in which an inline field beside `limits` is named.
+// Also the order in which inline fields beside `limits` are checked: the first one set is named.
 const LIMIT_OPTIONS = keysOf<LimitOptions>({
   algorithm: true,
   limit: true,
