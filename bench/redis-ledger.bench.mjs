@@ -12,8 +12,9 @@ const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PLAYERS = 2_000;
 const ROUNDS = 6; // 6 rounds x 2 000 players x 2 settlements + ~22% repeats ≈ 29 000 deliveries per run
 const DUP_RATE = 0.22;
-// The figure: 200 calls in flight, each lane owning the players of one partition and
-// applying their deliveries in order (as consumers of a partitioned queue would).
+// 200 calls in flight (a busy service's concurrency: more than one script batch of 128 applies
+// per turn), each lane owning the players of one partition and applying their deliveries in order
+// (as consumers of a partitioned queue would).
 const CONCURRENCY = 200;
 const MINIMAL = "return redis.call('INCR', KEYS[1])";
 

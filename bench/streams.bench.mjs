@@ -15,7 +15,7 @@ import { unlinkPrefix } from './lib/redis.mjs';
 import { prng } from './lib/workload.mjs';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-// The figure: 20,000 events, enough that one run lasts well past timer and GC noise
+// 20,000 events: enough that one run lasts well past timer and GC noise
 // (~1 s at the floor's rate) and small enough that 3 sides x 7 runs stay within the suite's
 // 10-minute budget in run.mjs.
 const EVENTS = 20_000;

@@ -33,8 +33,8 @@ const load = (d, file) => import(pathToFileURL(resolve(d, file)).href);
 const builds = await Promise.all(
   dists.map(async (d) => ({
     script: (await load(d, 'redis/scripts.generated.js')).scripts.limiterTake,
-    // Each build's own letter for an algorithm: builds differ ('d' for the string log with deltas,
-    // 'l' in builds that write absolute times).
+    // Each dist's own letter for an algorithm: two versions of the script may store an algorithm
+    // in different forms, each under its own letter, so the letter comes from the same dist.
     codeOf: (await load(d, 'limiter/algorithms.js')).codeOf,
   })),
 );

@@ -1,11 +1,12 @@
-// The memory limiter's state under a stream of new keys (issue 16, defect 3): N new keys per
+// The memory limiter's state under a stream of new keys (a flood of client ids or IPs, each seen
+// once: its states must be swept, not kept until the process runs out of memory): N new keys per
 // second of a fake clock, a 1 s fixed window on the store's clock, for S seconds; prints, per
 // second, the keys the backend holds and the heap after a full GC, through the public limiter
 // (createLimiter on memoryStore, as users run it) and the backend alone (its key count).
 //
 //   npm run build && node --expose-gc scripts/limiter-memory-growth.mjs [dist] [keysPerSecond] [seconds]
 //
-// `dist` (default ./dist) may be another build's output, to compare builds.
+// `dist` (default ./dist) may be any compiled copy of the package, e.g. one of a change under test.
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 

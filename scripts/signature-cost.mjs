@@ -10,9 +10,9 @@
 //
 // It starts its own redis-server on a free port (a quadratic script would hold a shared server
 // for seconds, and commandstats there count other clients' scripts too), unless a URL is given.
-// `--script file.lua` measures another build's script (a whole script as Redis runs it), e.g. the
-// one before the delimited search (commit ffd9c46's parent):
-//   git show ffd9c46~1:src/redis/scripts.generated.ts | node -e "let t='';process.stdin.on('data',(d)=>t+=d).on('end',()=>process.stdout.write(JSON.parse(/ledgerApply: Object.freeze\(\{[\s\S]*?text: (\".*\"),\n/.exec(t)[1])))" > /tmp/old.lua
+// `--script file.lua` measures another ledger-apply script (a whole script as Redis runs it), e.g.
+// the one of a given commit, to compare a change of the search with what it replaces:
+//   git show <commit>:src/redis/scripts.generated.ts | node -e "let t='';process.stdin.on('data',(d)=>t+=d).on('end',()=>process.stdout.write(JSON.parse(/ledgerApply: Object.freeze\(\{[\s\S]*?text: (\".*\"),\n/.exec(t)[1])))" > /tmp/old.lua
 // Usage: npm run build && node scripts/signature-cost.mjs [redis-url] [--script file.lua] [--sizes 262144,1048576] [--capacity 64]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -108,7 +108,7 @@ try {
   }
   // The largest signature the ledger accepts, in a full window of signatures sharing all but
   // their last byte: every apply searches `capacity` entries of MAX_SIGNATURE_BYTES.
-  const max = onceflow.LIMITS?.signatureBytes ?? 4096; // a build before the bounds: 4096 to compare
+  const max = onceflow.LIMITS?.signatureBytes ?? 4096; // a dist without LIMITS has no bound: 4096 then
   // The last 4 bytes tell them apart (a window of up to 10 000), the rest is one shared prefix.
   const head = 'x'.repeat(max - 4);
   const variant = (i) => head + String(i).padStart(4, '0');

@@ -1,6 +1,7 @@
-// Every duration that feeds a timer is bounded with a typed error or clamped (issue 22): the
-// helpers, then an audit of every timer of the core (a new one fails it until it is reviewed),
-// then the long-duration case of every option that feeds one.
+// Every duration that feeds a timer is bounded with a typed error or clamped (Node clamps a delay
+// above 2^31 - 1 ms to 1 ms, so an unbounded one would fire at once): the helpers, then an audit
+// of every timer of the core (a new one fails it until it goes through timerDelay or is listed
+// with its bound), then the long-duration case of every option that feeds one.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -102,7 +102,7 @@ const ROWS: Row[] = [
   {
     entry: '.',
     export: 'createLimiter',
-    what: 'createLimiter, a key near none (the issue: blokDuration)',
+    what: "createLimiter, a key near none (rate-limiter-flexible's blockDuration, misspelt)",
     call: (m) => m.createLimiter({ ...gcra, blokDuration: '10s' }),
     key: 'blokDuration',
     suggest: undefined,

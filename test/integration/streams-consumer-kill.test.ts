@@ -25,8 +25,9 @@ afterAll(async () => {
 });
 
 // 3 processes on 2 shared cores: 8 000 events take longer than the 12 kills (~3 s), so every kill
-// lands mid-run, and the whole run stays within ~10 s of `npm test`. The issue's full size runs with
-// ONCEFLOW_STREAMS_WORKERS=4 ONCEFLOW_STREAMS_EVENTS=200000 (see docs/streams.md).
+// lands mid-run, and the whole run stays within ~10 s of `npm test`. The full-size load (4 processes
+// x 200,000 events) runs with ONCEFLOW_STREAMS_WORKERS=4 ONCEFLOW_STREAMS_EVENTS=200000 (see
+// docs/streams.md).
 const WORKERS = Number(process.env['ONCEFLOW_STREAMS_WORKERS'] ?? 3);
 const EVENTS = Number(process.env['ONCEFLOW_STREAMS_EVENTS'] ?? 8000);
 const OWNERS = 40;

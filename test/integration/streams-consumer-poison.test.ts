@@ -23,8 +23,9 @@ interface Move {
   poison?: true;
 }
 
-// The issue's load: a poison entry, then 500 entries of its key and 100 of ten other keys. Past
-// `concurrency + batch - 1` (79) newer entries of the key the consumer used to stall for good.
+// A poison entry, then 500 entries of its key and 100 of ten other keys: far more than
+// `concurrency + batch - 1` (79) newer entries of the key, the point past which a consumer that
+// held them behind the poison would have every slot taken and stall for good.
 const HOT = 500;
 const OTHERS = 100;
 

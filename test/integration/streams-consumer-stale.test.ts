@@ -35,9 +35,9 @@ async function deadLetters(stream: string): Promise<Record<string, string>[]> {
   });
 }
 
-// The issue's repro: capacity 2, key = owner, the recommended `order: d.order`. A crashed
-// incarnation of c1 read X1 and did not book it; the restarted c1 books Y1..Y4 at once and gets X1
-// back only after claimIdle, below the horizon: `stale`.
+// A crash that makes a redelivery `stale`: capacity 2, key = owner, the recommended
+// `order: d.order`. A crashed incarnation of c1 read X1 and did not book it; the restarted c1
+// books Y1..Y4 at once and gets X1 back only after claimIdle, below the horizon: `stale`.
 async function crashedRead(stream: string): Promise<string> {
   await client.call('XGROUP', 'CREATE', stream, 'g', '0', 'MKSTREAM');
   const x1 = await publish(stream, { owner: 'p1', coins: 1000 }, 'x1');

@@ -1,4 +1,4 @@
-// The helpers ship in onceflow/testing; tests import them from here as before.
+// The helpers ship in onceflow/testing; tests import them from here, one path for every test.
 export {
   type ClusterNode,
   type ClusterOptions,
