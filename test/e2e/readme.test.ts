@@ -14,8 +14,8 @@ const out = join(dir, 'out');
 
 /**
  * The documents whose ```ts blocks are examples a reader copies. docs/DESIGN.md is left out: it
- * is the design contract, and its surface block names planned entry points (onceflow/postgres,
- * onceflow/ws, ...) that no build has yet.
+ * is the design contract: its surface block lists names, planned entry points among them
+ * (onceflow/ws, onceflow/metrics, which the package does not have), rather than code to run.
  */
 const DOCUMENTS = [
   'README.md',
