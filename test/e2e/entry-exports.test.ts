@@ -324,6 +324,18 @@ describe('each entry point exports exactly its pinned names', () => {
     expect(sorted(entries.map((e) => e.name))).toEqual(sorted(Object.keys(PINNED)));
   });
 
+  it('every entry file opens with a @module comment saying what the entry is for', () => {
+    for (const entry of entries) {
+      const source = readFileSync(
+        join(root, entry.import.replace(/^\.\/dist\//, 'src/').replace(/\.js$/, '.ts')),
+        'utf8',
+      );
+      const opening = /^\/\*\*[\s\S]*?\*\//.exec(source)?.[0] ?? '';
+      expect(opening, entry.name).toContain('@module');
+      expect(opening, entry.name).toContain(`\`${entry.name}\``);
+    }
+  });
+
   for (const entry of entries) {
     it(`${entry.name}: values from the built module, types from its declarations`, async () => {
       const pinned = PINNED[entry.name] as Surface;
