@@ -1,4 +1,13 @@
-// Core entry: re-exports only. Core has zero runtime dependencies and never imports an adapter.
+/**
+ * `onceflow`: exactly-once effects in one process or on any store: signature windows and the
+ * ledger, rate limits, ordering (reorder buffers, version gates, snowflakes), idempotent calls,
+ * the memory store and the errors all of them throw. Zero runtime dependencies; adapters live in
+ * `onceflow/redis`, `onceflow/postgres` and `onceflow/streams`, the types a store implementer
+ * needs in `onceflow/store`, the conformance kit and fault helpers in `onceflow/testing`.
+ * Re-exports only.
+ *
+ * @module
+ */
 export { type Clock, FakeClock, systemClock } from './core/clock.js';
 export { type Duration, parseDuration } from './core/duration.js';
 export {
@@ -20,7 +29,7 @@ export {
 export { LIMITS, type LimitName } from './core/limits.js';
 export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';
 export type { Order } from './core/validate.js';
-export { isWindowConfig, type WindowConfig, window } from './core/window-config.js';
+export { type WindowConfig, window } from './core/window-config.js';
 export * from './idempotency/index.js';
 export {
   type ApplyResult,
@@ -40,7 +49,6 @@ export {
 export { createReorderer, type Reorderer, type ReordererOptions } from './ordering/reorderer.js';
 export { type GuardDecision, SequenceGuard, type SequenceGuardOptions } from './ordering/sequence-guard.js';
 export { type DecodedSnowflake, Snowflake, type SnowflakeOptions } from './ordering/snowflake.js';
-export type { OrderingStoreOps, VersionUpsertReply } from './ordering/store-ops.js';
 export { VersionGate, type VersionGateOptions, type VersionGateResult } from './ordering/version-gate.js';
 export {
   defineSignature,
@@ -50,19 +58,9 @@ export {
   type SignatureSchema,
 } from './signature/define-signature.js';
 export { DEFAULT_JOURNAL_ENTRIES, type MemoryStoreOptions, memoryStore } from './store/memory-store.js';
-export type {
-  ApplyOutcome,
-  Balances,
-  JournalEntry,
-  JournalQuery,
-  JsonValue,
-  LedgerApplyCommand,
-  LedgerApplyResult,
-  LedgerResolveResult,
-  ResolveOutcome,
-  Store,
-  WindowState,
-} from './store/store.js';
+// The results of ledger calls and the store a caller passes; the rest of the store contract is in
+// onceflow/store.
+export type { Balances, JournalEntry, JournalQuery, JsonValue, Store, WindowState } from './store/store.js';
 export {
   AdaptiveTimeout,
   type AdaptiveTimeoutOptions,

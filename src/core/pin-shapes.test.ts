@@ -6,19 +6,35 @@ import { SignatureWindow } from '../windows/signature-window.js';
 import { pinnedShapes, pinShapes } from './pin-shapes.js';
 
 describe('pinShapes', () => {
-  it('keeps the objects on the owner, appending on a second call, invisible to enumeration', () => {
+  it('runs make once per owner, on the first call, and keeps its objects invisible to enumeration', () => {
     class Owner {}
     const a = { x: 1 };
-    const b = [1, 2];
-    pinShapes(Owner, () => [a]);
-    pinShapes(Owner, () => [b]);
-    expect(pinnedShapes(Owner)).toEqual([a, b]);
+    let runs = 0;
+    const make = () => {
+      runs++;
+      // make may call pinShapes for its owner again (it makes instances): that returns at once.
+      pinShapes(Owner, make);
+      return [a];
+    };
+    pinShapes(Owner, make);
+    pinShapes(Owner, () => [[1, 2]]);
+    expect(runs).toBe(1);
+    expect(pinnedShapes(Owner)).toEqual([a]);
     expect(pinnedShapes(Owner)[0]).toBe(a);
     expect(Object.keys(Owner)).toEqual([]);
     expect(pinnedShapes(class Other {})).toEqual([]);
   });
 
-  it('the reorder buffer pins a buffer and a result of each push path', () => {
+  it('a make that throws keeps nothing and throws nothing', () => {
+    class Owner {}
+    pinShapes(Owner, () => {
+      throw new Error('mocked clock');
+    });
+    expect(pinnedShapes(Owner)).toEqual([]);
+  });
+
+  it('the reorder buffer pins a buffer and a result of each push path, once one is made', () => {
+    new ReorderBuffer({ capacity: 4, gapTimeout: 0 });
     const kept = pinnedShapes(ReorderBuffer);
     expect(kept[0]).toBeInstanceOf(ReorderBuffer);
     const outcomes = kept.filter(Array.isArray).map((r) => (r as unknown as { outcome: string }).outcome);
@@ -33,6 +49,7 @@ describe('pinShapes', () => {
     expect(new Set(algorithms)).toEqual(new Set(['gcra', 'fixed-window', 'sliding-window', 'sliding-log']));
     const ledger = createLedger({ capacity: 4 });
     expect(pinnedShapes(ledger.constructor)[0]).toBeInstanceOf(ledger.constructor);
+    new SignatureWindow({ capacity: 2 });
     expect(pinnedShapes(SignatureWindow)[0]).toBeInstanceOf(SignatureWindow);
   });
 });

@@ -92,13 +92,7 @@ function make(
 
 /**
  * True for a config made by {@link window} (checked by shape: works across package copies).
- *
- * @example
- * ```ts
- * isWindowConfig(window('1m').granularity('1s')); // true
- * isWindowConfig('1m'); // false
- * isWindowConfig({ lengthMs: 60000 }); // false
- * ```
+ * Internal: the limiter's option check (`window: '1m'` or `window('1m')...`).
  */
 export function isWindowConfig(value: unknown): value is WindowConfig {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'window';

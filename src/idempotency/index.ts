@@ -9,8 +9,3 @@ export {
 export { type IdempotentOptions, idempotent } from './idempotent.js';
 export { DEFAULT_MAX_RESULT_BYTES, type IdempotencyOptions } from './options.js';
 export { jsonSerializer, type Serializer } from './serializer.js';
-export type {
-  IdempotencyBeginCommand,
-  IdempotencyBeginReply,
-  IdempotencyStoreOps,
-} from './store-ops.js';

@@ -244,6 +244,7 @@ class ExactLedger implements Ledger {
   readonly #horizon: boolean;
 
   constructor(name: string, capacity: number, store: Store, horizon: boolean) {
+    pinShapes(ExactLedger, pinnedLedgers);
     this.#name = name;
     this.#capacity = capacity;
     this.#store = store;
@@ -402,8 +403,8 @@ function checkQuery(query: JournalQuery): JournalQuery {
 // ledger (a test, a bench run, a ledger per batch) lets a full GC free them, and every optimized
 // function that embedded them falls back to the interpreter. One ledger on the memory store, taken
 // through applied, duplicate and stale answers (with and without scope, order and meta, number and
-// bigint amounts), is kept by the class for the life of the module (see pinShapes).
-pinShapes(ExactLedger, () => {
+// bigint amounts), is made with the first ledger and kept by the class from then on (see pinShapes).
+function pinnedLedgers(): unknown[] {
   const ledger = createLedger({ capacity: 2, horizon: true });
   const kept: unknown[] = [ledger];
   const entries: LedgerEntry[] = [
@@ -416,4 +417,4 @@ pinShapes(ExactLedger, () => {
   ];
   for (const entry of entries) kept.push(ledger.apply(entry).catch(() => undefined));
   return kept;
-});
+}

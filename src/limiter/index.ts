@@ -17,4 +17,4 @@ export {
   type TenantPolicy,
   type TenantRegistry,
 } from './tenant-registry.js';
-export type { Algorithm, LimitSpec, Verdict } from './types.js';
+export type { Algorithm } from './types.js';

@@ -255,6 +255,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   // a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
   const timeoutMs = timeoutOption ?? (inProcess !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
+  pinShapes(RateLimiter, pinnedLimiters);
   return new RateLimiter({
     store,
     inProcess,
@@ -286,8 +287,8 @@ function checkedClock(clock: Clock): Clock {
 // closed, a test, a bench run) lets a full GC free them, and every optimized function that
 // embedded them ("weak objects") falls back to the interpreter. One limiter per algorithm, each
 // taken through its allowed, refused and never-passes paths (with and without the block cache),
-// is kept by the class for the life of the module (see pinShapes).
-pinShapes(RateLimiter, () => {
+// is made with the first limiter and kept by the class from then on (see pinShapes).
+function pinnedLimiters(): unknown[] {
   const kept: unknown[] = [];
   for (const algorithm of ['gcra', 'fixed-window', 'sliding-window', 'sliding-log'] as const) {
     for (const blockCache of [false, undefined]) {
@@ -305,4 +306,4 @@ pinShapes(RateLimiter, () => {
     }
   }
   return kept;
-});
+}

@@ -1,5 +1,11 @@
-// onceflow/redis: the store on Redis and Redis Cluster. Re-exports only (and `scripts` under the
-// doc comment the generated module cannot carry: its text is rewritten by scripts/gen-lua.mjs).
+/**
+ * `onceflow/redis`: the store on Redis and Redis Cluster (every operation one Lua script), for
+ * the caller's ioredis client; the replication check of its durability option; and the Lua
+ * scripts it runs, to preload them. Re-exports only (and `scripts` under the doc comment the
+ * generated module cannot carry: its text is rewritten by scripts/gen-lua.mjs).
+ *
+ * @module
+ */
 import { scripts as generated } from './scripts.generated.js';
 
 export {

@@ -52,15 +52,6 @@ export function retryPolicy(options: RetryOptions | undefined, prefix = 'retry.'
  * or none: many producers that lost the same server retry at spread-out times instead of all at
  * once (a thundering herd that can knock a recovering server down again). `random` returns
  * [0, 1) (Math.random by default): pass a fixed one to test.
- *
- * @example
- * ```ts
- * import { backoffDelay, retryPolicy } from 'onceflow/streams';
- * const policy = retryPolicy({ attempts: 5, base: 100, max: '1s' });
- * backoffDelay(policy, 1, () => 0.5); // 50: half of the first cap, 100 ms
- * backoffDelay(policy, 3, () => 0.5); // 200: half of 400 ms
- * backoffDelay(policy, 9, () => 0.999); // 999: capped at 1 s
- * ```
  */
 export function backoffDelay(
   policy: RetryPolicy,

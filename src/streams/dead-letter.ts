@@ -54,17 +54,6 @@ export function truncateUtf8(text: string, maxBytes = DEAD_LETTER_ERROR_BYTES): 
  * The fields of a dead-letter entry, flat (`field, value, ...`) as XADD takes them, without `at`
  * (which {@link writeDeadLetter} stamps from Redis TIME). Error messages are cut to
  * {@link DEAD_LETTER_ERROR_BYTES}.
- *
- * @example
- * ```ts
- * import { deadLetterFields } from 'onceflow/streams';
- * const fields = deadLetterFields({
- *   reason: 'terminal-error', attempts: 1, firstError: 'WRONGTYPE', lastError: 'WRONGTYPE',
- *   origin: 'producer:orders', event: '{"n":1}', id: 'o1',
- * });
- * fields.slice(0, 4); // ['reason', 'terminal-error', 'attempts', '1']
- * fields.slice(-2); // ['id', 'o1']
- * ```
  */
 export function deadLetterFields(letter: DeadLetter): string[] {
   if (!isPlainObject(letter)) throw new InvalidArgumentError('letter', 'a DeadLetter object', letter);

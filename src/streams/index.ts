@@ -1,5 +1,13 @@
-// onceflow/streams: an exactly-once event pipeline on Redis Streams. Re-exports only.
-export { backoffDelay, type RetryOptions, retryPolicy } from './backoff.js';
+/**
+ * `onceflow/streams`: an exactly-once event pipeline on Redis Streams: a producer that publishes
+ * idempotently and dead-letters what it cannot write, a consumer that books each event once
+ * (through the ledger or idempotency keys), retention that trims only what every group has
+ * acknowledged, and readers of windows and trimmed history. Its errors use the one `ErrorCode`
+ * table of `onceflow`. Re-exports only.
+ *
+ * @module
+ */
+export type { RetryOptions } from './backoff.js';
 export {
   createStreamConsumer,
   type Delivery,
@@ -11,20 +19,13 @@ export {
   type StreamLedgerOptions,
 } from './consumer.js';
 export {
-  DEAD_LETTER_ERROR_BYTES,
   type DeadLetter,
   type DeadLetterReason,
-  deadLetterFields,
   parseDeadLetter,
   writeDeadLetter,
 } from './dead-letter.js';
 export { createStreamProducer, type StreamProducer } from './producer.js';
-export {
-  BacklogFullError,
-  DeadLetterFailedError,
-  PublishFailedError,
-  StreamErrorCode,
-} from './producer-errors.js';
+export { BacklogFullError, DeadLetterFailedError, PublishFailedError } from './producer-errors.js';
 export type { ProducerEvent, StreamProducerOptions } from './producer-options.js';
 export { forgetStreamFeatures, type StreamFeatures, streamFeatures } from './redis-features.js';
 export {

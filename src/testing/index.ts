@@ -1,22 +1,18 @@
-// onceflow/testing: the store conformance kit, runner-agnostic, wrapStore for fault injection,
-// and the fault helpers (a TCP proxy, Redis and PostgreSQL servers of a test's own). Re-exports only.
+/**
+ * `onceflow/testing`: what a store author, or an application testing its failure handling, needs:
+ * the store conformance kit (every case a store must pass, as plain data, with one
+ * runner-agnostic runner), `wrapStore` to change one operation of a store, and the fault helpers
+ * (a TCP proxy that cuts, partitions or delays connections; Redis, Redis Cluster and PostgreSQL
+ * servers of a test's own to kill and restart). Re-exports only, and the `conformance` object.
+ *
+ * @module
+ */
 import { cases, retentionCases } from './cases.js';
 import { idempotencyCases } from './idempotency-cases.js';
 import { limiterCases } from './limiter-cases.js';
 import { orderingCases } from './ordering-cases.js';
 import { run, runCase, suites } from './suites.js';
 
-export type { CaseEntry, ConformanceCase, ConformanceStep } from './cases.js';
-export type { CaseResult, RunOptions } from './conformance.js';
-export type { ExpectedBegin, IdempotencyCase, IdempotencyStep } from './idempotency-cases.js';
-export type {
-  BadNumber,
-  ExpectedVerdict,
-  LimiterCase,
-  LimiterCaseLimit,
-  LimiterStep,
-} from './limiter-cases.js';
-export type { OrderingCase, OrderingStep, StoredVersion } from './ordering-cases.js';
 export { freePort, type PortRange, testPortRange } from './ports.js';
 export { postgresAnswers, type StartedPostgres, startPostgres } from './postgres-servers.js';
 export {
@@ -28,7 +24,7 @@ export {
   startCluster,
   startRedis,
 } from './redis-servers.js';
-export type { AnyCase, KitOptions, OutageHook, Suite, SuiteCaseResult, SuiteName } from './suites.js';
+export type { AnyCase, CaseResult, OutageHook, RunOptions, Suite, SuiteName } from './suites.js';
 export { startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcp-proxy.js';
 export { wrapStore } from './wrap-store.js';
 

@@ -1,6 +1,7 @@
 // The conformance kit over every operation of the Store contract: the ledger cases (cases.ts,
-// run by conformance.ts) and the limiter and ordering cases, grouped in suites. Runner-agnostic:
-// every check returns its differences instead of throwing.
+// run by ledger-run.ts) and the limiter, ordering and idempotency cases, grouped in suites, with
+// the kit's one runner (run, runCase). Runner-agnostic: every check returns its differences
+// instead of throwing.
 
 import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
@@ -9,10 +10,10 @@ import { escapeKeyPart, limiterNamespace } from '../limiter/keys.js';
 import type { LimitCall, LimiterTakeReply, LimitSpec } from '../limiter/types.js';
 import type { Store } from '../store/store.js';
 import { type ConformanceCase, cases, retentionCases } from './cases.js';
-import { type CaseResult, type RunOptions, runCase as runLedgerCase } from './conformance.js';
 import { differ } from './differ.js';
 import { type IdempotencyCase, idempotencyCases } from './idempotency-cases.js';
 import { runIdempotency } from './idempotency-run.js';
+import { runLedgerCase } from './ledger-run.js';
 import {
   type BadNumber,
   type ExpectedVerdict,
@@ -50,8 +51,12 @@ export interface Suite {
 }
 
 /** The result of one case of one suite on one store. */
-export interface SuiteCaseResult extends CaseResult {
+export interface CaseResult {
   readonly suite: SuiteName;
+  readonly name: string;
+  readonly rule: string;
+  /** Empty when the store passed; otherwise one line per step that differed. */
+  readonly failures: string[];
   /**
    * Set when the case did not run: the store operations it lacks (or the option the caller did
    * not give), with `failures` empty, or one failure per missing operation when the suite was
@@ -67,7 +72,12 @@ export interface OutageHook {
 }
 
 /** Options of the kit's {@link run} and {@link runCase}. */
-export interface KitOptions extends RunOptions {
+export interface RunOptions {
+  /**
+   * Prefix of the names the cases use (ledgers, limiter namespaces, gates, ...), so runs never
+   * see each other's state on a shared server. Default: a random one.
+   */
+  prefix?: string;
   /** The suites to run, by name. Default: every suite. */
   suites?: readonly SuiteName[];
   /**
@@ -190,11 +200,11 @@ export const suites: readonly Suite[] = Object.freeze(
  * limiter.every((r) => r.failures.length === 0 && r.unsupported === undefined); // true
  * ```
  */
-export async function run(store: Store, options: KitOptions = {}): Promise<SuiteCaseResult[]> {
+export async function run(store: Store, options: RunOptions = {}): Promise<CaseResult[]> {
   checkOptions(store, options);
   const prefix = options.prefix ?? randomPrefix();
   const chosen = options.suites ?? suites.map((s) => s.name);
-  const results: SuiteCaseResult[] = [];
+  const results: CaseResult[] = [];
   for (const suite of suites) {
     if (!chosen.includes(suite.name)) continue;
     for (const c of suite.cases) results.push(await runCase(store, c, { ...options, prefix }));
@@ -217,7 +227,7 @@ export async function run(store: Store, options: KitOptions = {}): Promise<Suite
  * }
  * ```
  */
-export async function runCase(store: Store, c: AnyCase, options: KitOptions = {}): Promise<SuiteCaseResult> {
+export async function runCase(store: Store, c: AnyCase, options: RunOptions = {}): Promise<CaseResult> {
   checkOptions(store, options);
   if (typeof (c as Partial<AnyCase> | undefined)?.name !== 'string' || !Array.isArray(c.steps)) {
     throw new InvalidArgumentError('case', 'a case of conformance.suites', c);
@@ -247,10 +257,15 @@ export async function runCase(store: Store, c: AnyCase, options: KitOptions = {}
     };
   }
   if (!('suite' in c)) {
-    if (c.retention === undefined) return { suite: 'ledger', ...(await runLedgerCase(store, c, { prefix })) };
-    const retained = await (options.retention as NonNullable<KitOptions['retention']>)(c.retention);
+    const { name, rule } = c;
+    if (c.retention === undefined)
+      return { suite: 'ledger', name, rule, failures: await runLedgerCase(store, c, prefix) };
+    const retained = await (options.retention as NonNullable<RunOptions['retention']>)(c.retention);
+    if (typeof (retained as Partial<Store> | undefined)?.ledgerApply !== 'function') {
+      throw new InvalidArgumentError('store', 'the store under test (with ledgerApply)', retained);
+    }
     try {
-      return { suite: suiteName, ...(await runLedgerCase(retained, c, { prefix })) };
+      return { suite: suiteName, name, rule, failures: await runLedgerCase(retained, c, prefix) };
     } finally {
       await retained.close?.();
     }
@@ -531,7 +546,7 @@ const SUITE_NAMES = new Set<string>([
 
 // The store under test must be given (a kit run against nothing would pass nothing), and the
 // options must say what they mean: a misspelt suite would silently run none.
-function checkOptions(store: Store, options: KitOptions): void {
+function checkOptions(store: Store, options: RunOptions): void {
   if (typeof (store as Partial<Store> | undefined)?.ledgerApply !== 'function') {
     throw new InvalidArgumentError('store', 'the store under test (with ledgerApply)', store);
   }

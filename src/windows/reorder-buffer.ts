@@ -78,6 +78,7 @@ export class ReorderBuffer<T> {
   #lastNow = Number.NEGATIVE_INFINITY;
 
   constructor(options: ReorderBufferOptions) {
+    pinShapes(ReorderBuffer, pinnedBuffers);
     const config = resolveReorderOptions(options);
     this.#capacity = config.capacity;
     this.#next = config.next;
@@ -420,9 +421,9 @@ export class ReorderBuffer<T> {
 // bench/ordering.bench.mjs`). One small buffer and one result of each path pin those shapes, held
 // by the class itself (a symbol-keyed property): a module-level constant that no function reads
 // is not kept by V8 after the module ran, so a `const` of them would pin nothing.
-pinShapes(ReorderBuffer, () => {
+function pinnedBuffers(): unknown[] {
   const b = new ReorderBuffer<number>({ capacity: 4, gapTimeout: 0, clock: { now: () => 0 } });
   const kept: unknown[] = [b, b.push(0, 0, 0), b.push(2, 2, 0), b.push(1, 1, 0)];
   kept.push(b.push(5, 5, 0), b.push(9, 9, 0), b.tick(1), b.push(4, 4, 2), b.push(6, 6, 3));
   return kept;
-});
+}

@@ -81,6 +81,7 @@ export class SignatureWindow {
   #horizon: Order | undefined;
 
   constructor(options: SignatureWindowOptions) {
+    pinShapes(SignatureWindow, pinnedWindows);
     if (isPlainObject(options)) knownKeys('', options, WINDOW_OPTIONS);
     this.#capacity = positiveInt('capacity', options?.capacity);
     if (this.#capacity > INDEX_THRESHOLD) this.#index = new Set();
@@ -312,8 +313,9 @@ function parseSavedOrder(path: string, value: unknown): Order | undefined {
 // A window's shapes (the window, its entries) live only as long as some window does: a program
 // that drops its last window lets a full GC free them, and admit() and its helpers fall back to
 // the interpreter. A window taken through fresh, duplicate, eviction and stale answers, and one
-// read back from its saved form, are kept by the class for the life of the module (see pinShapes).
-pinShapes(SignatureWindow, () => {
+// read back from its saved form, are made with the first window and kept by the class from then on
+// (see pinShapes).
+function pinnedWindows(): unknown[] {
   const window = new SignatureWindow({ capacity: 2 });
   for (const [signature, order] of [
     ['a', 1],
@@ -327,4 +329,4 @@ pinShapes(SignatureWindow, () => {
   window.admit('e');
   window.admit('f', 10n);
   return [window, SignatureWindow.from(window.toJSON(), { capacity: 2 })];
-});
+}

@@ -2,7 +2,8 @@
 // store could get them wrong, the ways that book an entry twice; the ledger suites must fail on
 // each, in the cases named. The same stores unbroken pass them, so a failure is the mutation's.
 import { describe, expect, it } from 'vitest';
-import { type LedgerApplyCommand, memoryStore, type Store } from '../../src/index.js';
+import { memoryStore } from '../../src/index.js';
+import type { LedgerApplyCommand, Store } from '../../src/store/index.js';
 import { conformance, wrapStore } from '../../src/testing/index.js';
 
 type Overrides = Parameters<typeof wrapStore>[1];

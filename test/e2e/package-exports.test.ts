@@ -35,6 +35,7 @@ const ENTRY_POINTS: Record<string, string[]> = {
   'onceflow/redis': ['createRedisStore'],
   'onceflow/postgres': ['createPostgresStore', 'migrate'],
   'onceflow/streams': ['createStreamProducer', 'createStreamConsumer', 'trimStream'],
+  'onceflow/store': ['StoreError', 'ErrorCode'],
 };
 
 /**
@@ -133,10 +134,12 @@ describe('package exports', () => {
  */
 const CONSUMER = `import { type ApplyResult, createLedger, memoryStore } from 'onceflow';
 import { createRedisStore, type RedisStoreOptions } from 'onceflow/redis';
+import type { LedgerApplyCommand, Store } from 'onceflow/store';
 import { conformance, wrapStore } from 'onceflow/testing';
 
+const store: Store = wrapStore(memoryStore(), {});
 // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap.
-const ledger = createLedger({ store: wrapStore(memoryStore(), {}), capacity: 4 });
+const ledger = createLedger({ store, capacity: 4 });
 const applied: Promise<ApplyResult> = ledger.apply({ owner: 'p1', signature: 's1', deltas: { coins: 1 } });
 const prefix: RedisStoreOptions['prefix'] = 'consumer:';
 const cases: number = conformance.cases.length;
@@ -146,6 +149,9 @@ export function wrongUses(): void {
   createLedger({ capacity: 'four' });
   // @ts-expect-error a client is an ioredis client, with call()
   createRedisStore({ client: 42, prefix });
+  // @ts-expect-error a store command's deltas are validated pairs
+  const command: LedgerApplyCommand = { ledger: 'l', capacity: 4, horizon: true, owner: 'p1', signature: 's1', deltas: { coins: 1n } };
+  void command;
 }
 
 applied.then((r) => console.log(r.outcome, cases > 0, typeof createRedisStore));
@@ -257,7 +263,7 @@ describe('the packed tarball, installed into a project of its own', () => {
   });
 
   for (const name of ['node10', 'nodenext']) {
-    it(`types of onceflow, onceflow/redis and onceflow/testing resolve under moduleResolution ${name}, and the consumer runs`, () => {
+    it(`types of onceflow, onceflow/redis, onceflow/store and onceflow/testing resolve under moduleResolution ${name}, and the consumer runs`, () => {
       const dir = join(work, 'consumer', name);
       expect(sh(process.execPath, [tsc, '-p', dir], dir)).toBe('');
       expect(sh(process.execPath, [join(dir, 'out', 'index.js')], dir)).toBe('applied true function\n');

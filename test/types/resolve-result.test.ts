@@ -1,12 +1,8 @@
 // ResolveResult narrows on `outcome`, as the other results do (see results.test.ts): checked by
 // `npm run typecheck` (every `expectTypeOf` and `@ts-expect-error` line) and run by vitest.
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import {
-  createLedger,
-  type LedgerResolveResult,
-  type ResolveOutcome,
-  type ResolveResult,
-} from '../../src/index.js';
+import { createLedger, type ResolveResult } from '../../src/index.js';
+import type { LedgerResolveResult, ResolveOutcome } from '../../src/store/index.js';
 
 describe('ResolveResult', () => {
   it('is a union on outcome: seq is a number when applied and absent otherwise', async () => {

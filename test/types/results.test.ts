@@ -17,7 +17,6 @@ import {
   FakeClock,
   type GapRange,
   type GuardDecision,
-  type LedgerApplyResult,
   type LimitDecision,
   memoryStore,
   type PushResult,
@@ -29,10 +28,11 @@ import {
   SignatureWindow,
   type TenantEvent,
   type TickResult,
-  type Verdict,
   VersionGate,
   type VersionGateResult,
 } from '../../src/index.js';
+import type { Verdict } from '../../src/limiter/types.js';
+import type { LedgerApplyResult } from '../../src/store/index.js';
 
 /** Fails to compile when a switch over a union forgot a member. */
 function exhaustive(value: never): never {

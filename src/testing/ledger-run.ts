@@ -1,38 +1,17 @@
-import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
-import { isPlainObject, orderFromString } from '../core/validate.js';
+// The ledger suites' runner: each case's steps on a fresh ledger over the store under test.
+import { isOnceflowError } from '../core/errors.js';
+import { orderFromString } from '../core/validate.js';
 import { createLedger, type LedgerEntry } from '../ledger/ledger.js';
 import type { Balances, Store } from '../store/store.js';
-import { type CaseEntry, type ConformanceCase, type ConformanceStep, cases } from './cases.js';
+import type { CaseEntry, ConformanceCase, ConformanceStep } from './cases.js';
 import { differ, stableJson } from './differ.js';
 
-/** The result of one case on one store. */
-export interface CaseResult {
-  name: string;
-  rule: string;
-  /** Empty when the store passed; otherwise one line per step that differed. */
-  failures: string[];
-}
-
-/** Options of {@link run} and {@link runCase}. */
-export interface RunOptions {
-  /**
-   * Prefix of the ledger names the cases use, so runs never see each other's state on a shared
-   * server. Default: a random one.
-   */
-  prefix?: string;
-}
-
 /**
- * Runs one case on `store` with a fresh ledger named `prefix + case.name`. Runner-agnostic:
- * it returns the differences instead of throwing, so any test runner can report them.
+ * Runs one ledger case on `store` with a fresh ledger named `prefix + case.name`; resolves to one
+ * line per step that differed (none: passed). The kit's `runCase` checks the store and options
+ * first.
  */
-export async function runCase(
-  store: Store,
-  c: ConformanceCase,
-  options: RunOptions = {},
-): Promise<CaseResult> {
-  checkRun(store, options);
-  const prefix = options.prefix ?? randomPrefix();
+export async function runLedgerCase(store: Store, c: ConformanceCase, prefix: string): Promise<string[]> {
   const ledger = createLedger({
     store,
     capacity: c.capacity,
@@ -51,25 +30,7 @@ export async function runCase(
       failures.push(`${where}: threw ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  return { name: c.name, rule: c.rule, failures };
-}
-
-/**
- * Runs every case on `store`; resolves to one result per case.
- *
- * @example
- * ```ts
- * import { conformance } from 'onceflow/testing';
- * const results = await conformance.run(memoryStore());
- * const failed = results.filter((r) => r.failures.length > 0); // []
- * ```
- */
-export async function run(store: Store, options: RunOptions = {}): Promise<CaseResult[]> {
-  checkRun(store, options);
-  const prefix = options.prefix ?? randomPrefix();
-  const results: CaseResult[] = [];
-  for (const c of cases) results.push(await runCase(store, c, { prefix }));
-  return results;
+  return failures;
 }
 
 type AnyLedger = ReturnType<typeof createLedger>;
@@ -286,21 +247,4 @@ function toBigints(deltas: Record<string, string>): Record<string, bigint> {
 
 function fromBigints(balances: Balances): Record<string, string> {
   return Object.fromEntries(Object.entries(balances).map(([k, v]) => [k, v.toString()]));
-}
-
-function randomPrefix(): string {
-  return `conf-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}:`;
-}
-
-// The store under test must be given: a ledger made without one would test a fresh memory store
-// and pass every case.
-function checkRun(store: Store, options: RunOptions): void {
-  if (typeof (store as Partial<Store> | undefined)?.ledgerApply !== 'function') {
-    throw new InvalidArgumentError('store', 'the store under test (with ledgerApply)', store);
-  }
-  if (!isPlainObject(options))
-    throw new InvalidArgumentError('options', 'an object like { prefix }', options);
-  if (options.prefix !== undefined && typeof options.prefix !== 'string') {
-    throw new InvalidArgumentError('options.prefix', 'a string', options.prefix);
-  }
 }

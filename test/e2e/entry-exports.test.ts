@@ -1,0 +1,350 @@
+// Each entry point's export list, pinned: a name added to or dropped from the public surface is a
+// deliberate edit of this file, never a side effect of a refactor. Values are read from the
+// built JavaScript (what `import` gives at run time), types from the built declarations (what
+// `tsc` gives a consumer), both from dist/ as the package ships it.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import ts from 'typescript';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Surface {
+  /** Names with a run-time value (functions, classes, constants). */
+  values: string[];
+  /** Names that are types only (interfaces, type aliases). */
+  types: string[];
+}
+
+const PINNED: Record<string, Surface> = {
+  onceflow: {
+    values: [
+      'AdaptiveTimeout',
+      'ClockRollbackError',
+      'ClosedError',
+      'DEFAULT_JOURNAL_ENTRIES',
+      'DEFAULT_MAX_RESULT_BYTES',
+      'ErrorCode',
+      'FakeClock',
+      'InProgressError',
+      'InvalidArgumentError',
+      'InvalidDurationError',
+      'InvalidOptionError',
+      'LIMITS',
+      'LeaseLostError',
+      'OnceflowError',
+      'PayloadMismatchError',
+      'ReorderBuffer',
+      'ResultTooLargeError',
+      'SequenceGuard',
+      'SignatureWindow',
+      'Snowflake',
+      'StoreError',
+      'VersionGate',
+      'createCompensator',
+      'createIdempotency',
+      'createLedger',
+      'createLimiter',
+      'createReorderer',
+      'createTenantRegistry',
+      'defineSignature',
+      'idempotent',
+      'isOnceflowError',
+      'jsonSerializer',
+      'memoryStore',
+      'nextTickAt',
+      'parseDuration',
+      'rateLimitHeaders',
+      'systemClock',
+      'ticker',
+      'window',
+    ],
+    types: [
+      'AdaptiveTimeoutOptions',
+      'AdaptiveTimeoutStats',
+      'AdmitOutcome',
+      'Algorithm',
+      'AllowedDecision',
+      'AllowingReason',
+      'ApplyResult',
+      'Balances',
+      'Clock',
+      'Compensator',
+      'CompensatorOptions',
+      'CompensatorStats',
+      'Decision',
+      'DecisionReason',
+      'DecodedSnowflake',
+      'DegradedPolicy',
+      'Duration',
+      'FieldType',
+      'GapRange',
+      'GuardDecision',
+      'Idempotency',
+      'IdempotencyCall',
+      'IdempotencyOptions',
+      'IdempotentOptions',
+      'JournalEntry',
+      'JournalQuery',
+      'JsonValue',
+      'Ledger',
+      'LedgerEntry',
+      'LedgerOptions',
+      'LimitDecision',
+      'LimitName',
+      'LimitOptions',
+      'Limiter',
+      'LimiterOptions',
+      'MemoryStoreOptions',
+      'Order',
+      'PushOutcome',
+      'PushResult',
+      'RefusedDecision',
+      'RefusingReason',
+      'Release',
+      'ReorderBufferOptions',
+      'ReorderStats',
+      'Reorderer',
+      'ReordererOptions',
+      'ResolveResult',
+      'RunOptions',
+      'RunResult',
+      'SavedAdaptiveTimeout',
+      'SavedReorderBuffer',
+      'SavedWindow',
+      'SequenceGuardOptions',
+      'Serializer',
+      'SignatureFn',
+      'SignatureOptions',
+      'SignatureSchema',
+      'SignatureWindowOptions',
+      'SnowflakeOptions',
+      'Store',
+      'StoreOutcome',
+      'TenantEvent',
+      'TenantPolicy',
+      'TenantRegistry',
+      'Tick',
+      'TickResult',
+      'Ticker',
+      'TickerOptions',
+      'VersionGateOptions',
+      'VersionGateResult',
+      'WindowConfig',
+      'WindowState',
+    ],
+  },
+  'onceflow/store': {
+    values: [
+      'ErrorCode',
+      'InvalidArgumentError',
+      'InvalidOptionError',
+      'OnceflowError',
+      'StoreError',
+      'isOnceflowError',
+    ],
+    types: [
+      'ApplyOutcome',
+      'Balances',
+      'IdempotencyBeginCommand',
+      'IdempotencyBeginReply',
+      'JournalEntry',
+      'JournalQuery',
+      'JsonValue',
+      'LeaseReply',
+      'LedgerApplyCommand',
+      'LedgerApplyResult',
+      'LedgerResolveResult',
+      'LimiterTakeCommand',
+      'LimiterTakeReply',
+      'ResolveOutcome',
+      'Store',
+      'StoreOutcome',
+      'VersionUpsertReply',
+      'WindowState',
+    ],
+  },
+  'onceflow/testing': {
+    values: [
+      'conformance',
+      'freePort',
+      'pingable',
+      'postgresAnswers',
+      'startCluster',
+      'startPostgres',
+      'startRedis',
+      'startTcpProxy',
+      'testPortRange',
+      'wrapStore',
+    ],
+    types: [
+      'AnyCase',
+      'CaseResult',
+      'ClusterNode',
+      'ClusterOptions',
+      'OutageHook',
+      'PortRange',
+      'RunOptions',
+      'StartedCluster',
+      'StartedPostgres',
+      'StartedRedis',
+      'Suite',
+      'SuiteName',
+      'TcpProxy',
+      'TcpProxyOptions',
+    ],
+  },
+  'onceflow/redis': {
+    values: ['NotReplicatedError', 'createRedisStore', 'escapeId', 'scripts'],
+    types: ['DurabilityOptions', 'LuaScript', 'RedisLike', 'RedisStoreOptions', 'ReplicationShortfall'],
+  },
+  'onceflow/postgres': {
+    values: ['SCHEMA_VERSION', 'createPostgresStore', 'migrate', 'withTransaction'],
+    types: [
+      'CleanupResult',
+      'MigrateOptions',
+      'MigrateResult',
+      'PgPoolClientLike',
+      'PgPoolLike',
+      'PgQueryConfig',
+      'PgQueryable',
+      'PgResult',
+      'PoolClientOf',
+      'PostgresStore',
+      'PostgresStoreOptions',
+      'TransactionOptions',
+      'TransactionStore',
+    ],
+  },
+  'onceflow/streams': {
+    values: [
+      'BacklogFullError',
+      'DeadLetterFailedError',
+      'PublishFailedError',
+      'checkReaderPosition',
+      'checkTrimmedPast',
+      'classifyStreamError',
+      'createStreamConsumer',
+      'createStreamProducer',
+      'forgetStreamFeatures',
+      'parseDeadLetter',
+      'parseStreamId',
+      'readWindow',
+      'startRetention',
+      'streamFeatures',
+      'streamWindows',
+      'trimStream',
+      'writeDeadLetter',
+    ],
+    types: [
+      'CheckReaderPositionOptions',
+      'CheckTrimmedPastOptions',
+      'DeadLetter',
+      'DeadLetterReason',
+      'DecodedWindowEntry',
+      'Delivery',
+      'ProducerEvent',
+      'ReadWindowOptions',
+      'ReaderPosition',
+      'Retention',
+      'RetentionOptions',
+      'RetryOptions',
+      'StreamClient',
+      'StreamConsumer',
+      'StreamConsumerEvent',
+      'StreamConsumerOptions',
+      'StreamConsumerStats',
+      'StreamFailure',
+      'StreamFeatures',
+      'StreamId',
+      'StreamLedgerOptions',
+      'StreamProducer',
+      'StreamProducerOptions',
+      'StreamWindow',
+      'StreamWindowsOptions',
+      'TrimResult',
+      'TrimStreamOptions',
+      'TrimmedPastCheck',
+      'TrimmedPastEvent',
+      'UndecodableWindowEntry',
+      'WindowEntry',
+    ],
+  },
+};
+
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | { types: string; import: string }>;
+};
+
+/** Every entry point of the exports map, by the specifier a consumer writes, with its files. */
+const entries = Object.entries(pkg.exports).flatMap(([subpath, target]) =>
+  typeof target === 'string'
+    ? []
+    : [{ name: subpath === '.' ? 'onceflow' : `onceflow/${subpath.slice(2)}`, ...target }],
+);
+
+/** The names each built declaration file exports (values and types), through the compiler. */
+function declaredNames(): Map<string, string[]> {
+  const files = entries.map((e) => join(root, e.types));
+  const program = ts.createProgram(files, {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    types: ['node'],
+    noEmit: true,
+  });
+  const checker = program.getTypeChecker();
+  const names = new Map<string, string[]>();
+  for (const entry of entries) {
+    const source = program.getSourceFile(join(root, entry.types));
+    const symbol = source && checker.getSymbolAtLocation(source);
+    if (!symbol) throw new Error(`no module for ${entry.types}`);
+    names.set(
+      entry.name,
+      checker.getExportsOfModule(symbol).map((s) => s.name),
+    );
+  }
+  return names;
+}
+
+const sorted = (names: Iterable<string>) => [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+
+describe('each entry point exports exactly its pinned names', () => {
+  let declared = new Map<string, string[]>();
+  beforeAll(() => {
+    execFileSync(process.execPath, [join(root, 'scripts', 'ensure-built.mjs')], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+    declared = declaredNames();
+  }, 120_000);
+
+  it('every entry of the exports map is pinned here, and every pinned one is in the map', () => {
+    expect(sorted(entries.map((e) => e.name))).toEqual(sorted(Object.keys(PINNED)));
+  });
+
+  it('every entry file opens with a @module comment saying what the entry is for', () => {
+    for (const entry of entries) {
+      const source = readFileSync(
+        join(root, entry.import.replace(/^\.\/dist\//, 'src/').replace(/\.js$/, '.ts')),
+        'utf8',
+      );
+      const opening = /^\/\*\*[\s\S]*?\*\//.exec(source)?.[0] ?? '';
+      expect(opening, entry.name).toContain('@module');
+      expect(opening, entry.name).toContain(`\`${entry.name}\``);
+    }
+  });
+
+  for (const entry of entries) {
+    it(`${entry.name}: values from the built module, types from its declarations`, async () => {
+      const pinned = PINNED[entry.name] as Surface;
+      const values = sorted(Object.keys(await import(pathToFileURL(join(root, entry.import)).href)));
+      expect(values).toEqual(sorted(pinned.values));
+      const names = declared.get(entry.name) ?? [];
+      // The declarations name every value too (a value missing there would be untyped).
+      expect(sorted(names.filter((n) => values.includes(n)))).toEqual(values);
+      expect(sorted(names.filter((n) => !values.includes(n)))).toEqual(sorted(pinned.types));
+    });
+  }
+});
