@@ -40,7 +40,7 @@ export interface StreamConsumer {
 
 // At most this many entries per ack / apply-ack script: each costs Redis an XPENDING (apply-ack:
 // its share of one XPENDING range) and its share of one XACK (~2-4 µs; a booking ~8-20 µs,
-// MAX_BATCH in src/redis/redis-store.ts), so 128 hold the server ~0.5-3 ms at most, as a batch of
+// MAX_BATCH in src/redis/ledger-ops.ts), so 128 hold the server ~0.5-3 ms at most, as a batch of
 // ledger applies does.
 const MAX_SCRIPT_BATCH = 128;
 // Errors kept per entry (first and last message) for its dead letter: one per failing entry held
