@@ -106,13 +106,13 @@ export function redisLedgerOps(ctx: RedisLedgerContext): RedisLedgerOps {
   });
 
   /** The owner's balances JSON, horizon and window (see ledger-read.lua); [] when it has none. */
-  async function readOwner(ledger: string, owner: string): Promise<string[]> {
+  const readOwner = async (ledger: string, owner: string): Promise<string[]> => {
     const [state] = ownerKeys(prefix, ledger, owner);
     // In call order with this process's applies of the owner (see the batcher's barrier).
     return (await enqueue.barrier(state, () =>
       evalScript(redis, scripts.ledgerRead, [state], []),
     )) as string[];
-  }
+  };
 
   return {
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise
@@ -130,13 +130,8 @@ export function redisLedgerOps(ctx: RedisLedgerContext): RedisLedgerOps {
           const { ledger, owner, scope } = cmd;
           enqueue({ memo, ledger, owner, scope, keys: memo.keys, entry, resolve, reject });
         } catch (err) {
-          // A malformed command is the caller's error, as in the memory store; anything else the store's.
           // Thrown before it was queued: nothing was sent.
-          reject(
-            err instanceof InvalidArgumentError
-              ? err
-              : new StoreError('ledgerApply', err, { outcome: 'not-applied', retriable: false }),
-          );
+          reject(refused('ledgerApply', err));
         }
       }),
 
@@ -145,13 +140,8 @@ export function redisLedgerOps(ctx: RedisLedgerContext): RedisLedgerOps {
       try {
         meta = checkApplyCommand(cmd);
       } catch (err) {
-        // A malformed command is the caller's error, as in the memory store; anything else the store's.
         // Thrown before anything was sent.
-        return Promise.reject(
-          err instanceof InvalidArgumentError
-            ? err
-            : new StoreError('ledgerResolve', err, { outcome: 'not-applied', retriable: false }),
-        );
+        return Promise.reject(refused('ledgerResolve', err));
       }
       return resolveOne(ctx, registry, (key, call) => enqueue.barrier(key, call), cmd, meta);
     },
@@ -185,6 +175,16 @@ export function redisLedgerOps(ctx: RedisLedgerContext): RedisLedgerOps {
         enqueue.barrier(undefined, () => scopeTotals(redis, prefix, ledger, scope), false),
       ),
   };
+}
+
+/**
+ * What a command that failed before it was sent rejects with: a malformed command is the
+ * caller's error, as in the memory store; anything else the store's (nothing was sent).
+ */
+function refused(operation: string, err: unknown): unknown {
+  return err instanceof InvalidArgumentError
+    ? err
+    : new StoreError(operation, err, { outcome: 'not-applied', retriable: false });
 }
 
 /** One batch of applies: its owners registered, then one ledger-apply.lua call. */
