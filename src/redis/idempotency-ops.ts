@@ -82,6 +82,8 @@ export function redisIdempotencyOps(
   prefix: string,
   durability?: Durability,
 ): Required<IdempotencyStoreOps> {
+  // Longer than most functions: its four operations share one batcher and its queue; the script call
+  // and the replies are sendChunk and settleEntry below.
   const recordKey = (name: string, key: string) => `${prefix}{idem:${escapeId(name)}:${escapeId(key)}}:r`;
 
   const enqueue = createBatcher<unknown, IdemItem>({
