@@ -61,7 +61,8 @@ local run = ''
 -- repeat usually is (just past the window), before reading further.
 local FIRST_READ = 16
 
-local got = redis.call('HMGET', state_key, 's', 'm')
+-- What book reads, read once: s, r, the scope totals of the deltas, m when the limit drops entries.
+local got, scope_prefix, total_field = read_state(state_key, 0)
 local state = got[1]
 -- The balances, the journal counter and the 0xFF before the window's first signature (the
 -- state's format is ledger-apply.lua's).
@@ -172,7 +173,8 @@ else
   local oldest = redis.call('XRANGE', journal_key, '-', '+', 'COUNT', 1)
   if #oldest == 0 then
     if seq > 0 then
-      dropped = trail_at(got[2], false, seq)
+      -- m: read with the state when the limit drops entries (got's last value), else now.
+      dropped = trail_at(trimmed and got[#got] or redis.call('HGET', state_key, 'm'), false, seq)
       if not dropped then return unknown() end
     end
   else
@@ -195,6 +197,6 @@ else
 end
 
 -- Never applied: booked as ledger-apply.lua books a fresh entry (settled: whatever the horizon,
--- as the newest of the window, evicting the oldest while over capacity). book reads the state
--- again, unchanged since the read above (the script is atomic).
-return (book(state_key, journal_key, 0, true))
+-- as the newest of the window, evicting the oldest while over capacity), on the state as read
+-- above (nothing was written since).
+return (book(state_key, journal_key, 0, true, got, scope_prefix, total_field))
