@@ -29,6 +29,7 @@ import type {
   Store,
   WindowState,
 } from '../store/store.js';
+import { checkQuery, ownerArg, scopeArg } from './arguments.js';
 
 /** Options of {@link createLedger}. */
 export interface LedgerOptions {
@@ -186,7 +187,6 @@ const ENTRY_FIELDS = keysOf<LedgerEntry>({
   meta: true,
 });
 const ENTRY_FIELD_SET: ReadonlySet<string> = new Set(ENTRY_FIELDS);
-const QUERY_FIELDS = keysOf<JournalQuery>({ owner: true, scope: true, after: true, limit: true });
 
 /**
  * Creates a ledger that applies each event's deltas **exactly once** per owner, whatever the
@@ -369,33 +369,6 @@ class ExactLedger implements Ledger {
       meta,
     };
   }
-}
-
-function ownerArg(path: string, owner: unknown): string {
-  return withinLimit(path, nonEmptyStringArg(path, owner), 'ownerBytes');
-}
-
-function scopeArg(path: string, scope: unknown): string {
-  return withinLimit(path, nonEmptyStringArg(path, scope), 'scopeBytes');
-}
-
-function checkQuery(query: JournalQuery): JournalQuery {
-  if (!isPlainObject(query)) throw new InvalidArgumentError('query', 'an object', query);
-  // A misspelt filter would return every entry instead of the ones asked for.
-  knownKeys('query', query, QUERY_FIELDS, 'argument');
-  if (query.owner !== undefined) ownerArg('query.owner', query.owner);
-  if (query.scope !== undefined) scopeArg('query.scope', query.scope);
-  for (const key of ['after', 'limit'] as const) {
-    const v = query[key];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) {
-      throw new InvalidArgumentError(`query.${key}`, 'a non-negative safe integer', v);
-    }
-  }
-  if (query.after !== undefined && query.owner === undefined) {
-    // Sequence numbers are only comparable within one owner's journal (DESIGN §1 principle 5).
-    throw new InvalidArgumentError('query.after', 'used together with `query.owner`', query.after);
-  }
-  return query;
 }
 
 // The shapes of a ledger's objects (its commands, results, the memory store's owners, windows and

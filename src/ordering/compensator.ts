@@ -1,55 +1,11 @@
-import type { Duration } from '../core/duration.js';
-import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { timerDelay, timerDuration } from '../core/timer-delay.js';
-import { isPlainObject, keysOf, knownKeys, nonNegativeInt, positiveInt } from '../core/validate.js';
+import { ClosedError, InvalidArgumentError } from '../core/errors.js';
+import { timerDelay } from '../core/timer-delay.js';
+import { isPlainObject } from '../core/validate.js';
 import type { GapRange } from '../windows/reorder-buffer.js';
+import { type CompensatorOptions, checkOptions } from './compensator-options.js';
+import { OpenRanges } from './open-ranges.js';
 
-/** Options of {@link createCompensator}. */
-export interface CompensatorOptions {
-  /**
-   * Asks the source to send a range again (both ends included). Resolves once the source accepted
-   * the request (the events then come through the normal path, as late arrivals); rejects to be
-   * retried. `signal` aborts when late arrivals filled the whole range or the compensator closed.
-   */
-  request: (range: GapRange, signal: AbortSignal) => Promise<void>;
-  /** Requests in flight at most. Default 2. */
-  concurrency?: number;
-  /** Retries after the first attempt. Default 5. */
-  retries?: number;
-  /** Exponential backoff: `initial * factor^attempt`, capped at `max`, with full jitter. */
-  backoff?: { initial?: Duration; max?: Duration; factor?: number };
-  /** Coalesced ranges longer than this are requested in pieces. Default 1000. */
-  maxRange?: number;
-  /** Called once per range still unfilled after the last retry: the place to alert. */
-  onGiveUp?: (range: GapRange, error: unknown) => void;
-  /** Jitter source in [0, 1). Default `Math.random`. */
-  random?: () => number;
-  /**
-   * The normal work this lane yields to: before each request starts, the lane calls it and waits
-   * until what it returns settles (fulfilled or rejected: the request is still due). Pass the
-   * consumer's own "everything delivered so far is done", `() => reorderer.drained()`: every
-   * delivery waiting when a request falls due then goes first, however long its effect takes.
-   * Without it a request starts from a macrotask: only work already queued (microtasks, ready I/O
-   * callbacks) goes first, and a slow effect still under way competes with the request.
-   */
-  yieldTo?: () => unknown;
-}
-
-const COMPENSATOR_OPTIONS = keysOf<CompensatorOptions>({
-  request: true,
-  concurrency: true,
-  retries: true,
-  backoff: true,
-  maxRange: true,
-  onGiveUp: true,
-  random: true,
-  yieldTo: true,
-});
-const BACKOFF_OPTIONS = keysOf<NonNullable<CompensatorOptions['backoff']>>({
-  initial: true,
-  max: true,
-  factor: true,
-});
+export type { CompensatorOptions } from './compensator-options.js';
 
 /** Counters of a compensator, for metrics. */
 export interface CompensatorStats {
@@ -87,19 +43,6 @@ interface Job {
   timer?: ReturnType<typeof setTimeout>;
 }
 
-// 2 in flight: compensation is the low-priority lane; it must not compete with the live stream
-// for the source's capacity, and two requests already hide one slow round trip.
-const DEFAULT_CONCURRENCY = 2;
-// 5 retries at 100 ms doubling (capped at 10 s): ~3 s of trying in all before an alert, long
-// enough to ride out a source restart, short enough that a human hears of a real loss quickly.
-const DEFAULT_RETRIES = 5;
-const DEFAULT_INITIAL = '100ms';
-const DEFAULT_MAX = '10s';
-const DEFAULT_FACTOR = 2;
-// 1000 numbers per request: a source's re-send endpoint pages; one huge range must not become one
-// huge response.
-const DEFAULT_MAX_RANGE = 1000;
-
 /**
  * The compensation channel of seed 002 (DESIGN §3.4): takes the gap ranges a reorder buffer gave
  * up on, coalesces them (adjacent and overlapping ranges become one request), and re-requests them
@@ -121,36 +64,14 @@ const DEFAULT_MAX_RANGE = 1000;
  * ```
  */
 export function createCompensator(options: CompensatorOptions): Compensator {
-  if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
-  knownKeys('', options, COMPENSATOR_OPTIONS);
-  const { request, onGiveUp } = options;
-  if (typeof request !== 'function') throw new InvalidOptionError('request', 'a function', request);
-  if (onGiveUp !== undefined && typeof onGiveUp !== 'function') {
-    throw new InvalidOptionError('onGiveUp', 'a function', onGiveUp);
-  }
-  const concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY);
-  const retries = nonNegativeInt('retries', options.retries ?? DEFAULT_RETRIES);
-  const maxRange = positiveInt('maxRange', options.maxRange ?? DEFAULT_MAX_RANGE);
-  const backoff = options.backoff ?? {};
-  if (!isPlainObject(backoff as unknown)) throw new InvalidOptionError('backoff', 'an object', backoff);
-  knownKeys('backoff', backoff, BACKOFF_OPTIONS);
-  // A retry waits in one timer (see timerDuration).
-  const initialMs = timerDuration('backoff.initial', backoff.initial ?? DEFAULT_INITIAL);
-  const maxMs = timerDuration('backoff.max', backoff.max ?? DEFAULT_MAX);
-  const factor = backoff.factor ?? DEFAULT_FACTOR;
-  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1) {
-    throw new InvalidOptionError('backoff.factor', 'a finite number >= 1', backoff.factor);
-  }
-  const { yieldTo } = options;
-  if (yieldTo !== undefined && typeof yieldTo !== 'function') {
-    throw new InvalidOptionError('yieldTo', 'a function', yieldTo);
-  }
-  const random = options.random ?? Math.random;
-  // Read on a first retry only: a bad one found then would leave its range neither retried nor given up.
-  if (typeof random !== 'function') throw new InvalidOptionError('random', 'a function', options.random);
+  // Longer than most functions: one closure over the lane's state (the open ranges, the jobs, the
+  // slots in use), which the pump, the jobs' settling and the lane's methods share; the range
+  // arithmetic is open-ranges.ts, the options compensator-options.ts.
+  const { request, onGiveUp, concurrency, retries, maxRange, initialMs, maxMs, factor, yieldTo, random } =
+    checkOptions(options);
 
-  // Numbers still to compensate: sorted, disjoint, non-adjacent ranges.
-  let open: GapRange[] = [];
+  // Numbers still to compensate.
+  const open = new OpenRanges(maxRange);
   const jobs = new Set<Job>();
   const counts = { requested: 0, retried: 0, cancelled: 0, givenUp: 0 };
   let running = 0;
@@ -164,32 +85,6 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     const waiters = idleWaiters;
     idleWaiters = [];
     for (const w of waiters) w();
-  };
-
-  /** The parts of [from, to] still open, cut into pieces of at most maxRange (a bounded range only). */
-  const stillOpen = (from: number, to: number): GapRange[] => {
-    const out: GapRange[] = [];
-    for (const r of open) {
-      const a = Math.max(from, r.from);
-      const b = Math.min(to, r.to);
-      for (let s = a; s <= b; s += maxRange) out.push({ from: s, to: Math.min(b, s + maxRange - 1) });
-    }
-    return out;
-  };
-
-  /**
-   * The first still-open piece of [from, to], at most maxRange long, or undefined. Never lists the
-   * rest: a queued job may span billions of numbers (one corrupt sequence number far ahead makes
-   * a gap that size) and is requested piece by piece, as each piece starts.
-   */
-  const firstOpen = (from: number, to: number): GapRange | undefined => {
-    for (const r of open) {
-      if (r.to < from) continue;
-      if (r.from > to) return undefined;
-      const a = Math.max(from, r.from);
-      return { from: a, to: Math.min(to, r.to, a + maxRange - 1) };
-    }
-    return undefined;
   };
 
   const schedulePump = () => {
@@ -240,7 +135,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
 
   function start(job: Job): void {
     // Only what is still open is asked for: late arrivals may have filled part of a queued job.
-    const first = firstOpen(job.from, job.to);
+    const first = open.firstOpen(job.from, job.to);
     if (first === undefined) {
       jobs.delete(job);
       counts.cancelled++;
@@ -248,7 +143,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       return;
     }
     // The rest of the job stays queued, as one job, to start once this piece is under way.
-    if (first.to < job.to && firstOpen(first.to + 1, job.to) !== undefined) {
+    if (first.to < job.to && open.firstOpen(first.to + 1, job.to) !== undefined) {
       jobs.add({ from: first.to + 1, to: job.to, attempt: job.attempt, state: 'queued' });
     }
     job.from = first.from;
@@ -283,13 +178,13 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     // Accepted by the source: its events now come as late arrivals, and this range is no longer
     // the lane's to track (kept, it would stay pending forever if they never came, and a second
     // `add` of it would request nothing).
-    if (ok) removeOpen(job.from, job.to);
+    if (ok) open.remove(job.from, job.to);
     if (!ok) {
-      const rest = stillOpen(job.from, job.to);
+      const rest = open.stillOpen(job.from, job.to);
       if (job.attempt >= retries) {
         givenUp = rest;
         for (const r of rest) {
-          removeOpen(r.from, r.to);
+          open.remove(r.from, r.to);
           counts.givenUp++;
         }
       } else {
@@ -341,41 +236,6 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     return out;
   }
 
-  function removeOpen(from: number, to: number): void {
-    const next: GapRange[] = [];
-    for (const r of open) {
-      if (r.to < from || r.from > to) next.push(r);
-      else {
-        if (r.from < from) next.push({ from: r.from, to: from - 1 });
-        if (r.to > to) next.push({ from: to + 1, to: r.to });
-      }
-    }
-    open = next;
-  }
-
-  function addOpen(from: number, to: number): GapRange[] {
-    // Returns the parts that were not open yet (those need a request).
-    const fresh: GapRange[] = [];
-    let s = from;
-    for (const r of open) {
-      if (r.to < s) continue;
-      if (r.from > to) break;
-      if (r.from > s) fresh.push({ from: s, to: r.from - 1 });
-      s = r.to + 1;
-      if (s > to) break;
-    }
-    if (s <= to) fresh.push({ from: s, to });
-    const merged = [...open, { from, to }].sort((a, b) => a.from - b.from);
-    open = [];
-    for (const r of merged) {
-      const last = open[open.length - 1];
-      if (last !== undefined && r.from <= last.to + 1)
-        open[open.length - 1] = { from: last.from, to: Math.max(last.to, r.to) };
-      else open.push(r);
-    }
-    return fresh;
-  }
-
   return {
     add(gaps) {
       if (closed) throw new ClosedError('compensator');
@@ -396,7 +256,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
         // Newly open numbers that no job holds (one that came late and went missing again may
         // still sit in a waiting retry or a request in flight: that job asks for it; a second
         // job would ask for it twice at once).
-        for (const fresh of addOpen(g.from, g.to).flatMap((r) => notInJobs(r.from, r.to))) {
+        for (const fresh of open.add(g.from, g.to).flatMap((r) => notInJobs(r.from, r.to))) {
           // Coalesce with a queued first attempt that touches it, else queue a new job.
           let target: Job | undefined;
           for (const j of jobs) {
@@ -418,10 +278,10 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     },
     fill(seq) {
       if (!isSeq(seq)) throw new InvalidArgumentError('seq', 'a non-negative safe integer', seq);
-      removeOpen(seq, seq);
+      open.remove(seq, seq);
       for (const job of [...jobs]) {
         if (seq < job.from || seq > job.to) continue;
-        if (firstOpen(job.from, job.to) !== undefined) continue;
+        if (open.firstOpen(job.from, job.to) !== undefined) continue;
         // Every number of this job came late: drop it, abort it if it is in flight.
         jobs.delete(job);
         counts.cancelled++;
@@ -430,7 +290,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
       }
       settleIdle();
     },
-    pending: () => open.map((r) => ({ ...r })),
+    pending: () => open.list(),
     stats() {
       let queued = 0;
       let waiting = 0;
@@ -451,7 +311,7 @@ export function createCompensator(options: CompensatorOptions): Compensator {
         job.controller?.abort();
       }
       jobs.clear();
-      open = [];
+      open.clear();
       settleIdle();
     },
   };

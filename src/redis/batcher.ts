@@ -45,6 +45,8 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
   ordered: boolean;
   maxBatch: number;
 }): Batcher<I> {
+  // Longer than most functions: one closure over the queue, the owners' batches in flight and the
+  // barriers, which enqueueing, flushing and barriers share (their ordering is one mechanism).
   let queue: I[] = [];
   let scheduled = false;
   // Per owner (an item's first key), the last batch sent with it. A batch waits for the batches

@@ -116,6 +116,8 @@ export function pipelineOf(client: RedisLike, extraMs: number): Pipeline {
  * ({@link pipelineOf}, when the client has `pipeline()`) is held and bounded as one command.
  */
 export function boundedClient(client: RedisLike, timeoutMs: number): RedisLike {
+  // Longer than most functions: one closure over the client and what is read of it once (whether
+  // it queues offline, its retries), which the wait, the call and the pipeline share.
   const connectable = client as RedisLike & Connectable;
   const gated = typeof connectable.on === 'function' && queuesOffline(client);
   // A client's maxRetriesPerRequest still holds: ioredis fails what its offline queue holds after

@@ -9,7 +9,7 @@ import { type LuaScript, scripts } from './scripts.generated.js';
 // Journal entries one step reads at most. Inside a script, an entry read costs Redis ~5 µs (its
 // fields become Lua strings: 1000 entries took 4.6-7.4 ms, scripts/redis-resolve-cost.mjs), so a
 // step of 200 holds the server ~1 ms: no longer than a batch of applies holds it (MAX_BATCH in
-// redis-store.ts, ~2-3 ms).
+// ledger-ops.ts, ~2-3 ms).
 export const RESOLVE_PAGE = 200;
 
 /** A decided step: outcome, seq ('' unless applied), balances, 1 when the owner had no state. */

@@ -64,3 +64,21 @@ export function redisStoreError(
 ): StoreError {
   return new StoreError(operation, err, redisFailure(err, closedBefore, kind));
 }
+
+/** Runs one call of a store operation; its failure becomes the operation's StoreError. */
+export type GuardedCall = <T>(operation: string, fn: () => Promise<T>, kind?: RedisCallKind) => Promise<T>;
+
+/**
+ * A {@link GuardedCall} on `client`: a read (the default) or a delete, `kind` saying which, for
+ * what its failure may have left (see redisFailure).
+ */
+export function guardedCalls(client: object): GuardedCall {
+  return async (operation, fn, kind = 'read') => {
+    const closed = isClosedClient(client);
+    try {
+      return await fn();
+    } catch (err) {
+      throw redisStoreError(operation, err, closed, kind);
+    }
+  };
+}

@@ -158,6 +158,8 @@ const CONSUMER_OPTIONS = [
 
 /** The options checked once, with their defaults (p-queue style: one assert per option). */
 export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOptions<E> {
+  // Longer than most functions: one check per option, in the order they are documented, each a
+  // few lines; split, the order in which errors are reported would be spread over several places.
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object', options);
   knownKeys('', options, CONSUMER_OPTIONS);
   const { client } = options;

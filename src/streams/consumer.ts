@@ -1,9 +1,10 @@
-import { ClosedError, ErrorCode, isOnceflowError } from '../core/errors.js';
+import { ClosedError } from '../core/errors.js';
 import { LruMap } from '../core/lru-map.js';
 import { boundedClient } from '../redis/bounded-client.js';
 import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { isClosedClient, redisStoreError } from '../redis/store-error.js';
+import { deadLetter, type JobOutcome, jobContext, runJob } from './consumer-jobs.js';
 import {
   type ResolvedOptions,
   resolveOptions,
@@ -11,12 +12,11 @@ import {
   type StreamConsumerEvent,
   type StreamConsumerOptions,
 } from './consumer-options.js';
-import { type Delivery, decodeDelivery, errorText, parseEntries, type RawEntry } from './delivery.js';
+import { decodeDelivery, parseEntries, type RawEntry } from './delivery.js';
 import { createKeyScheduler, type ScheduledJob } from './key-scheduler.js';
-import { type ApplyAckItem, type ApplyAckReply, createLedgerPath, type LedgerPath } from './ledger-path.js';
+import { createLedgerPath, type LedgerPath } from './ledger-path.js';
 import { claimLoop, type Held } from './reclaim.js';
 import { createSpill, type SpillPass } from './spill.js';
-import { createTickBatcher } from './tick-batcher.js';
 
 export type { StreamClient, StreamConsumerEvent, StreamConsumerOptions } from './consumer-options.js';
 export type { Delivery } from './delivery.js';
@@ -38,11 +38,6 @@ export interface StreamConsumer {
   readonly stats: Readonly<StreamConsumerStats>;
 }
 
-// At most this many entries per ack / apply-ack script: each costs Redis an XPENDING (apply-ack:
-// its share of one XPENDING range) and its share of one XACK (~2-4 µs; a booking ~8-20 µs,
-// MAX_BATCH in src/redis/redis-store.ts), so 128 hold the server ~0.5-3 ms at most, as a batch of
-// ledger applies does.
-const MAX_SCRIPT_BATCH = 128;
 // Errors kept per entry (first and last message) for its dead letter: one per failing entry held
 // or recently failed; 10 000 x ~2 KiB = ~20 MB at most, and a forgotten one leaves the fields empty.
 const ERRORS_KEPT = 10_000;
@@ -100,7 +95,7 @@ export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions
           o.attemptsKey,
           o.group,
           o.consumer,
-          // As runConsumer's maxHeld: what the consumer holds at most.
+          // As holdLimits's maxHeld: what the consumer holds at most.
           o.concurrency + o.batch,
         );
   const stats: StreamConsumerStats = { delivered: 0, acked: 0, failed: 0, deadLettered: 0, fenced: 0 };
@@ -122,27 +117,12 @@ async function runConsumer<E>(
   ledger: LedgerPath<E> | undefined,
   stats: StreamConsumerStats,
 ): Promise<void> {
+  // Longer than most functions: one closure over the consumer's state (the scheduler, the spill,
+  // the blocked read, the waiters), which the read loop, the read-back, finish and the reclaim loop
+  // share; what a job does once it runs is consumer-jobs.ts.
   const { client, stream, group, consumer, signal } = o;
   const scheduler = createKeyScheduler<Held<E>>(o.concurrency);
-  // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
-  const maxHeld = o.concurrency + o.batch;
-  // At most max(batch, concurrency) entries held per key, always less than maxHeld (both are at
-  // least 1): a key whose head failed waits for it (claimIdle, up to maxDeliveries times), and its
-  // newer entries never take every place; the rest stay for other keys and for reclaims. Not
-  // `batch` alone: with a small batch, a key holding `batch` entries would be spilled while
-  // `concurrency` allows far more keys at once. Without `key` every entry is its own key: no cap.
-  const keyCap = o.key === undefined ? Number.POSITIVE_INFINITY : Math.max(o.batch, o.concurrency);
-  // A read waits for a quarter of a key's cap (at most one batch, at least one entry) to be free
-  // again, and never for more than one key at its cap leaves (maxHeld - keyCap = min(batch,
-  // concurrency)): a key that stays near its cap is read in quarters, not one round trip per entry.
-  const readAtLeast = Math.max(
-    1,
-    Math.min(
-      o.batch,
-      Math.floor(Math.min(keyCap, maxHeld) / 4),
-      keyCap === Infinity ? o.batch : maxHeld - keyCap,
-    ),
-  );
+  const { maxHeld, keyCap, readAtLeast } = holdLimits(o);
   // Reads go on while a key is at its cap (as a paused partition): its newer entries are left in
   // this consumer's pending list (XREADGROUP '>' delivered them to it), its key marked spilled, and
   // read back in id order once it has room again, before any newer entry of it runs. Memory stays
@@ -168,15 +148,7 @@ async function runConsumer<E>(
     }
   };
 
-  const acks = createTickBatcher<{ id: string; token: number }, number>(MAX_SCRIPT_BATCH, async (items) => {
-    const args: (string | number)[] = [group, consumer];
-    for (const { id, token } of items) args.push(id, token);
-    return (await evalScript(client, scripts.streamAck, [stream, o.attemptsKey], args)) as number[];
-  });
-  const applies =
-    ledger === undefined
-      ? undefined
-      : createTickBatcher<ApplyAckItem, ApplyAckReply>(MAX_SCRIPT_BATCH, (items) => ledger.applyAck(items));
+  const jobs = jobContext<E>({ o, ledger, stats, errors, emit, finish });
 
   function prepare(entry: RawEntry, token: number): { key: string; held: Held<E> } {
     const decoded = decodeDelivery<E>(entry, token, o.serializer);
@@ -242,10 +214,10 @@ async function runConsumer<E>(
 
   function pump(): void {
     if (signal.aborted) return;
-    for (const job of scheduler.take()) void runJob(job);
+    for (const job of scheduler.take()) void runJob(jobs, job);
   }
 
-  function finish(job: ScheduledJob<Held<E>>, outcome: 'done' | 'fenced' | 'failed' | 'lost'): void {
+  function finish(job: ScheduledJob<Held<E>>, outcome: JobOutcome): void {
     if (outcome === 'done') {
       scheduler.complete(job.id);
       errors.delete(job.id);
@@ -264,149 +236,6 @@ async function runConsumer<E>(
     wake();
     // A spilled key has room again: a blocked read is ended so that its entries are read back.
     if (blocked && spill.has(job.key) && hasRoom(job.key)) unblock();
-  }
-
-  // The dead letter and the ack in one fenced script: 'done', or 'fenced' (nothing written).
-  async function writeDead(
-    job: ScheduledJob<Held<E>>,
-    reason: 'max-deliveries' | 'terminal-error' | 'ledger-stale' | 'handler-error',
-    attempts: number,
-    err?: unknown,
-  ): Promise<'done' | 'fenced'> {
-    const seen = errors.get(job.id);
-    const last = err === undefined ? (seen?.last ?? '') : errorText(err);
-    const first = seen?.first ?? last;
-    const done = await evalScript(
-      client,
-      scripts.streamDead,
-      [stream, o.deadStream, o.attemptsKey],
-      [
-        group,
-        consumer,
-        job.id,
-        job.token,
-        reason,
-        first,
-        last,
-        '',
-        attempts,
-        ...entryFields(job.payload.entry),
-      ],
-    );
-    if (done !== 1) return 'fenced';
-    stats.deadLettered++;
-    emit({ type: 'dead-letter', id: job.id, reason, deliveries: job.token });
-    return 'done';
-  }
-
-  async function deadLetter(
-    job: ScheduledJob<Held<E>>,
-    reason: 'max-deliveries' | 'terminal-error' | 'handler-error',
-    attempts: number,
-    err?: unknown,
-  ): Promise<void> {
-    try {
-      finish(job, await writeDead(job, reason, attempts, err));
-    } catch (error) {
-      emit({ type: 'error', operation: 'ack', error });
-      finish(job, 'lost');
-    }
-  }
-
-  async function runJob(job: ScheduledJob<Held<E>>): Promise<void> {
-    const { token } = job;
-    const held = job.payload;
-    // A redelivery is counted as a run first (fenced: a zombie's is not); a first delivery counts
-    // as one without a write, the common case.
-    let attempts = 1;
-    if (token > 1) {
-      try {
-        attempts = (await evalScript(
-          client,
-          scripts.streamAttempt,
-          [stream, o.attemptsKey],
-          [group, consumer, job.id, token],
-        )) as number;
-      } catch (error) {
-        emit({ type: 'error', operation: 'ack', error });
-        return finish(job, 'lost');
-      }
-      if (attempts === 0) return finish(job, 'fenced');
-      // The runs before this one: maxDeliveries of them failed (or crashed their consumer).
-      if (attempts > o.maxDeliveries) return deadLetter(job, 'max-deliveries', attempts - 1);
-    }
-    if (held.error !== undefined || held.delivery === undefined) {
-      return deadLetter(job, 'terminal-error', attempts, held.error);
-    }
-    const delivery: Delivery<E> =
-      token === held.delivery.deliveries ? held.delivery : { ...held.delivery, deliveries: token };
-    let settle: Promise<'done' | 'fenced'>;
-    try {
-      if (ledger !== undefined) {
-        const command = await ledger.command(delivery);
-        // The token as of now: a reclaim by this consumer itself (its touch was late) updated it.
-        settle =
-          command === undefined
-            ? ack(job.id, job.token)
-            : bookAndAck(job, attempts, { id: job.id, token: job.token, command });
-      } else {
-        await (o.handler as (d: Delivery<E>) => unknown)(delivery);
-        settle = ack(job.id, job.token);
-      }
-    } catch (err) {
-      // A ledger entry the ledger refuses (a bad amount, an owner in another Cluster slot) is
-      // refused on every delivery: dead-lettered now, not retried.
-      if (ledger !== undefined && isOnceflowError(err, ErrorCode.INVALID_ARGUMENT)) {
-        return deadLetter(job, 'terminal-error', attempts, err);
-      }
-      const text = errorText(err);
-      const seen = errors.get(job.id);
-      errors.set(job.id, { first: seen?.first ?? text, last: text });
-      stats.failed++;
-      emit({ type: 'handler-error', id: job.id, deliveries: token, error: err });
-      finish(job, 'failed');
-      return;
-    }
-    try {
-      finish(job, await settle);
-    } catch (error) {
-      emit({ type: 'error', operation: 'ack', error });
-      finish(job, 'lost');
-    }
-  }
-
-  async function ack(id: string, token: number): Promise<'done' | 'fenced'> {
-    const acked = (await acks({ id, token })) === 1;
-    if (acked) stats.acked++;
-    return acked ? 'done' : 'fenced';
-  }
-
-  async function bookAndAck(
-    job: ScheduledJob<Held<E>>,
-    attempts: number,
-    item: ApplyAckItem,
-  ): Promise<'done' | 'fenced'> {
-    const { id, token } = item;
-    const reply = await (applies as NonNullable<typeof applies>)(item);
-    if (reply.outcome === 'fenced') return 'fenced';
-    if (reply.outcome !== 'stale') {
-      stats.acked++;
-      emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
-      return 'done';
-    }
-    // Stale: left pending by the script. Below the horizon is no proof of a repeat (an entry of a
-    // crashed consumer reclaimed after newer entries of its owner were booked): the journal
-    // decides, and only an entry it cannot settle is dead-lettered.
-    const resolved = await (ledger as LedgerPath<E>).resolve(item.command);
-    if (resolved.outcome === 'unknown') {
-      const why = new Error(
-        'the ledger answered stale (below its horizon) and its journal cannot tell a repeat from a new entry',
-      );
-      return writeDead(job, 'ledger-stale', attempts, why);
-    }
-    const settled = await ack(id, token);
-    if (settled === 'done') emit({ type: 'applied', id, outcome: resolved.outcome, seq: resolved.seq });
-    return settled;
   }
 
   // XGROUP CREATE ... MKSTREAM in a script (stream-group-create.lua): an existing group is fine.
@@ -454,7 +283,7 @@ async function runConsumer<E>(
     offer,
     pump,
     finish,
-    deadLetterGone: (job, runs) => deadLetter(job, 'handler-error', runs),
+    deadLetterGone: (job, runs) => deadLetter(jobs, job, 'handler-error', runs),
     spillLow: () => spill.low(),
     emit,
     sleep: (ms) => sleep(ms, signal),
@@ -523,11 +352,28 @@ async function runConsumer<E>(
   }
 }
 
-/** The entry's fields, flat, as the dead-letter script takes them (its copy if the entry is gone). */
-function entryFields(entry: RawEntry): string[] {
-  const flat: string[] = [];
-  for (const [name, value] of Object.entries(entry.fields)) flat.push(name, value);
-  return flat;
+/** How many entries a consumer holds at most, per key at most, and reads at least at a time. */
+function holdLimits<E>(o: ResolvedOptions<E>): { maxHeld: number; keyCap: number; readAtLeast: number } {
+  // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
+  const maxHeld = o.concurrency + o.batch;
+  // At most max(batch, concurrency) entries held per key, always less than maxHeld (both are at
+  // least 1): a key whose head failed waits for it (claimIdle, up to maxDeliveries times), and its
+  // newer entries never take every place; the rest stay for other keys and for reclaims. Not
+  // `batch` alone: with a small batch, a key holding `batch` entries would be spilled while
+  // `concurrency` allows far more keys at once. Without `key` every entry is its own key: no cap.
+  const keyCap = o.key === undefined ? Number.POSITIVE_INFINITY : Math.max(o.batch, o.concurrency);
+  // A read waits for a quarter of a key's cap (at most one batch, at least one entry) to be free
+  // again, and never for more than one key at its cap leaves (maxHeld - keyCap = min(batch,
+  // concurrency)): a key that stays near its cap is read in quarters, not one round trip per entry.
+  const readAtLeast = Math.max(
+    1,
+    Math.min(
+      o.batch,
+      Math.floor(Math.min(keyCap, maxHeld) / 4),
+      keyCap === Infinity ? o.batch : maxHeld - keyCap,
+    ),
+  );
+  return { maxHeld, keyCap, readAtLeast };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

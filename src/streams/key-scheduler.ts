@@ -72,6 +72,8 @@ interface KeyQueue<T> {
  * ```
  */
 export function createKeyScheduler<T>(concurrency: number): KeyScheduler<T> {
+  // Longer than most functions: one closure over the per-key queues and the ready set, which every
+  // method of the scheduler updates together.
   const byId = new Map<string, ScheduledJob<T>>();
   const queues = new Map<string, KeyQueue<T>>();
   // Insertion-ordered: keys start in the order they became ready.

@@ -88,6 +88,8 @@ export function createLedgerPath<E>(
   consumer: string,
   maxHeld: number,
 ): LedgerPath<E> {
+  // Longer than most functions: one closure over the recording ledger, the owners' memo and the
+  // run's call numbers, which the command, the apply-ack batch and the resolve share.
   if (!isPlainObject(options)) throw new InvalidOptionError('ledger', 'an object', options);
   knownKeys('ledger', options, ['capacity', 'name', 'horizon', 'prefix', 'journal', 'entry']);
   if (options.journal !== undefined) {

@@ -7,10 +7,16 @@ import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { isClosedClient } from '../redis/store-error.js';
 import { backoffDelay } from './backoff.js';
-import { type DeadLetterReason, writeDeadLetter } from './dead-letter.js';
-import { BacklogFullError, DeadLetterFailedError, PublishFailedError } from './producer-errors.js';
-import { type ProducerEvent, producerConfig, type StreamProducerOptions } from './producer-options.js';
-import { classifyStreamError, errorMessage } from './stream-errors.js';
+import type { DeadLetterReason } from './dead-letter.js';
+import { BacklogFullError } from './producer-errors.js';
+import { giveUp as giveUpItem, type ProducerItem as Item } from './producer-give-up.js';
+import {
+  type ProducerConfig,
+  type ProducerEvent,
+  producerConfig,
+  type StreamProducerOptions,
+} from './producer-options.js';
+import { classifyStreamError } from './stream-errors.js';
 
 /** A producer of one stream of events of type `T`: see {@link createStreamProducer}. */
 export interface StreamProducer<T = unknown> {
@@ -33,20 +39,6 @@ export interface StreamProducer<T = unknown> {
   close(): Promise<void>;
 }
 
-interface Item {
-  readonly id: string;
-  readonly text: string;
-  readonly bytes: number;
-  /** Tries this event was part of. */
-  tries: number;
-  firstError: unknown;
-  lastError: unknown;
-  /** A try of it may have written it: sent, and no answer came (or a script failed part way). */
-  mayBeWritten: boolean;
-  resolve(entryId: string): void;
-  reject(err: unknown): void;
-}
-
 // At most 256 events per script call: an event costs ~4 redis.call (HGET, XADD, HSET, RPUSH) of
 // ~1-2 µs each on a local Redis, so a full batch holds the server ~1.5-2 ms at most, the same
 // order as a ledger batch: other clients wait no longer than that.
@@ -54,11 +46,6 @@ export const PRODUCER_MAX_BATCH = 256;
 // At most 1 MiB of arguments per call (one event larger than that goes alone): copying and parsing
 // it takes ~0.1-1 ms, and a huge command would hit Redis's client-query-buffer-limit.
 export const PRODUCER_MAX_BATCH_BYTES = 1 << 20;
-// A dead letter is tried this many times (with the producer's backoff) before the publish
-// reports it lost to both streams: the publish has already waited out its own retries, so more
-// would only hold the backlog; 3 covers a connection dropped once more in between.
-const DEAD_LETTER_TRIES = 3;
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -107,6 +94,9 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * ```
  */
 export function createStreamProducer<T = unknown>(options: StreamProducerOptions<T>): StreamProducer<T> {
+  // Longer than most functions: one closure over the backlog (queue, head, bytes) and the pump's
+  // state (running, idle), which publish, the pump and close share; the batch's tries and the give-up
+  // path are functions of their own below and in producer-give-up.ts.
   const config = producerConfig(options);
   const queue: Item[] = [];
   let head = 0; // queue[head..] are unsettled; the prefix is dropped in chunks
@@ -145,8 +135,8 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
   async function pump(): Promise<void> {
     try {
       while (pending() > 0) {
-        const batch = takeBatch();
-        await runBatch(batch);
+        const batch = takeBatch(queue, head);
+        await runBatch(sender, batch);
         // Drop settled items from the front (every one of batch is settled by runBatch).
         head += batch.length;
         if (head > 1024 && head * 2 > queue.length) {
@@ -161,191 +151,12 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
     }
   }
 
-  function takeBatch(): Item[] {
-    const batch: Item[] = [];
-    let size = 0;
-    for (let i = head; i < queue.length && batch.length < PRODUCER_MAX_BATCH; i++) {
-      const item = queue[i] as Item;
-      if (batch.length > 0 && size + item.bytes > PRODUCER_MAX_BATCH_BYTES) break;
-      batch.push(item);
-      size += item.bytes;
-    }
-    return batch;
-  }
-
-  // Tries `batch` until each event is written or given up. The batch keeps its events across
-  // tries (never a newer event before an older one); an event whose tries ran out leaves it.
-  async function runBatch(batch: Item[]): Promise<void> {
-    let live = batch;
-    for (;;) {
-      const closedClient = isClosedClient(config.client as object);
-      try {
-        const reply = await send(live);
-        for (const [i, item] of live.entries()) {
-          const entryId = String(reply[2 * i]);
-          settle(item);
-          item.resolve(entryId);
-          emit?.({ type: 'published', id: item.id, entryId, duplicate: reply[2 * i + 1] === 0 });
-        }
-        return;
-      } catch (err) {
-        const failure = classifyStreamError(err, closedClient);
-        for (const item of live) {
-          item.tries++;
-          item.firstError ??= err;
-          item.lastError = err;
-          if (failure.outcome === 'unknown') item.mayBeWritten = true;
-        }
-        if (!failure.retryable) {
-          await terminal(live);
-          return;
-        }
-        const done = live.filter((item) => item.tries >= config.retry.attempts);
-        for (const item of done) await giveUp(item, 'publish-failed');
-        live = live.filter((item) => item.tries < config.retry.attempts);
-        if (live.length === 0) return;
-        const attempt = Math.min(...live.map((item) => item.tries));
-        const delayMs = backoffDelay(config.retry, attempt, config.random);
-        emit?.({ type: 'retried', attempt, delayMs, events: live.length, error: err });
-        await sleep(delayMs);
-      }
-    }
-  }
-
-  // A terminal failure of a batch of several events: each is sent alone once, so only the ones
-  // that fail are dead-lettered (a script stops at its failing event with the earlier ones written;
-  // sent again, those answer their entry ids as duplicates).
-  async function terminal(live: Item[]): Promise<void> {
-    if (live.length === 1) {
-      await giveUp(live[0] as Item, 'terminal-error');
-      return;
-    }
-    for (const item of live) {
-      try {
-        const reply = await send([item]);
-        settle(item);
-        item.resolve(String(reply[0]));
-        emit?.({ type: 'published', id: item.id, entryId: String(reply[0]), duplicate: reply[1] === 0 });
-      } catch (alone) {
-        item.tries++;
-        item.lastError = alone;
-        const failure = classifyStreamError(alone, isClosedClient(config.client as object));
-        if (failure.outcome === 'unknown') item.mayBeWritten = true;
-        await giveUp(item, failure.retryable ? 'publish-failed' : 'terminal-error');
-      }
-    }
-  }
-
-  async function send(items: readonly Item[]): Promise<unknown[]> {
-    const args: string[] = new Array(2 + 2 * items.length);
-    args[0] = String(config.windowMs);
-    args[1] = String(config.maxIds);
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i] as Item;
-      args[2 + 2 * i] = item.id;
-      args[3 + 2 * i] = item.text;
-    }
-    const keys = [config.stream, config.idsKey, config.orderKey];
-    const reply =
-      config.durability === undefined
-        ? await evalScript(config.redis, scripts.streamPublish, keys, args)
-        : await durableSend(keys, args, items.length);
-    if (!Array.isArray(reply) || reply.length !== 2 * items.length)
-      throw new Error(
-        `stream-publish answered ${JSON.stringify(reply)?.slice(0, 200)} to ${items.length} events`,
-      );
-    return reply;
-  }
-
-  // With `durability`: once enough replicas confirmed it, else a retryable failure. The script and
-  // its WAIT are one pipeline of the bounded client (pipelineOf): held until the client is
-  // connected, and its reply waited for at most the timeout plus WAIT's, as every store call is.
-  function durableSend(keys: string[], args: string[], events: number): Promise<unknown> {
-    return evalDurable(config.redis, config.durability, 'publish', events, scripts.streamPublish, keys, args);
-  }
-
-  async function giveUp(item: Item, reason: DeadLetterReason): Promise<void> {
+  // The event leaves the backlog, then is dead-lettered (or rejected without a dead-letter stream).
+  const giveUp = (item: Item, reason: DeadLetterReason): Promise<void> => {
     settle(item);
-    const { deadStream } = config;
-    if (deadStream === undefined) {
-      emit?.({
-        type: 'dead-lettered',
-        id: item.id,
-        reason: reason as 'publish-failed',
-        attempts: item.tries,
-        deadLetterId: undefined,
-      });
-      item.reject(
-        new PublishFailedError(
-          item.id,
-          reason,
-          item.tries,
-          undefined,
-          undefined,
-          item.lastError,
-          item.mayBeWritten ? 'unknown' : 'not-applied',
-        ),
-      );
-      return;
-    }
-    const letter = {
-      reason,
-      attempts: item.tries,
-      firstError: errorMessage(item.firstError),
-      lastError: errorMessage(item.lastError),
-      origin: config.origin,
-      event: item.text,
-      id: item.id,
-      kind: classifyStreamError(item.lastError).kind,
-    };
-    let lastDeadError: unknown;
-    for (let tryNo = 1; tryNo <= DEAD_LETTER_TRIES; tryNo++) {
-      try {
-        const deadLetterId = await writeDeadLetter(config.redis, deadStream, letter);
-        emit?.({
-          type: 'dead-lettered',
-          id: item.id,
-          reason: reason as 'publish-failed',
-          attempts: item.tries,
-          deadLetterId,
-        });
-        item.reject(
-          new PublishFailedError(
-            item.id,
-            reason,
-            item.tries,
-            deadStream,
-            deadLetterId,
-            item.lastError,
-            item.mayBeWritten ? 'unknown' : 'not-applied',
-          ),
-        );
-        return;
-      } catch (err) {
-        lastDeadError = err;
-        if (!classifyStreamError(err, isClosedClient(config.client as object)).retryable) break;
-        if (tryNo < DEAD_LETTER_TRIES) await sleep(backoffDelay(config.retry, tryNo, config.random));
-      }
-    }
-    emit?.({
-      type: 'dead-lettered',
-      id: item.id,
-      reason: reason as 'publish-failed',
-      attempts: item.tries,
-      deadLetterId: undefined,
-    });
-    item.reject(
-      new DeadLetterFailedError(
-        item.id,
-        reason,
-        item.tries,
-        deadStream,
-        item.lastError,
-        lastDeadError,
-        item.mayBeWritten ? 'unknown' : 'not-applied',
-      ),
-    );
-  }
+    return giveUpItem(config, emit, item, reason);
+  };
+  const sender: Sender = { config, emit, settle, giveUp };
 
   const close = async () => {
     closed = true;
@@ -361,43 +172,7 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
     publish(event: T, publishOptions?: { id?: string }): Promise<string> {
       try {
         if (closed) throw new ClosedError('stream producer');
-        if (publishOptions !== undefined) {
-          if (!isPlainObject(publishOptions))
-            throw new InvalidArgumentError('options', 'an object { id }', publishOptions);
-          knownKeys('options', publishOptions, ['id']);
-        }
-        const given = publishOptions?.id;
-        let id: string;
-        if (given !== undefined) id = nonEmptyStringArg('options.id', given);
-        else if (config.deriveId !== undefined) id = nonEmptyStringArg('id(event)', config.deriveId(event));
-        else
-          throw new InvalidArgumentError(
-            'options.id',
-            "the event's idempotency id (a signature of its fields), or an `id(event)` option on the producer",
-            given,
-          );
-        withinLimit('options.id', id, 'signatureBytes');
-        let text: string;
-        try {
-          text = jsonSerializer.serialize(event);
-        } catch (err) {
-          // A value JSON cannot write (a cycle: JSON.stringify's TypeError; a symbol, a function:
-          // the serializer's own refusal) is bad input, refused by name before anything is queued.
-          if (isOnceflowError(err, 'ERR_INVALID_ARGUMENT') || err instanceof TypeError)
-            throw new InvalidArgumentError(
-              'event',
-              `a JSON value without cycles (bigints and Dates allowed)${err instanceof TypeError ? `: ${err.message.split('\n')[0]}` : ''}`,
-              event,
-            );
-          throw err;
-        }
-        const size = Buffer.byteLength(text, 'utf8');
-        if (size > config.maxEventBytes)
-          throw new InvalidArgumentError(
-            'event',
-            `at most ${config.maxEventBytes} bytes encoded (\`maxEventBytes\`; this one has ${size})`,
-            event,
-          );
+        const { id, text, size } = encodeEvent(config, event, publishOptions);
         const itemBytes = size + Buffer.byteLength(id, 'utf8');
         if (pending() >= config.maxEvents || bytes + itemBytes > config.maxBytes) {
           emit?.({ type: 'backlog-full', events: pending(), bytes });
@@ -425,4 +200,173 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
     backlog: () => ({ events: pending(), bytes }),
     close,
   };
+}
+
+/** The next batch: the backlog's oldest events from `head`, at most PRODUCER_MAX_BATCH(_BYTES). */
+function takeBatch(queue: readonly Item[], head: number): Item[] {
+  const batch: Item[] = [];
+  let size = 0;
+  for (let i = head; i < queue.length && batch.length < PRODUCER_MAX_BATCH; i++) {
+    const item = queue[i] as Item;
+    if (batch.length > 0 && size + item.bytes > PRODUCER_MAX_BATCH_BYTES) break;
+    batch.push(item);
+    size += item.bytes;
+  }
+  return batch;
+}
+
+/** What a batch's tries need of their producer. */
+interface Sender {
+  readonly config: ProducerConfig;
+  readonly emit: ((event: ProducerEvent) => void) | undefined;
+  /** The event leaves the backlog's bytes. */
+  settle(item: Item): void;
+  giveUp(item: Item, reason: DeadLetterReason): Promise<void>;
+}
+
+// Tries `batch` until each event is written or given up. The batch keeps its events across
+// tries (never a newer event before an older one); an event whose tries ran out leaves it.
+async function runBatch(sender: Sender, batch: Item[]): Promise<void> {
+  const { config, emit } = sender;
+  let live = batch;
+  for (;;) {
+    const closedClient = isClosedClient(config.client as object);
+    try {
+      const reply = await send(config, live);
+      for (const [i, item] of live.entries()) {
+        const entryId = String(reply[2 * i]);
+        sender.settle(item);
+        item.resolve(entryId);
+        emit?.({ type: 'published', id: item.id, entryId, duplicate: reply[2 * i + 1] === 0 });
+      }
+      return;
+    } catch (err) {
+      const failure = classifyStreamError(err, closedClient);
+      for (const item of live) {
+        item.tries++;
+        item.firstError ??= err;
+        item.lastError = err;
+        if (failure.outcome === 'unknown') item.mayBeWritten = true;
+      }
+      if (!failure.retryable) {
+        await terminal(sender, live);
+        return;
+      }
+      const done = live.filter((item) => item.tries >= config.retry.attempts);
+      for (const item of done) await sender.giveUp(item, 'publish-failed');
+      live = live.filter((item) => item.tries < config.retry.attempts);
+      if (live.length === 0) return;
+      const attempt = Math.min(...live.map((item) => item.tries));
+      const delayMs = backoffDelay(config.retry, attempt, config.random);
+      emit?.({ type: 'retried', attempt, delayMs, events: live.length, error: err });
+      await sleep(delayMs);
+    }
+  }
+}
+
+// A terminal failure of a batch of several events: each is sent alone once, so only the ones
+// that fail are dead-lettered (a script stops at its failing event with the earlier ones written;
+// sent again, those answer their entry ids as duplicates).
+async function terminal(sender: Sender, live: Item[]): Promise<void> {
+  const { config, emit } = sender;
+  if (live.length === 1) {
+    await sender.giveUp(live[0] as Item, 'terminal-error');
+    return;
+  }
+  for (const item of live) {
+    try {
+      const reply = await send(config, [item]);
+      sender.settle(item);
+      item.resolve(String(reply[0]));
+      emit?.({ type: 'published', id: item.id, entryId: String(reply[0]), duplicate: reply[1] === 0 });
+    } catch (alone) {
+      item.tries++;
+      item.lastError = alone;
+      const failure = classifyStreamError(alone, isClosedClient(config.client as object));
+      if (failure.outcome === 'unknown') item.mayBeWritten = true;
+      await sender.giveUp(item, failure.retryable ? 'publish-failed' : 'terminal-error');
+    }
+  }
+}
+
+async function send(config: ProducerConfig, items: readonly Item[]): Promise<unknown[]> {
+  const args: string[] = new Array(2 + 2 * items.length);
+  args[0] = String(config.windowMs);
+  args[1] = String(config.maxIds);
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Item;
+    args[2 + 2 * i] = item.id;
+    args[3 + 2 * i] = item.text;
+  }
+  const keys = [config.stream, config.idsKey, config.orderKey];
+  const reply =
+    config.durability === undefined
+      ? await evalScript(config.redis, scripts.streamPublish, keys, args)
+      : await durableSend(config, keys, args, items.length);
+  if (!Array.isArray(reply) || reply.length !== 2 * items.length)
+    throw new Error(
+      `stream-publish answered ${JSON.stringify(reply)?.slice(0, 200)} to ${items.length} events`,
+    );
+  return reply;
+}
+
+// With `durability`: once enough replicas confirmed it, else a retryable failure. The script and
+// its WAIT are one pipeline of the bounded client (pipelineOf): held until the client is
+// connected, and its reply waited for at most the timeout plus WAIT's, as every store call is.
+function durableSend(
+  config: ProducerConfig,
+  keys: string[],
+  args: string[],
+  events: number,
+): Promise<unknown> {
+  return evalDurable(config.redis, config.durability, 'publish', events, scripts.streamPublish, keys, args);
+}
+
+/**
+ * A publish's event and options, checked: its id (given, or derived by the producer's `id`), its
+ * JSON text and that text's size in bytes. Refused by name before anything is queued.
+ */
+function encodeEvent<T>(
+  config: ProducerConfig,
+  event: T,
+  publishOptions: { id?: string } | undefined,
+): { id: string; text: string; size: number } {
+  if (publishOptions !== undefined) {
+    if (!isPlainObject(publishOptions))
+      throw new InvalidArgumentError('options', 'an object { id }', publishOptions);
+    knownKeys('options', publishOptions, ['id']);
+  }
+  const given = publishOptions?.id;
+  let id: string;
+  if (given !== undefined) id = nonEmptyStringArg('options.id', given);
+  else if (config.deriveId !== undefined) id = nonEmptyStringArg('id(event)', config.deriveId(event));
+  else
+    throw new InvalidArgumentError(
+      'options.id',
+      "the event's idempotency id (a signature of its fields), or an `id(event)` option on the producer",
+      given,
+    );
+  withinLimit('options.id', id, 'signatureBytes');
+  let text: string;
+  try {
+    text = jsonSerializer.serialize(event);
+  } catch (err) {
+    // A value JSON cannot write (a cycle: JSON.stringify's TypeError; a symbol, a function:
+    // the serializer's own refusal) is bad input, refused by name before anything is queued.
+    if (isOnceflowError(err, 'ERR_INVALID_ARGUMENT') || err instanceof TypeError)
+      throw new InvalidArgumentError(
+        'event',
+        `a JSON value without cycles (bigints and Dates allowed)${err instanceof TypeError ? `: ${err.message.split('\n')[0]}` : ''}`,
+        event,
+      );
+    throw err;
+  }
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size > config.maxEventBytes)
+    throw new InvalidArgumentError(
+      'event',
+      `at most ${config.maxEventBytes} bytes encoded (\`maxEventBytes\`; this one has ${size})`,
+      event,
+    );
+  return { id, text, size };
 }

@@ -1,5 +1,5 @@
 // The Redis idempotency operations of one event-loop turn go in one script call per hash slot
-// (src/redis/idempotency-store.ts): counted here on a client that records every command it is
+// (src/redis/idempotency-ops.ts): counted here on a client that records every command it is
 // given. Each entry answers as it would alone (the memory store as the model), in call order;
 // one entry's Redis error fails that entry only; the batch is bounded by count and bytes; on a
 // Cluster a call holds keys of one slot; a lost reply reaches each entry of the batch as it would
@@ -8,7 +8,7 @@ import { type Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/core/errors.js';
 import type { IdempotencyBeginCommand } from '../../src/idempotency/store-ops.js';
-import { IDEMPOTENCY_MAX_BATCH, IDEMPOTENCY_MAX_BATCH_BYTES } from '../../src/redis/idempotency-store.js';
+import { IDEMPOTENCY_MAX_BATCH, IDEMPOTENCY_MAX_BATCH_BYTES } from '../../src/redis/idempotency-ops.js';
 import { createRedisStore, escapeId, type RedisLike } from '../../src/redis/index.js';
 import { keySlot } from '../../src/redis/slot.js';
 import { memoryStore } from '../../src/store/memory-store.js';

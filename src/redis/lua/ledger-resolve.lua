@@ -44,51 +44,45 @@
 
 -- #include lib/decimal-add.lua
 
-local find, sub, byte = string.find, string.sub, string.byte
+local find, sub, match, byte = string.find, string.sub, string.match, string.byte
 
 -- #include lib/journal-trail.lua
 
 local state_key, journal_key = KEYS[1], KEYS[2]
 local args = cjson.decode(ARGV[1])
-local signature, capacity, order, track = args[1], args[2], args[3], args[4] == 1
-local scope, meta, n = args[5], args[6], args[7]
+local signature, order = args[1], args[3]
 local limit, page = ARGV[2], tonumber(ARGV[4])
+-- No run: the entry is booked settled (see book), with no replay mark.
+local run = ''
+
+-- #include lib/ledger-book.lua
+
 -- The first read of a step: 16 entries (~80 µs) find a repeat among the newest, where a stale
 -- repeat usually is (just past the window), before reading further.
 local FIRST_READ = 16
 
-local got = redis.call('HMGET', state_key, 's', 'm')
+-- What book reads, read once: s, r, the scope totals of the deltas, m when the limit drops entries.
+local got, scope_prefix, total_field = read_state(state_key, 0)
 local state = got[1]
-local balances, seq, count, horizon = '{}', 0, 0, ''
-local orders_at, window_at
+-- The balances, the journal counter and the 0xFF before the window's first signature (the
+-- state's format is ledger-apply.lua's).
+local balances, seq, window_at = '{}', 0, nil
 if state then
   local p = find(state, '\255', 1, true)
   local c1 = find(state, ',', p + 1, true)
-  local c2 = find(state, ',', c1 + 1, true)
-  local c3 = find(state, ',', c2 + 1, true)
+  local c3 = find(state, ',', find(state, ',', c1 + 1, true) + 1, true) -- after count and horizon
   balances = sub(state, 1, p - 1)
-  seq, count, horizon = tonumber(sub(state, p + 1, c1 - 1)), tonumber(sub(state, c1 + 1, c2 - 1)), sub(state, c2 + 1, c3 - 1)
-  orders_at, window_at = c3 + 1, find(state, '\255', c3 + 1, true)
+  seq = tonumber(sub(state, p + 1, c1 - 1))
+  window_at = find(state, '\255', c3 + 1, true)
 end
 
 local function decided(outcome, reply_seq, amounts)
   return '["' .. outcome .. '","' .. reply_seq .. '",' .. amounts .. (state and '' or ',1') .. ']'
 end
 
--- Whether the window (the signatures between the 0xFF bytes from window_at on) holds the
--- signature: segment by segment, comparing only those of the same length, so the cost is linear
--- in the window's bytes whatever the signatures share.
-local function in_window()
-  local len, at = #signature, window_at
-  while true do
-    local next_at = find(state, '\255', at + 1, true)
-    if not next_at then return false end
-    if next_at - at - 1 == len and sub(state, at + 1, next_at - 1) == signature then return true end
-    at = next_at
-  end
+if state and in_window(state, '\255' .. signature .. '\255', window_at) then
+  return decided('duplicate', '', balances)
 end
-
-if state and in_window() then return decided('duplicate', '', balances) end
 
 -- One stream entry's seq and sig (ledger-apply.lua writes them first; looked up otherwise).
 local function entry_fields(fields)
@@ -179,7 +173,8 @@ else
   local oldest = redis.call('XRANGE', journal_key, '-', '+', 'COUNT', 1)
   if #oldest == 0 then
     if seq > 0 then
-      dropped = trail_at(got[2], false, seq)
+      -- m: read with the state when the limit drops entries (got's last value), else now.
+      dropped = trail_at(trimmed and got[#got] or redis.call('HGET', state_key, 'm'), false, seq)
       if not dropped then return unknown() end
     end
   else
@@ -201,73 +196,7 @@ else
   end
 end
 
--- Never applied: booked as ledger-apply.lua books a fresh entry. The signature enters the window
--- as the newest whatever the horizon (it is absent: checked above), evicting the oldest while
--- over capacity and raising the horizon by what it evicts.
-local judged = track and order or ''
-local orders, window = '', '\255'
-if state then
-  local orders_end = window_at - 1
-  count = count + 1
-  while count > capacity and orders_at <= orders_end do
-    local c = find(state, ',', orders_at, true)
-    if c > orders_at then
-      local evicted = sub(state, orders_at, c - 1)
-      if horizon == '' or cmp(evicted, horizon) > 0 then horizon = evicted end
-    end
-    orders_at = c + 1
-    window_at = find(state, '\255', window_at + 1, true)
-    count = count - 1
-  end
-  orders, window = sub(state, orders_at, orders_end), sub(state, window_at)
-else
-  count = 1
-end
-local prior, trail
-if limit ~= '' and limit ~= '0' then prior, trail = next_trail(got[2], not state, seq, int(seq + 1), order) end
-seq = seq + 1
-local reply_seq = int(seq)
-
-local first, last = 8, 7 + 2 * n
-local set = { 'HSET', state_key }
-if n > 0 then
-  local amounts = cjson.decode(balances)
-  for i = first, last, 2 do amounts[args[i]] = add(amounts[args[i]] or '0', args[i + 1]) end
-  balances = cjson.encode(amounts)
-  if scope ~= '' then
-    local scope_prefix = 't:' .. int(#scope) .. ':' .. scope
-    local wanted = { 'HMGET', state_key }
-    for i = first, last, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
-    local totals = redis.call(unpack(wanted))
-    for i = first, last, 2 do
-      set[#set + 1] = scope_prefix .. args[i]
-      set[#set + 1] = add(totals[(i - first) / 2 + 1] or '0', args[i + 1])
-    end
-  end
-end
-set[#set + 1] = 's'
-set[#set + 1] = balances .. '\255' .. reply_seq .. ',' .. int(count) .. ',' .. horizon .. ',' .. orders
-  .. judged .. ',' .. window .. signature .. '\255'
-if trail then
-  set[#set + 1] = 'm'
-  set[#set + 1] = trail
-end
-redis.call(unpack(set))
-
-if limit ~= '0' then
-  local now = redis.call('TIME')
-  local xadd = { 'XADD', journal_key }
-  if limit ~= '' then xadd[#xadd + 1] = 'MAXLEN'; xadd[#xadd + 1] = limit end
-  xadd[#xadd + 1] = '*'
-  for _, v in ipairs({ 'seq', reply_seq, 'sig', signature, 's', now[1], 'us', now[2] }) do xadd[#xadd + 1] = v end
-  if scope ~= '' then xadd[#xadd + 1] = 'scope'; xadd[#xadd + 1] = scope end
-  if order ~= '' then xadd[#xadd + 1] = 'order'; xadd[#xadd + 1] = order end
-  if meta ~= '' then xadd[#xadd + 1] = 'meta'; xadd[#xadd + 1] = meta end
-  if prior then xadd[#xadd + 1] = 'p'; xadd[#xadd + 1] = prior end
-  for i = first, last, 2 do
-    xadd[#xadd + 1] = 'd:' .. args[i]
-    xadd[#xadd + 1] = args[i + 1]
-  end
-  redis.call(unpack(xadd))
-end
-return decided('applied', reply_seq, balances)
+-- Never applied: booked as ledger-apply.lua books a fresh entry (settled: whatever the horizon,
+-- as the newest of the window, evicting the oldest while over capacity), on the state as read
+-- above (nothing was written since).
+return (book(state_key, journal_key, 0, true, got, scope_prefix, total_field))

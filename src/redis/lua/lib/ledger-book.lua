@@ -1,6 +1,7 @@
 -- ledger-book: one ledger apply (window check with horizon, balances, scope totals, journal, the
--- runs' replay marks) exactly as ledger-apply.lua books it, as a function, so that another script
--- (stream-apply-ack.lua: the apply and the stream XACK in one step) books the same way.
+-- runs' replay marks) exactly as ledger-apply.lua books it, as a function, so that the other
+-- scripts that book (stream-apply-ack.lua: the apply and the stream XACK in one step;
+-- ledger-resolve.lua: an entry it proved was never applied) book the same way.
 --
 -- The including script first includes lib/int-compare.lua, lib/int-text.lua, lib/decimal-add.lua,
 -- defines `local find, sub, match, byte = string.find, string.sub, string.match, string.byte`,
@@ -88,36 +89,44 @@ local scope_prefixes = {} -- scope -> 't:<#scope>:<scope>', made once per script
 local now -- Redis TIME, read once per script and only when a journal entry is written
 local stamped = 0 -- journal entries written by this script so far
 
+-- What booking the entry whose fields start at args[a] reads of the owner's state hash, in one
+-- HMGET: s, r, then the scope totals of its deltas (when it has a scope), then m when trimmed.
+-- Returns those values, the prefix of its scope totals' fields ('t:<#scope>:<scope>', when it
+-- books some) and the scope total's field of a lone delta.
+local function read_state(state_key, a)
+  local scope, n = args[a + 5], args[a + 7]
+  local first = a + 8 -- deltas: args[first .. first + 2n - 1]
+  if scope == '' or n == 0 then
+    return trimmed and redis.call('HMGET', state_key, 's', 'r', 'm') or redis.call('HMGET', state_key, 's', 'r')
+  end
+  local scope_prefix = scope_prefixes[scope]
+  if not scope_prefix then
+    scope_prefix = 't:' .. int(#scope) .. ':' .. scope
+    scope_prefixes[scope] = scope_prefix
+  end
+  if n == 1 then
+    local total_field = scope_prefix .. args[first]
+    return trimmed and redis.call('HMGET', state_key, 's', 'r', total_field, 'm')
+      or redis.call('HMGET', state_key, 's', 'r', total_field), scope_prefix, total_field
+  end
+  local wanted = { 'HMGET', state_key, 's', 'r' }
+  for i = first, first + 2 * n - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
+  if trimmed then wanted[#wanted + 1] = 'm' end
+  return redis.call(unpack(wanted)), scope_prefix
+end
+
 -- Books the entry whose fields start at args[a] on the owner's keys: its reply (JSON text, see the
--- header of ledger-apply.lua) and where the next entry's fields start.
-local function book(state_key, journal_key, a)
+-- header of ledger-apply.lua) and where the next entry's fields start. `settled`: the caller has
+-- proved the entry was never applied (ledger-resolve.lua), so it is booked whatever the horizon,
+-- and it is no call of a run (args[a], the call, is not read: a = 0 for an entry without one),
+-- so no replay mark is checked or written. `got`, `scope_prefix`, `total_field`: what
+-- read_state(state_key, a) answered, when the caller has read it already (nothing written since).
+local function book(state_key, journal_key, a, settled, got, scope_prefix, total_field)
   local call, signature, capacity, order = args[a], args[a + 1], args[a + 2], args[a + 3]
   local track, scope, meta, n = args[a + 4] == 1, args[a + 5], args[a + 6], args[a + 7]
   local first = a + 8 -- deltas: args[first .. first + 2n - 1]
+  if not got then got, scope_prefix, total_field = read_state(state_key, a) end
   a = first + 2 * n
-
-  local got -- s, r, then the scope totals of the deltas, then m when trimmed
-  local scope_prefix -- of the scope totals' fields ('t:<#scope>:<scope>'), when it books some
-  local total_field -- the scope total's field of a lone delta
-  if scope == '' or n == 0 then
-    got = trimmed and redis.call('HMGET', state_key, 's', 'r', 'm') or redis.call('HMGET', state_key, 's', 'r')
-  else
-    scope_prefix = scope_prefixes[scope]
-    if not scope_prefix then
-      scope_prefix = 't:' .. int(#scope) .. ':' .. scope
-      scope_prefixes[scope] = scope_prefix
-    end
-    if n == 1 then
-      total_field = scope_prefix .. args[first]
-      got = trimmed and redis.call('HMGET', state_key, 's', 'r', total_field, 'm')
-        or redis.call('HMGET', state_key, 's', 'r', total_field)
-    else
-      local wanted = { 'HMGET', state_key, 's', 'r' }
-      for i = first, a - 1, 2 do wanted[#wanted + 1] = scope_prefix .. args[i] end
-      if trimmed then wanted[#wanted + 1] = 'm' end
-      got = redis.call(unpack(wanted))
-    end
-  end
 
   -- The state is read in place: positions, and only the pieces needed cut out (every string a
   -- script makes is allocated, copied and hashed: ~0.3-0.5 µs each, scripts/redis-ledger-lua-parts.mjs).
@@ -136,7 +145,7 @@ local function book(state_key, journal_key, a)
   end
 
   local outcome, reply_seq, judged, replayed = 'applied', '', track and order or '', false
-  local at = find(runs, mark, 1, true)
+  local at = not settled and find(runs, mark, 1, true)
   local last_end = at and find(runs, ' ', at + #mark, true)
   local last = last_end and sub(runs, at + #mark, last_end - 1)
   -- Decimal strings without leading zeros compare as numbers by length, then by text: the common
@@ -159,7 +168,7 @@ local function book(state_key, journal_key, a)
 
   if not replayed then
     if state and in_window(state, '\255' .. signature .. '\255', window_at) then outcome = 'duplicate' end
-    if outcome == 'applied' and judged ~= '' and horizon ~= '' and cmp(judged, horizon) <= 0 then
+    if outcome == 'applied' and not settled and judged ~= '' and horizon ~= '' and cmp(judged, horizon) <= 0 then
       outcome = 'stale'
     end
   end
@@ -196,8 +205,19 @@ local function book(state_key, journal_key, a)
     end
     local state = balances .. '\255' .. reply_seq .. ',' .. int(count) .. ',' .. horizon .. ',' .. orders
       .. judged .. ',' .. window .. signature .. '\255'
-    runs = remember(runs, at, call, 'a', reply_seq)
-    if scope == '' or n == 0 then
+    if not settled then runs = remember(runs, at, call, 'a', reply_seq) end
+    if settled then
+      -- No replay mark: the field r is left as it is.
+      local set = { 'HSET', state_key, 's', state }
+      if scope ~= '' then
+        for i = first, a - 1, 2 do
+          set[#set + 1] = scope_prefix .. args[i]
+          set[#set + 1] = add(got[3 + (i - first) / 2] or '0', args[i + 1])
+        end
+      end
+      if trail then set[#set + 1] = 'm'; set[#set + 1] = trail end
+      redis.call(unpack(set))
+    elseif scope == '' or n == 0 then
       if trail then
         redis.call('HSET', state_key, 's', state, 'r', runs, 'm', trail)
       else

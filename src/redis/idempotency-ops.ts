@@ -82,6 +82,8 @@ export function redisIdempotencyOps(
   prefix: string,
   durability?: Durability,
 ): Required<IdempotencyStoreOps> {
+  // Longer than most functions: its four operations share one batcher and its queue; the script call
+  // and the replies are sendChunk and settleEntry below.
   const recordKey = (name: string, key: string) => `${prefix}{idem:${escapeId(name)}:${escapeId(key)}}:r`;
 
   const enqueue = createBatcher<unknown, IdemItem>({
@@ -98,121 +100,18 @@ export function redisIdempotencyOps(
         const item = items[i] as IdemItem;
         const size = 3 * ((item.keys[0] as string).length + item.a.length + item.b.length + item.c.length);
         if (i > from && bytes + size > IDEMPOTENCY_MAX_BATCH_BYTES) {
-          calls.push(sendChunk(items.slice(from, i)));
+          calls.push(sendChunk(client, durability, items.slice(from, i), releaseAcquired));
           from = i;
           bytes = 0;
         }
         bytes += size;
       }
-      calls.push(sendChunk(from === 0 ? items : items.slice(from)));
+      calls.push(sendChunk(client, durability, from === 0 ? items : items.slice(from), releaseAcquired));
       await Promise.all(calls);
       // Every item is settled already (by sendChunk): the batcher's own resolve is then a no-op.
       return [];
     },
   });
-
-  // One script call: settles each item with its entry's reply, or every item with the call's failure.
-  async function sendChunk(items: readonly IdemItem[]): Promise<void> {
-    const keys: string[] = new Array(items.length);
-    const args: string[] = new Array(items.length * 4);
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i] as IdemItem;
-      keys[i] = item.keys[0] as string;
-      args[4 * i] = item.op;
-      args[4 * i + 1] = item.a;
-      args[4 * i + 2] = item.b;
-      args[4 * i + 3] = item.c;
-    }
-    // Whether the client was closed when given the command (it then refuses it, never sends it).
-    const closed = isClosedClient(client);
-    let reply: unknown;
-    try {
-      // With durability, answered once enough replicas have the records (else ERR_STORE `unknown`).
-      const waited = await evalWaited(
-        client,
-        durability,
-        'idempotency',
-        items.length,
-        scripts.idempotencyBatch,
-        keys,
-        args,
-      );
-      reply = waited.reply;
-      if (waited.short) {
-        await releaseAcquired(items, reply);
-        throw waited.short;
-      }
-    } catch (err) {
-      // The script may have run (a lost reply) or stopped part-way, or its replicas fell short:
-      // each entry's failure is what that call alone would have got (see redisFailure).
-      for (const item of items) item.reject(redisStoreError(OPERATION[item.op], err, closed, 'script'));
-      return;
-    }
-    if (!Array.isArray(reply) || reply.length !== 1 + 3 * items.length) {
-      // Not the shape this script answers in: what ran, if anything, is unknown.
-      const err = new Error(`unexpected reply ${JSON.stringify(reply)} to ${items.length} entries`);
-      for (const item of items) {
-        item.reject(new StoreError(OPERATION[item.op], err, { outcome: 'unknown', retriable: false }));
-      }
-      return;
-    }
-    const now = reply[0] as number;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i] as IdemItem;
-      const j = 3 * i + 1;
-      const code = reply[j];
-      const a = reply[j + 1];
-      switch (code) {
-        case 1:
-        case 0:
-          if (item.op !== 'b') {
-            item.resolve(code === 1);
-            continue;
-          }
-          break;
-        case 'a':
-          if (item.op === 'b') {
-            item.resolve({ outcome: 'acquired', takeover: reply[j + 2] === 1, leaseExpiresAt: a, now });
-            continue;
-          }
-          break;
-        case 'c':
-          if (item.op === 'b') {
-            item.resolve({ outcome: 'completed', value: a, now });
-            continue;
-          }
-          break;
-        case 'i':
-          if (item.op === 'b') {
-            item.resolve({ outcome: 'in-progress', retryAfterMs: a, now });
-            continue;
-          }
-          break;
-        case 'm':
-          if (item.op === 'b') {
-            item.resolve({ outcome: 'mismatch', now });
-            continue;
-          }
-          break;
-        case 'e': {
-          // This entry's Redis error, as an error reply to it alone would have been.
-          const err = Object.assign(new Error(String(a)), { name: 'ReplyError' });
-          item.reject(redisStoreError(OPERATION[item.op], err, false, 'script'));
-          continue;
-        }
-      }
-      item.reject(
-        new StoreError(
-          OPERATION[item.op],
-          new Error(`unexpected reply ${JSON.stringify(reply.slice(j, j + 3))}`),
-          {
-            outcome: 'unknown',
-            retriable: false,
-          },
-        ),
-      );
-    }
-  }
 
   // The leases the begins of a batch took, released (best effort) when the batch's replica wait
   // fell short and every entry is about to fail: the caller's body has not run, and a lease left
@@ -275,6 +174,122 @@ export function redisIdempotencyOps(
       }
     },
   };
+}
+
+// One script call: settles each item with its entry's reply, or every item with the call's failure.
+async function sendChunk(
+  client: RedisLike,
+  durability: Durability | undefined,
+  items: readonly IdemItem[],
+  releaseAcquired: (items: readonly IdemItem[], reply: unknown) => Promise<void>,
+): Promise<void> {
+  const keys: string[] = new Array(items.length);
+  const args: string[] = new Array(items.length * 4);
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as IdemItem;
+    keys[i] = item.keys[0] as string;
+    args[4 * i] = item.op;
+    args[4 * i + 1] = item.a;
+    args[4 * i + 2] = item.b;
+    args[4 * i + 3] = item.c;
+  }
+  // Whether the client was closed when given the command (it then refuses it, never sends it).
+  const closed = isClosedClient(client);
+  let reply: unknown;
+  try {
+    // With durability, answered once enough replicas have the records (else ERR_STORE `unknown`).
+    const waited = await evalWaited(
+      client,
+      durability,
+      'idempotency',
+      items.length,
+      scripts.idempotencyBatch,
+      keys,
+      args,
+    );
+    reply = waited.reply;
+    if (waited.short) {
+      await releaseAcquired(items, reply);
+      throw waited.short;
+    }
+  } catch (err) {
+    // The script may have run (a lost reply) or stopped part-way, or its replicas fell short:
+    // each entry's failure is what that call alone would have got (see redisFailure).
+    for (const item of items) item.reject(redisStoreError(OPERATION[item.op], err, closed, 'script'));
+    return;
+  }
+  if (!Array.isArray(reply) || reply.length !== 1 + 3 * items.length) {
+    // Not the shape this script answers in: what ran, if anything, is unknown.
+    const err = new Error(`unexpected reply ${JSON.stringify(reply)} to ${items.length} entries`);
+    for (const item of items) {
+      item.reject(new StoreError(OPERATION[item.op], err, { outcome: 'unknown', retriable: false }));
+    }
+    return;
+  }
+  const now = reply[0] as number;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as IdemItem;
+    const j = 3 * i + 1;
+    settleEntry(item, reply, j, now);
+  }
+}
+
+/**
+ * Settles `item` with its entry of a batch's reply (code, then two values, from `reply[j]`): its
+ * own result, its own Redis error, or an unexpected reply. `now`: the batch's Redis TIME.
+ */
+function settleEntry(item: IdemItem, reply: unknown[], j: number, now: number): void {
+  const code = reply[j];
+  const a = reply[j + 1];
+  switch (code) {
+    case 1:
+    case 0:
+      if (item.op !== 'b') {
+        item.resolve(code === 1);
+        return;
+      }
+      break;
+    case 'a':
+      if (item.op === 'b') {
+        item.resolve({ outcome: 'acquired', takeover: reply[j + 2] === 1, leaseExpiresAt: a, now });
+        return;
+      }
+      break;
+    case 'c':
+      if (item.op === 'b') {
+        item.resolve({ outcome: 'completed', value: a, now });
+        return;
+      }
+      break;
+    case 'i':
+      if (item.op === 'b') {
+        item.resolve({ outcome: 'in-progress', retryAfterMs: a, now });
+        return;
+      }
+      break;
+    case 'm':
+      if (item.op === 'b') {
+        item.resolve({ outcome: 'mismatch', now });
+        return;
+      }
+      break;
+    case 'e': {
+      // This entry's Redis error, as an error reply to it alone would have been.
+      const err = Object.assign(new Error(String(a)), { name: 'ReplyError' });
+      item.reject(redisStoreError(OPERATION[item.op], err, false, 'script'));
+      return;
+    }
+  }
+  item.reject(
+    new StoreError(
+      OPERATION[item.op],
+      new Error(`unexpected reply ${JSON.stringify(reply.slice(j, j + 3))}`),
+      {
+        outcome: 'unknown',
+        retriable: false,
+      },
+    ),
+  );
 }
 
 /**
