@@ -28,14 +28,19 @@ const LANES = 64;
  *
  * Usage (internal to the CLI): `await onceflowRow(4, true, await openStore(undefined)).run(log)`
  */
-export function onceflowRow(capacity: number, withOrder: boolean, store: DemoStore): Strategy {
+export function onceflowRow(
+  capacity: number,
+  withOrder: boolean,
+  store: DemoStore,
+  stop?: AbortSignal,
+): Strategy {
   const id = withOrder ? `onceflow-c${capacity}` : `onceflow-c${capacity}-no-order`;
   return {
     id,
     name: `onceflow C=${capacity}${withOrder ? '' : ', no order'}`,
     async run(log) {
       const ledger = createLedger({ store: store.store, name: id, capacity, horizon: withOrder });
-      const outcome = await applyAll(ledger, log, withOrder);
+      const outcome = await applyAll(ledger, log, withOrder, stop);
       const totals: number[] = [];
       for (let r = 0; r < log.rooms; r++) totals.push(Number((await ledger.totals(roomName(r))).coins ?? 0));
       // The window holds the last `capacity` signatures per player: at most that many keys each.
@@ -61,7 +66,17 @@ export function onceflowRow(capacity: number, withOrder: boolean, store: DemoSto
   };
 }
 
-async function applyAll(ledger: Ledger, log: DemoLog, withOrder: boolean): Promise<Outcome[]> {
+/**
+ * Applies the log's settlements, one lane per player at a time. Once `stop` is aborted no lane
+ * starts another apply, and the call rejects only when none is in flight any more: whoever
+ * removes the run's state afterwards finds nothing still being written.
+ */
+async function applyAll(
+  ledger: Ledger,
+  log: DemoLog,
+  withOrder: boolean,
+  stop?: AbortSignal,
+): Promise<Outcome[]> {
   const byPlayer = new Map<number, number[]>();
   log.deliveries.forEach((d, i) => {
     if (d.settlement === undefined) return;
@@ -75,6 +90,7 @@ async function applyAll(ledger: Ledger, log: DemoLog, withOrder: boolean): Promi
   const lane = async (): Promise<void> => {
     while (next < queues.length) {
       for (const i of queues[next++] as number[]) {
+        if (stop?.aborted) return;
         const s = log.deliveries[i]?.settlement;
         if (s === undefined) continue;
         const entry = {
@@ -89,6 +105,8 @@ async function applyAll(ledger: Ledger, log: DemoLog, withOrder: boolean): Promi
       }
     }
   };
-  await Promise.all(Array.from({ length: LANES }, lane));
+  const lanes = await Promise.allSettled(Array.from({ length: LANES }, lane));
+  if (stop?.aborted) throw new Error('the run was interrupted');
+  for (const l of lanes) if (l.status === 'rejected') throw l.reason;
   return outcome;
 }

@@ -66,11 +66,22 @@ export async function runDemo(
       await store.close();
     }
   });
-  const forget = onInterrupt(release);
+  // An interrupt stops the rows' applies first: none may write after the clean-up. With the
+  // memory store there is nothing to remove, and a signal ends the process at once.
+  const stop = new AbortController();
+  let running: Promise<unknown> = Promise.resolve();
+  const forget =
+    config.store === undefined
+      ? () => {}
+      : onInterrupt(async () => {
+          stop.abort();
+          await running.catch(() => {});
+          await release();
+        });
   const strategies: Strategy[] = [
-    onceflowRow(SETTLEMENT_CAPACITY, true, store),
-    onceflowRow(TOO_SMALL_CAPACITY, true, store),
-    onceflowRow(TOO_SMALL_CAPACITY, false, store),
+    onceflowRow(SETTLEMENT_CAPACITY, true, store, stop.signal),
+    onceflowRow(TOO_SMALL_CAPACITY, true, store, stop.signal),
+    onceflowRow(TOO_SMALL_CAPACITY, false, store, stop.signal),
     uniqueIndex,
     setNxEx(config.ttl * 1000),
     setNxEx(coveringTtl),
@@ -82,7 +93,9 @@ export async function runDemo(
   try {
     for (const [i, strategy] of strategies.entries()) {
       onProgress({ phase: strategy.name, done: i, total: strategies.length });
-      rows.push(await evaluate(log, strategy));
+      const row = evaluate(log, strategy);
+      running = row;
+      rows.push(await row);
       await yieldToLoop(); // lets a Ctrl-C between rows be handled
     }
   } finally {
