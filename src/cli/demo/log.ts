@@ -72,9 +72,9 @@ export interface Delivery {
   /** The consumer's clock when it arrives (ms): what a TTL counts from. */
   readonly at: number;
   /** The settlement delivered, or absent for a `join`. */
-  readonly settlement?: Settlement;
+  readonly settlement?: Settlement | undefined;
   /** A `join`: the player now sits in this room. */
-  readonly join?: number;
+  readonly join?: number | undefined;
   /** A re-delivery minutes later, outside any window's business bound. */
   readonly lateReplay?: boolean;
 }
@@ -138,6 +138,9 @@ export const roomCountFor = (players: number): number => Math.max(2, Math.ceil(p
  * A block (per player) holds the deliveries between round r's start and round r+1's instant; a
  * `join` (a negative number in a queue) moves the player. Deterministic for a given config.
  *
+ * One function over ~190 lines: its helpers are closures over the generator's state (the PRNG,
+ * the players, the clock, the pending late replays), which separate functions would pass around.
+ *
  * Usage (internal to the CLI): `generateLog({ ...DEFAULT_SCENARIO, settlements: 1000 }).stats.rounds // 500`
  */
 export function generateLog(config: ScenarioConfig): DemoLog {
@@ -159,10 +162,11 @@ export function generateLog(config: ScenarioConfig): DemoLog {
   };
   const late: { due: number; settlement: Settlement }[] = [];
   let clock = 0;
-  const deliver = (d: Omit<Delivery, 'at'>): void => {
-    deliveries.push({ ...d, at: clock });
+  // One object per delivery, of one shape: a million of them are most of the log's memory.
+  const deliver = (player: number, settlement?: Settlement, join?: number, lateReplay = false): void => {
+    deliveries.push({ player, at: clock, settlement, join, lateReplay });
     clock += MS_PER_DELIVERY;
-    if (d.settlement) stats.settlementDeliveries++;
+    if (settlement) stats.settlementDeliveries++;
   };
   const insertRandom = <T>(items: T[], lo: number, x: T): void => {
     items.splice(rng.int(lo, items.length), 0, x);
@@ -244,7 +248,15 @@ export function generateLog(config: ScenarioConfig): DemoLog {
     }
     if (instant && final && rng.chance(config.lateReplayRate)) {
       const due = clock + rng.int(LATE_REPLAY_MS[0], LATE_REPLAY_MS[1]);
-      late.push({ due, settlement: instant }, { due, settlement: final });
+      // Kept sorted by due time (a binary search, then an insert into at most a few thousand).
+      let lo = 0;
+      let hi = late.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((late[mid] as { due: number }).due <= due) lo = mid + 1;
+        else hi = mid;
+      }
+      late.splice(lo, 0, { due, settlement: instant }, { due, settlement: final });
       stats.lateReplayed += 2;
     }
     p.lateFinal = isLate && config.overlap === 2 ? final : undefined;
@@ -277,13 +289,10 @@ export function generateLog(config: ScenarioConfig): DemoLog {
   };
 
   const flushLate = (until: number): void => {
-    // Due times are pushed in increasing order of the clock that set them, give or take the
-    // random delay: sorted here, rarely more than a few entries.
-    late.sort((a, b) => a.due - b.due);
     while (late.length > 0 && (late[0] as { due: number }).due <= until) {
       const { due, settlement } = late.shift() as { due: number; settlement: Settlement };
       clock = Math.max(clock, due);
-      deliver({ player: settlement.player, settlement, lateReplay: true });
+      deliver(settlement.player, settlement, undefined, true);
     }
   };
 
@@ -327,9 +336,8 @@ export function generateLog(config: ScenarioConfig): DemoLog {
     }
     if (late.length > 0) flushLate(clock);
     const item = p.queue[p.pos++] as Settlement | number;
-    deliver(
-      typeof item === 'number' ? { player: p.id, join: -item - 1 } : { player: p.id, settlement: item },
-    );
+    if (typeof item === 'number') deliver(p.id, undefined, -item - 1);
+    else deliver(p.id, item);
   }
   flushLate(Number.POSITIVE_INFINITY);
   return { players: config.players, rooms, settlements, deliveries, stats: { ...stats } };
