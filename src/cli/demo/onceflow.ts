@@ -20,6 +20,9 @@ export const TOO_SMALL_CAPACITY = 3;
 // all a per-owner window needs): enough to hide a network store's round trip, few enough that a
 // PostgreSQL pool of 8 connections is never starved into timeouts.
 const LANES = 64;
+// Applies between progress reports: a redraw every few milliseconds in memory, several a second on
+// a network store.
+const PROGRESS_EVERY = 4096;
 
 /**
  * The library's way: one ledger per row on the run's store; each settlement applied with its
@@ -38,9 +41,9 @@ export function onceflowRow(
   return {
     id,
     name: `onceflow C=${capacity}${withOrder ? '' : ', no order'}`,
-    async run(log) {
+    async run(log, progress) {
       const ledger = createLedger({ store: store.store, name: id, capacity, horizon: withOrder });
-      const outcome = await applyAll(ledger, log, withOrder, stop);
+      const outcome = await applyAll(ledger, log, withOrder, stop, progress);
       const totals: number[] = [];
       for (let r = 0; r < log.rooms; r++) totals.push(Number((await ledger.totals(roomName(r))).coins ?? 0));
       // The window holds the last `capacity` signatures per player: at most that many keys each.
@@ -76,6 +79,7 @@ async function applyAll(
   log: DemoLog,
   withOrder: boolean,
   stop?: AbortSignal,
+  progress?: (done: number) => void,
 ): Promise<Outcome[]> {
   const byPlayer = new Map<number, number[]>();
   log.deliveries.forEach((d, i) => {
@@ -87,6 +91,7 @@ async function applyAll(
   const outcome: Outcome[] = new Array(log.deliveries.length).fill(undefined);
   const queues = [...byPlayer.values()];
   let next = 0;
+  let done = 0;
   const lane = async (): Promise<void> => {
     while (next < queues.length) {
       for (const i of queues[next++] as number[]) {
@@ -100,6 +105,7 @@ async function applyAll(
           scope: roomName(s.room),
         };
         const result = await ledger.apply(withOrder ? { ...entry, order: s.createdAt } : entry);
+        if (++done % PROGRESS_EVERY === 0) progress?.(done);
         outcome[i] =
           result.outcome === 'applied' ? 'applied' : result.outcome === 'duplicate' ? 'blocked' : 'stale';
       }

@@ -53,7 +53,7 @@ export async function runDemo(
   config: DemoConfig,
   onProgress: (progress: DemoProgress) => void = () => {},
 ): Promise<DemoResult> {
-  onProgress({ phase: 'generating log', done: 0, total: 1 });
+  onProgress({ phase: 'generating log', done: 0, total: config.settlements });
   const log = generateLog(config);
   const coveringTtl = ttlCoveringEveryRepeat(log);
   const store = await openStore(config.store);
@@ -92,8 +92,10 @@ export async function runDemo(
   const rows: StrategyRow[] = [];
   try {
     for (const [i, strategy] of strategies.entries()) {
-      onProgress({ phase: strategy.name, done: i, total: strategies.length });
-      const row = evaluate(log, strategy);
+      const phase = `${i + 1}/${strategies.length} ${strategy.name}`;
+      const total = log.stats.settlementDeliveries;
+      onProgress({ phase, done: 0, total });
+      const row = evaluate(log, strategy, (done) => onProgress({ phase, done, total }));
       running = row;
       rows.push(await row);
       await yieldToLoop(); // lets a Ctrl-C between rows be handled
@@ -121,9 +123,13 @@ export async function runDemo(
 }
 
 /** Runs one strategy over the log, timed, and measures it against the truth. */
-export async function evaluate(log: DemoLog, strategy: Strategy): Promise<StrategyRow> {
+export async function evaluate(
+  log: DemoLog,
+  strategy: Strategy,
+  progress?: (done: number) => void,
+): Promise<StrategyRow> {
   const start = performance.now();
-  const run = await strategy.run(log);
+  const run = await strategy.run(log, progress);
   const ms = performance.now() - start;
   return measure(log, run, { id: strategy.id, strategy: strategy.name, ms });
 }
