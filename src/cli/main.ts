@@ -2,17 +2,21 @@
 // The `onceflow` command: `demo` and `migrate`; each subcommand parses its own options.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from '../demo/exit-code.js';
-import { DemoFailure } from '../demo/failure.js';
-import { beforeInterrupt, interruptedBy } from '../demo/interrupt.js';
-import { DEMO_HELP, DEMO_OPTIONS, type DemoArgValues, demoCommandFrom } from '../demo/options.js';
-import { progressBar } from '../demo/progress.js';
-import { redactUrl } from '../demo/redact-url.js';
-import { formatReport, toJson } from '../demo/report.js';
-import { runDemo, STRATEGIES } from '../demo/run-demo.js';
-import { sharedRowId, sharedStrategy } from '../demo/shared-strategy.js';
-import { STREAMS_ROW_ID, streamsStrategies } from '../demo/streams-strategy.js';
+import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './demo/exit-code.js';
+import { beforeInterrupt, interruptedBy } from './demo/interrupt.js';
+import {
+  DEMO_HELP,
+  DEMO_OPTIONS,
+  type DemoArgValues,
+  demoCommandFrom,
+  refuseUnknown,
+} from './demo/options.js';
+import { progressBar } from './demo/progress.js';
+import { formatReport, toJson } from './demo/report.js';
+import { runDemo } from './demo/run.js';
+import { DemoFailure } from './failure.js';
 import { MIGRATE_HELP, migrateCommand, UsageError } from './migrate-command.js';
+import { redactUrl } from './redact-url.js';
 
 const HELP = `Usage: onceflow <command> [options]
 
@@ -77,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
 
   let parsed: DemoArgValues;
   try {
+    refuseUnknown(rest);
     parsed = parseArgs({
       args: withNegativeValues(rest),
       options: DEMO_OPTIONS,
@@ -102,26 +107,12 @@ async function main(argv: string[]): Promise<number> {
   beforeInterrupt(() => bar.stop());
   let result: Awaited<ReturnType<typeof runDemo>>;
   try {
-    result =
-      demo.streams && demo.shared
-        ? await runDemo(
-            demo.config,
-            bar.update,
-            [...streamsStrategies(demo.config.seed, demo.shared), ...STRATEGIES],
-            STREAMS_ROW_ID,
-          )
-        : demo.shared
-          ? await runDemo(
-              demo.config,
-              bar.update,
-              [sharedStrategy(demo.config, demo.shared), ...STRATEGIES],
-              sharedRowId(demo.shared.backend),
-            )
-          : await runDemo(demo.config, bar.update);
+    result = await runDemo(demo.config, bar.update);
   } finally {
     bar.stop();
   }
-  process.stdout.write(demo.json ? `${JSON.stringify(toJson(result))}\n` : formatReport(result));
+  const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
+  process.stdout.write(demo.json ? `${JSON.stringify(toJson(result))}\n` : formatReport(result, columns));
   return demoExitCode(result);
 }
 
@@ -160,9 +151,9 @@ main(process.argv.slice(2)).then(
     if (interruptedBy() === undefined) process.exitCode = code;
   },
   (err: unknown) => {
-    // Interrupted: the run failing as its workers are stopped is no news; the handler exits.
+    // Interrupted: the run failing as its store is closed is no news; the handler exits.
     if (interruptedBy() !== undefined) return;
-    // An expected failure (unreachable server, dead worker) is said in one line; anything else
+    // An expected failure (an unreachable server) is said in one line; anything else
     // is a bug of ours, and its stack is what a report needs.
     const text =
       err instanceof DemoFailure
@@ -170,7 +161,7 @@ main(process.argv.slice(2)).then(
         : err instanceof Error
           ? (err.stack ?? err.message)
           : String(err);
-    // Redacted whatever it is: a stack or an error of ours may quote the --redis URL too.
+    // Redacted whatever it is: a stack or an error of ours may quote the --store URL too.
     process.stderr.write(`onceflow: ${redactUrl(text)}\n`);
     process.exitCode = EXIT_FAILED;
   },

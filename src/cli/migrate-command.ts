@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { DemoFailure } from '../demo/failure.js';
-import { redactUrl } from '../demo/redact-url.js';
+import { DemoFailure } from './failure.js';
 import { checkPostgresUrl, explainFailure, PostgresUrlError } from './postgres-url.js';
+import { redactUrl } from './redact-url.js';
 
 /** The help text of `onceflow migrate`. */
 export const MIGRATE_HELP = `Usage: onceflow migrate --postgres URL [--schema NAME]

@@ -5,8 +5,8 @@
 // or something listens that is not PostgreSQL.
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
-import { DemoFailure } from '../demo/failure.js';
-import { redactUrl } from '../demo/redact-url.js';
+import { DemoFailure } from './failure.js';
+import { redactUrl } from './redact-url.js';
 
 /** A `--postgres` value that is no PostgreSQL URL: exit code 2 (see migrate-command.ts). */
 export class PostgresUrlError extends Error {}

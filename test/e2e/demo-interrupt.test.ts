@@ -1,6 +1,5 @@
-// `onceflow demo --redis URL` / `--postgres URL` interrupted (Ctrl-C's SIGINT, a supervisor's
-// SIGTERM) cleans up as a finished run does: the workers it started are stopped, the run's keys or
-// schema removed, and it exits 130 or 143. Runs the built CLI (built by the global setup), as
+// `onceflow demo --store URL` interrupted (Ctrl-C's SIGINT, a supervisor's SIGTERM) cleans up as a
+// finished run does: the run's keys or schema are removed, and it exits 130 or 143. Runs the built CLI (built by the global setup), as
 // demo.test.ts does, and interrupts it once the run has written state.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -9,7 +8,6 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { demoRunKeys } from '../support/demo-run-keys.js';
-import { childrenOf, isAlive } from '../support/processes.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
@@ -51,16 +49,15 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
 }
 
 /**
- * Starts a demo run long enough to be interrupted, waits until its workers run and it wrote state
- * (`written`), sends `signal`, and returns how it ended and which workers it had.
+ * Starts a demo run long enough to be interrupted, waits until it wrote state (`written`), sends
+ * `signal`, and returns how it ended.
  */
 async function interrupted(
   args: string[],
   written: (pid: number) => Promise<boolean>,
   signal: NodeJS.Signals,
-  workerCount: number,
 ) {
-  const child = spawn(process.execPath, [cli, 'demo', '--settlements', '600000', '--json', ...args], {
+  const child = spawn(process.execPath, [cli, 'demo', '--settlements', '200000', '--json', ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -76,31 +73,24 @@ async function interrupted(
     child.once('exit', (code, sig) => resolve({ code, signal: sig })),
   );
   const pid = child.pid as number;
-  let workers: number[] = [];
-  await until(`${workerCount} workers run`, () => {
-    workers = childrenOf(pid);
-    return workers.length >= workerCount;
-  });
   await until('the run wrote state', () => written(pid));
   child.kill(signal);
   const end = await exited;
-  return { pid, workers, end, stderr, stdout };
+  return { pid, end, stderr, stdout };
 }
 
-describe('onceflow demo interrupted: workers stopped, state removed, exit 128 + signal', () => {
-  it('--redis, SIGINT: no key of the run is left, exit 130', async () => {
+describe('onceflow demo interrupted: state removed, exit 128 + signal', () => {
+  it('--store redis://, SIGINT: no key of the run is left, exit 130', async () => {
     const url = inject('redisUrl');
     const run = await interrupted(
-      ['--redis', url, '--workers', '2'],
+      ['--store', url],
       async (pid) => (await keysOfRun(pid)).length > 0,
       'SIGINT',
-      2,
     );
     try {
       expect(run.end).toEqual({ code: 130, signal: null });
       expect(run.stdout).toBe(''); // no report of a run that did not finish
-      expect(run.stderr).toContain("SIGINT: stopping the workers and removing the run's state");
-      expect(run.workers.filter(isAlive)).toEqual([]);
+      expect(run.stderr).toContain("SIGINT: removing the run's state");
       expect(await keysOfRun(run.pid)).toEqual([]);
     } finally {
       const left = await keysOfRun(run.pid);
@@ -108,10 +98,10 @@ describe('onceflow demo interrupted: workers stopped, state removed, exit 128 + 
     }
   }, 120_000);
 
-  it('--postgres, SIGTERM: the run schema is dropped, exit 143', async () => {
+  it('--store postgres://, SIGTERM: the run schema is dropped, exit 143', async () => {
     const url = inject('postgresUrl');
     const run = await interrupted(
-      ['--postgres', url, '--workers', '2'],
+      ['--store', url],
       async (pid) => {
         const [schema] = await schemasOfRun(pid);
         if (schema === undefined) return false;
@@ -123,32 +113,12 @@ describe('onceflow demo interrupted: workers stopped, state removed, exit 128 + 
         return Number(rows[0]?.n) > 0;
       },
       'SIGTERM',
-      2,
     );
     try {
       expect(run.end).toEqual({ code: 143, signal: null });
-      expect(run.workers.filter(isAlive)).toEqual([]);
       expect(await schemasOfRun(run.pid)).toEqual([]);
     } finally {
       await dropSchemas(await schemasOfRun(run.pid));
-    }
-  }, 120_000);
-
-  it('--redis --streams, SIGINT: the stream and every key of the run are removed, exit 130', async () => {
-    const url = inject('redisUrl');
-    const run = await interrupted(
-      ['--redis', url, '--streams', '--workers', '2'],
-      async (pid) => (await keysOfRun(pid)).length > 0,
-      'SIGINT',
-      2,
-    );
-    try {
-      expect(run.end).toEqual({ code: 130, signal: null });
-      expect(run.workers.filter(isAlive)).toEqual([]);
-      expect(await keysOfRun(run.pid)).toEqual([]);
-    } finally {
-      const left = await keysOfRun(run.pid);
-      if (left.length > 0) await redis.unlink(...left);
     }
   }, 120_000);
 });

@@ -4,7 +4,7 @@
  *
  * Not for cryptography: it only has to make fault injection repeatable.
  *
- * Usage (the demo is internal to the CLI, not public API):
+ * Usage (internal to the CLI):
  *
  *     const rng = new Prng(7);
  *     rng.int(1, 6); // the same die roll on every run with seed 7

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { demoCommandFrom } from './options.js';
-import { DEFAULT_SCENARIO } from './scenario.js';
+import { DEFAULT_DEMO, demoCommandFrom, refuseUnknown } from './options.js';
 
 describe('demo options', () => {
   it('defaults to the default scenario with the progress bar on', () => {
-    expect(demoCommandFrom({})).toEqual({ config: DEFAULT_SCENARIO, json: false, progress: true });
+    expect(demoCommandFrom({})).toEqual({ config: DEFAULT_DEMO, json: false, progress: true });
   });
 
   it('reads every option', () => {
@@ -15,9 +14,12 @@ describe('demo options', () => {
       'dup-rate': '0.1',
       'late-rate': '.2',
       'replay-rate': '0',
+      'late-replay-rate': '0.5',
       'reorder-rate': '1',
       'move-rate': '0.5',
       overlap: '2',
+      ttl: '30',
+      store: 'redis://127.0.0.1:6379',
       'no-progress': true,
     });
     expect(cmd.config).toEqual({
@@ -27,9 +29,12 @@ describe('demo options', () => {
       dupRate: 0.1,
       lateRate: 0.2,
       replayRate: 0,
+      lateReplayRate: 0.5,
       reorderRate: 1,
       moveRate: 0.5,
       overlap: 2,
+      ttl: 30,
+      store: 'redis://127.0.0.1:6379',
     });
     expect(cmd.progress).toBe(false);
     expect(demoCommandFrom({ settlements: '1e6' }).config.settlements).toBe(1_000_000);
@@ -59,7 +64,7 @@ describe('demo options', () => {
     ['settlements', '0'],
     ['settlements', '-5'],
     ['settlements', '1.5'],
-    ['settlements', '999999999'],
+    ['settlements', '1000001'],
     ['players', '0'],
     ['seed', '4294967296'],
     ['dup-rate', '1.5'],
@@ -70,6 +75,9 @@ describe('demo options', () => {
     ['reorder-rate', ''],
     ['move-rate', 'NaN'],
     ['overlap', '3'],
+    ['ttl', '0'],
+    ['ttl', '86401'],
+    ['late-replay-rate', '2'],
   ] as const)('rejects --%s %j naming the option and the value', (option, value) => {
     expect(() => demoCommandFrom({ [option]: value })).toThrow(
       expect.objectContaining({
@@ -81,15 +89,15 @@ describe('demo options', () => {
   });
 
   it('takes the Redis URLs ioredis reads as meant, and refuses the ones it would throw on or misread', () => {
-    const ok = [
+    for (const url of [
       'redis://127.0.0.1:6379',
       'redis:///0',
       'redis://[::1]:6379/2',
       'rediss://user:pa%20ss@host:6380',
       'redis://host?family=6',
-    ];
-    for (const url of ok)
-      expect(demoCommandFrom({ redis: url }).shared).toEqual({ backend: 'redis', url, workers: 4 });
+    ]) {
+      expect(demoCommandFrom({ store: url }).config.store).toBe(url);
+    }
     for (const url of [
       'redis://h:notaport',
       'redis://h:0',
@@ -97,22 +105,19 @@ describe('demo options', () => {
       'redis://%zz@h',
       'http://h:6379',
     ]) {
-      expect(() => demoCommandFrom({ redis: url })).toThrow(/`--redis`/);
+      expect(() => demoCommandFrom({ store: url })).toThrow(/`--store`/);
     }
   });
 
-  it('takes PostgreSQL URLs, with --workers; one shared store per run; --workers alone is refused', () => {
+  it('takes PostgreSQL URLs and memory; a password in a refused URL is not echoed', () => {
     for (const url of [
       'postgres://postgres@127.0.0.1:5432/test',
       'postgresql://u:p%20w@h/db?sslmode=disable',
       'postgres://h',
     ]) {
-      expect(demoCommandFrom({ postgres: url, workers: '2' }).shared).toEqual({
-        backend: 'postgres',
-        url,
-        workers: 2,
-      });
+      expect(demoCommandFrom({ store: url }).config.store).toBe(url);
     }
+    expect(demoCommandFrom({ store: 'memory' }).config.store).toBeUndefined();
     for (const url of [
       'mysql://h/db',
       'postgres://h:0/db',
@@ -120,15 +125,17 @@ describe('demo options', () => {
       'postgres://%zz@h/db',
       'not a url',
     ]) {
-      expect(() => demoCommandFrom({ postgres: url })).toThrow(/`--postgres`/);
+      expect(() => demoCommandFrom({ store: url })).toThrow(/`--store`/);
     }
-    expect(() => demoCommandFrom({ postgres: 'postgres://h/db', redis: 'redis://h' })).toThrow(
-      /`--postgres` to be given without `--redis`/,
-    );
-    expect(() => demoCommandFrom({ workers: '2' })).toThrow(
-      /`--workers` to be used together with `--redis` or `--postgres`/,
-    );
-    // A password in a refused URL is not echoed.
-    expect(() => demoCommandFrom({ postgres: 'postgres://u:s3cret@h:0/db' })).toThrow(/^(?!.*s3cret)/);
+    expect(() => demoCommandFrom({ store: 'postgres://u:s3cret@h:0/db' })).toThrow(/^(?!.*s3cret)/);
+  });
+
+  it('refuses an unknown option with the closest known one, or where an old one went', () => {
+    expect(() => refuseUnknown(['--seeed', '3'])).toThrow(/`--seeed`.*did you mean --seed\?/);
+    expect(() => refuseUnknown(['--dup-rat=0.1'])).toThrow(/did you mean --dup-rate\?/);
+    expect(() => refuseUnknown(['--redis', 'redis://h'])).toThrow(/use --store redis:\/\/host:port/);
+    expect(() => refuseUnknown(['--workers', '4'])).toThrow(/examples\/settlement-workers\.mjs/);
+    expect(() => refuseUnknown(['--zzzzzzzz'])).toThrow(/onceflow demo --help/);
+    expect(() => refuseUnknown(['--seed', '3', '--json', '-h'])).not.toThrow();
   });
 });

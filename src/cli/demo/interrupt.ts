@@ -1,11 +1,11 @@
-// What a demo run must undo when it is interrupted (Ctrl-C's SIGINT, a supervisor's SIGTERM): stop
-// the worker processes it started, then remove the state it wrote (the run's Redis keys, its
-// PostgreSQL schema), as a finished run does, and exit 130 or 143. A strategy registers an undo
-// while it holds anything and removes it once it let go. The signal handlers are installed only
-// while an undo is registered: with nothing to undo (the in-process rows, which hold the event
-// loop for seconds at a time) a signal ends the process at once, as it always did.
+// What a demo run must undo when it is interrupted (Ctrl-C's SIGINT, a supervisor's SIGTERM):
+// remove the state it wrote (the run's Redis keys, its PostgreSQL schema), as a finished run does,
+// and exit 130 or 143. The run registers an undo while it holds a store and removes it once it let
+// go. The signal handlers are installed only while an undo is registered: with nothing to undo a
+// signal ends the process at once.
+
+import { redactUrl } from '../redact-url.js';
 import { EXIT_SIGINT, EXIT_SIGTERM } from './exit-code.js';
-import { redactUrl } from './redact-url.js';
 
 /** One undo step; it must be safe to run while the run itself is still going (or failing). */
 export type Undo = () => Promise<void>;
@@ -17,7 +17,7 @@ let notice: () => void = () => {};
 /**
  * Registers `undo` to run on an interrupt; returns the function that removes it again.
  *
- * Usage (the demo is internal to the CLI, not public API):
+ * Usage (internal to the CLI):
  *
  *     const forget = onInterrupt(async () => { stopWorkers(); await removeKeys(); });
  *     try { ... } finally { forget(); }
@@ -57,7 +57,7 @@ function handle(signal: NodeJS.Signals): void {
   interrupted = signal;
   stopListening();
   notice();
-  process.stderr.write(`onceflow demo: ${signal}: stopping the workers and removing the run's state\n`);
+  process.stderr.write(`onceflow demo: ${signal}: removing the run's state\n`);
   const list = [...undos].reverse();
   undos.clear();
   void (async () => {

@@ -1,5 +1,5 @@
 import cliProgress from 'cli-progress';
-import type { DemoProgress } from './run-demo.js';
+import type { DemoProgress } from './run.js';
 
 /** A progress sink for {@link DemoProgress} events, and how to close it. */
 export interface ProgressBar {
@@ -11,7 +11,7 @@ export interface ProgressBar {
  * A progress bar on `stream` (stderr), one phase at a time, or a no-op when `enabled` is false or
  * the stream is not a terminal (so piped or captured output never carries control codes).
  *
- * Usage (the demo is internal to the CLI, not public API):
+ * Usage (internal to the CLI):
  *
  *     const bar = progressBar(process.stderr, true);
  *     await runDemo(config, bar.update);

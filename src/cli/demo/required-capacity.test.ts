@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SignatureWindow } from '../index.js';
+import { SignatureWindow } from '../../index.js';
 import { measureRequiredCapacity, requiredCapacityOfPairs } from './required-capacity.js';
 
 const log = (owner: string, sigs: string): [string, string][] => [...sigs].map((s) => [owner, s]);

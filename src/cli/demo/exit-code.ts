@@ -1,4 +1,4 @@
-import type { DemoResult } from './run-demo.js';
+import type { DemoResult } from './run.js';
 
 /** Exit codes of the `onceflow` command: 0 ok, 1 the onceflow reference row failed (or the demo crashed), 2 invalid usage. */
 export const EXIT_OK = 0;
@@ -13,7 +13,7 @@ export const EXIT_SIGTERM = 143;
  * `isExact`), so a script or CI job running the demo fails on a lost, doubled or misbooked
  * settlement. Pure, so the rule is tested without spawning the CLI.
  *
- * Usage (the demo is internal to the CLI, not public API):
+ * Usage (internal to the CLI):
  *
  *     process.exitCode = demoExitCode(await runDemo(config));
  */

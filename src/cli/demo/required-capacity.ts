@@ -1,4 +1,4 @@
-import type { DeliveryLog } from './delivery-log.js';
+import type { DemoLog } from './log.js';
 
 /** The capacity a delivery log required, and the signature that set it. */
 export interface RequiredCapacity {
@@ -27,7 +27,7 @@ export const CAPACITY_RULE =
  * difference is the number of keys first seen since. Keys are dense integers, each belonging to
  * one owner; a negative key is not a keyed event (a `join`) and is skipped.
  *
- * Usage (the demo is internal to the CLI, not public API):
+ * Usage (internal to the CLI):
  *
  *     // owner 0 delivers keys a=0, b=1, c=2, then a again: 2 others were first seen in between.
  *     measureRequiredCapacity([0, 0, 0, 0], [0, 1, 2, 0], 3, 1).capacity; // 3
@@ -65,15 +65,21 @@ export function measureRequiredCapacity(
   return { capacity: others + 1, others, worstKey, worstOwner };
 }
 
-/** {@link measureRequiredCapacity} over a generated log (keys are settlement ids). */
-export function requiredCapacityOf(log: DeliveryLog): RequiredCapacity {
-  return measureRequiredCapacity(log.player, log.ref, log.settlements.count, log.players);
+/**
+ * {@link measureRequiredCapacity} over a generated log (keys are settlement ids). Late replays are
+ * left out: they come minutes later, beyond any window's business bound by design, and are
+ * the horizon's to answer (`stale`), not the capacity's.
+ */
+export function requiredCapacityOf(log: DemoLog): RequiredCapacity {
+  const keys = log.deliveries.map((d) => (d.settlement && !d.lateReplay ? d.settlement.id : -1));
+  const owners = log.deliveries.map((d) => d.player);
+  return measureRequiredCapacity(owners, keys, log.settlements.length, log.players);
 }
 
 /**
  * {@link measureRequiredCapacity} over readable `[owner, signature]` pairs, for hand-made logs.
  *
- * Usage (the demo is internal to the CLI, not public API):
+ * Usage (internal to the CLI):
  *
  *     requiredCapacityOfPairs([['p', 'a'], ['p', 'b'], ['p', 'a']]); // 2
  */
