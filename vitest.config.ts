@@ -20,17 +20,20 @@ export const projects = {
     exclude: [],
     globalSetup: [],
   },
-  /** A standalone Redis and a 3-master Redis Cluster (fault tests start their own servers too). */
+  /**
+   * A standalone Redis and a 3-master Redis Cluster (fault tests start their own servers too);
+   * `dist/` for the worker processes of the multi-process tests (test/integration/fixtures).
+   */
   redis: {
     include: ['test/integration/**/*.test.ts'],
     exclude: ['test/integration/postgres-*.test.ts'],
-    globalSetup: ['test/setup/redis.ts', 'test/setup/cluster.ts'],
+    globalSetup: ['test/setup/build.ts', 'test/setup/redis.ts', 'test/setup/cluster.ts'],
   },
-  /** PostgreSQL. */
+  /** PostgreSQL; `dist/` for the worker processes of postgres-workers.test.ts. */
   postgres: {
     include: ['test/integration/postgres-*.test.ts'],
     exclude: [],
-    globalSetup: ['test/setup/postgres.ts'],
+    globalSetup: ['test/setup/build.ts', 'test/setup/postgres.ts'],
   },
   /** The built package, the CLI, the demo, examples and docs blocks, against Redis and PostgreSQL. */
   e2e: {
