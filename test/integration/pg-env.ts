@@ -26,3 +26,19 @@ export async function dropSchema(pool: pg.Pool, schema: string): Promise<void> {
   if (!schema.startsWith('t_')) throw new Error(`refusing to drop ${schema}: not a test run's schema`);
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }
+
+/** A pool that must not be used: each call is recorded in `calls` and throws (for checks that run before any SQL). */
+export function untouchablePool(): { pool: Pick<pg.Pool, 'connect' | 'query'>; calls: string[] } {
+  const calls: string[] = [];
+  const pool = {
+    connect: async () => {
+      calls.push('connect');
+      throw new Error('must not connect');
+    },
+    query: async () => {
+      calls.push('query');
+      throw new Error('must not query');
+    },
+  };
+  return { pool: pool as unknown as Pick<pg.Pool, 'connect' | 'query'>, calls };
+}
