@@ -1,9 +1,8 @@
-import { rmSync } from 'node:fs';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createRedisStore } from '../../src/redis/index.js';
 import type { Delivery } from '../property/settlement-log.js';
-import { startRedis } from '../support/redis-servers.js';
+import { adminClient, killClients, startDurableRedis } from '../support/durable-redis.js';
 import { buildLog } from '../support/worker-log.js';
 import { type Counts, runWorkers, verifyExactlyOnce, WORKERS } from '../support/worker-run.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
@@ -12,16 +11,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const verify = (client: Redis | Cluster, prefix: string, players: Delivery[][], counts: Counts[]) =>
   verifyExactlyOnce(createRedisStore({ client, prefix }), players, counts);
 
-async function killWorkerConnections(node: Redis): Promise<number> {
-  const list = (await node.client('LIST')) as string;
-  const ids = list
-    .split('\n')
-    .filter((l) => l.includes('name=onceflow-worker'))
-    .map((l) => /id=(\d+)/.exec(l)?.[1])
-    .filter((id): id is string => id !== undefined);
-  for (const id of ids) await node.client('KILL', 'ID', id).catch(() => 0);
-  return ids.length;
-}
+const killWorkerConnections = (node: Redis) => killClients(node, 'onceflow-worker');
 
 describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -76,14 +66,9 @@ describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, ()
   });
 
   it('on a Redis with AOF that is killed (SIGKILL) and restarted mid-run, with faults: nothing lost, nothing twice', async () => {
-    const aof = ['--appendonly', 'yes', '--appendfsync', 'always'];
-    let server = await startRedis(aof);
-    const { port, dir } = server;
-    const url = `redis://127.0.0.1:${port}`;
-    cleanups.push(async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const server = await startDurableRedis();
+    const { port, url } = server;
+    cleanups.push(() => server.remove());
     const prefix = runPrefix('workers-aof');
     const players = buildLog(3);
     let restarts = 0;
@@ -94,15 +79,12 @@ describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, ()
       players,
       120_000,
       async (done) => {
-        const admin = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
-        admin.on('error', () => {}); // refused while the server restarts: expected
+        const admin = adminClient(port);
         try {
           for (let tick = 0; !done(); tick++) {
             await sleep(100);
             if (tick === 3) {
-              await server.stop();
-              await sleep(200);
-              server = await startRedis(aof, { port, dir });
+              await server.restart(200);
               restarts++;
             } else if (!done()) {
               await admin.script('FLUSH');
