@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 
 /** The PostgreSQL for this run (the shared 127.0.0.1:5432 database `test`, or one the global setup started). */
 export const PG_URL = inject('postgresUrl');
@@ -41,4 +41,15 @@ export function untouchablePool(): { pool: Pick<pg.Pool, 'connect' | 'query'>; c
     },
   };
   return { pool: pool as unknown as Pick<pg.Pool, 'connect' | 'query'>, calls };
+}
+
+/** A pool of `max` connections and a schema of this run's own, dropped (and the pool ended) after the enclosing suite. */
+export function testSchema(name: string, max = 4): { pool: pg.Pool; schema: string } {
+  const pool = testPool(max);
+  const schema = runSchema(name);
+  afterAll(async () => {
+    await dropSchema(pool, schema);
+    await pool.end();
+  });
+  return { pool, schema };
 }

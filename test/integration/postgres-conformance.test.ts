@@ -1,16 +1,11 @@
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/postgres/index.js';
 import { type StartedPostgres, startPostgres } from '../../src/testing/index.js';
 import { conformanceSuite, outageConformance } from '../support/model-suites/conformance.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { testSchema } from './pg-env.js';
 
-const pool = testPool(4);
-const schema = runSchema('conf');
-afterAll(async () => {
-  await dropSchema(pool, schema);
-  await pool.end();
-});
+const { pool, schema } = testSchema('conf');
 conformanceSuite({
   label: 'Postgres store',
   store: createPostgresStore({ pool, schema }),

@@ -1,16 +1,9 @@
-// The ledger model suite (test/support/model-suites/ledger.ts) on PostgreSQL.
-import { afterAll } from 'vitest';
 import { createPostgresStore } from '../../src/postgres/index.js';
 import type { Store } from '../../src/store/store.js';
 import { ledgerModelSuite } from '../support/model-suites/ledger.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { testSchema } from './pg-env.js';
 
-const pool = testPool(4);
-const schema = runSchema('ledger_model');
-afterAll(async () => {
-  await dropSchema(pool, schema);
-  await pool.end();
-});
+const { pool, schema } = testSchema('ledger_model');
 // One store per retention (each holds its own statements), the same schema for all.
 const stores = new Map<number | undefined, Store>();
 const store = (keep?: number): Store => {

@@ -1,22 +1,17 @@
 // The limiter model suite (test/support/model-suites/limiter.ts) on PostgreSQL, and the store
 // contract straight (no limiter in between) against the memory store.
 import fc from 'fast-check';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { FakeClock, memoryStore } from '../../src/index.js';
 import { specSuffix } from '../../src/limiter/algorithms.js';
 import type { LimitCall, LimitSpec } from '../../src/limiter/types.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
 import type { Store } from '../../src/store/store.js';
 import { limiterModelSuite } from '../support/model-suites/limiter.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { testSchema } from './pg-env.js';
 
-const pool = testPool(4);
-const schema = runSchema('lim_model');
+const { pool, schema } = testSchema('lim_model');
 const store = createPostgresStore({ pool, schema });
-afterAll(async () => {
-  await dropSchema(pool, schema);
-  await pool.end();
-});
 let run = 0;
 
 limiterModelSuite({ label: 'PostgreSQL', store: () => store }, () => {

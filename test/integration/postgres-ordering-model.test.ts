@@ -1,16 +1,9 @@
-// The ordering model suite (test/support/model-suites/ordering.ts) on PostgreSQL.
-import { afterAll } from 'vitest';
 import { createPostgresStore } from '../../src/postgres/index.js';
 import { orderingModelSuite } from '../support/model-suites/ordering.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { testSchema } from './pg-env.js';
 
-const pool = testPool(2);
-const schema = runSchema('ord_model');
+const { pool, schema } = testSchema('ord_model', 2);
 const store = createPostgresStore({ pool, schema });
-afterAll(async () => {
-  await dropSchema(pool, schema);
-  await pool.end();
-});
 
 orderingModelSuite(
   { label: 'the Postgres store', store: () => store },

@@ -31,19 +31,20 @@ export function limiterModelSuite(target: StoreTarget<LimiterCase>, extra?: () =
   describe(`limiter on ${target.label} = memory model`, () => {
     let run = 0;
 
+    /** A memory and a store limiter of `limits` under one name, both on `clock`. */
+    const pair = (limits: LimitOptions[], name: string, clock: FakeClock) => {
+      const options = { clock, limits, name, blockCache: false, timeout: '5s' } as const;
+      return {
+        memory: createLimiter({ store: memoryStore({ clock }), ...options }),
+        real: createLimiter({ store: target.store(), ...options }),
+      };
+    };
+
     /** Runs `seq` on a memory and a store limiter driven by one fake clock; every decision must be equal. */
     async function sameDecisions(limits: LimitOptions[], seq: Step[], costScale = 1, start = 1_000_000) {
       const clock = new FakeClock(start);
       const name = `run-${run++}`;
-      const memory = createLimiter({ store: memoryStore({ clock }), clock, limits, name, blockCache: false });
-      const real = createLimiter({
-        store: target.store(),
-        clock,
-        limits,
-        name,
-        blockCache: false,
-        timeout: '5s',
-      });
+      const { memory, real } = pair(limits, name, clock);
       for (const s of seq) {
         clock.set(clock.now() + s.advance);
         const cost = s.cost * costScale;
@@ -176,21 +177,7 @@ export function limiterModelSuite(target: StoreTarget<LimiterCase>, extra?: () =
         const clock = new FakeClock(5_000_000);
         const limits: LimitOptions[] = [{ algorithm: 'sliding-log', limit: 50, window: '1s' }];
         const name = `batch-${run++}`;
-        const memory = createLimiter({
-          store: memoryStore({ clock }),
-          clock,
-          limits,
-          name,
-          blockCache: false,
-        });
-        const real = createLimiter({
-          store: target.store(),
-          clock,
-          limits,
-          name,
-          blockCache: false,
-          timeout: '5s',
-        });
+        const { memory, real } = pair(limits, name, clock);
         const calls = Array.from({ length: 300 }, (_, i) => ({ key: `k${i % 7}`, cost: (i % 5) + 1 }));
         const got = await Promise.all(calls.map((c) => real.take(c.key, { cost: c.cost })));
         for (const [i, c] of calls.entries())
