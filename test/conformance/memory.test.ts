@@ -1,23 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { memoryStore, StoreError } from '../../src/index.js';
 import { conformance, wrapStore } from '../../src/testing/index.js';
+import { conformanceSuite, outageConformance } from '../support/model-suites/conformance.js';
 
 // The memory store's retention bounds a whole ledger; each retention case books for one owner.
 const retention = (n: number) => memoryStore({ journal: { maxEntries: n } });
 
-describe('conformance: memory store', () => {
-  const store = memoryStore();
-  for (const suite of conformance.suites) {
-    if (suite.needs === 'outage') continue; // run below, with a store that can be cut off
-    for (const c of suite.cases) {
-      it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
-        const result = await conformance.runCase(store, c, { require: true, retention });
-        expect(result.failures).toEqual([]);
-        expect(result.unsupported).toBeUndefined();
-      });
-    }
-  }
-
+conformanceSuite({ label: 'memory store', store: memoryStore(), retention }, () => {
   it('limiter-outage: a store that fails while cut off charges nothing afterwards', async () => {
     const base = memoryStore();
     let down = false;
@@ -27,10 +16,7 @@ describe('conformance: memory store', () => {
           ? Promise.reject(new StoreError('limiterTake', new Error('unreachable')))
           : base.limiterTake!(cmd),
     });
-    const outage = { begin: () => void (down = true), end: () => void (down = false) };
-    const results = await conformance.run(cut, { suites: ['limiter-outage'], outage, require: true });
-    expect(results.length).toBeGreaterThan(0);
-    expect(results.flatMap((r) => r.failures)).toEqual([]);
+    await outageConformance(cut, { begin: () => void (down = true), end: () => void (down = false) });
   });
 
   it('run() covers every case of every suite and reports a broken store', async () => {

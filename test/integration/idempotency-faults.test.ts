@@ -1,11 +1,10 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createIdempotency } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
-import { startRedis } from '../support/redis-servers.js';
+import { adminClient, killClients, startDurableRedis } from '../support/durable-redis.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 const worker = fileURLToPath(new URL('./fixtures/idempotency-worker.mjs', import.meta.url));
@@ -87,16 +86,7 @@ function byKey(reports: Report[]): Map<string, { executed: number; values: Set<s
   return keys;
 }
 
-async function killWorkerConnections(admin: Redis): Promise<number> {
-  const list = (await admin.client('LIST')) as string;
-  const ids = list
-    .split('\n')
-    .filter((l) => l.includes('name=onceflow-idem-worker'))
-    .map((l) => /id=(\d+)/.exec(l)?.[1])
-    .filter((id): id is string => id !== undefined);
-  for (const id of ids) await admin.client('KILL', 'ID', id).catch(() => 0);
-  return ids.length;
-}
+const killWorkerConnections = (admin: Redis) => killClients(admin, 'onceflow-idem-worker');
 
 describe('idempotent runs across OS processes, with faults (real servers)', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -209,17 +199,11 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
   }, 120_000);
 
   it('CLIENT KILL and a restart of Redis (AOF) mid-run: no key completed twice, callers got typed retriable errors', async () => {
-    // appendfsync always: a completion Redis answered is on disk before the answer, so a restart
-    // cannot forget it (with everysec, the last second of completions could be lost: those keys
-    // would rightly run again, and this test could not tell that from a double completion).
-    const aof = ['--appendonly', 'yes', '--appendfsync', 'always'];
-    let server = await startRedis(aof);
-    const { port, dir } = server;
-    const url = `redis://127.0.0.1:${port}`;
-    cleanups.push(async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    // Every write fsynced before its reply (see durable-redis.ts): a completion Redis answered
+    // survives the restart, so a key run again would be a double completion.
+    const server = await startDurableRedis();
+    const { port, url } = server;
+    cleanups.push(() => server.remove());
     const prefix = runPrefix('idem-faults');
     const keys = keysOf(300, 'f');
     const workers = Array.from({ length: 3 }, (_, i) =>
@@ -246,18 +230,15 @@ describe('idempotent runs across OS processes, with faults (real servers)', () =
     let restarts = 0;
     let midRun = false;
     const chaos = (async () => {
-      const admin = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
-      admin.on('error', () => {}); // refused while the server restarts: expected
+      const admin = adminClient(port);
       try {
         for (let tick = 0; !done; tick++) {
           await sleep(150);
           if (tick === 2) {
             midRun = !done;
-            await server.stop();
             // Down for a second: lanes waking from their pace (10 ms) or a wait's backoff call in
             // that time, and fail (one reconnection per request), whatever fn was doing at the kill.
-            await sleep(1000);
-            server = await startRedis(aof, { port, dir });
+            await server.restart(1000);
             restarts++;
           } else if (!done) {
             kills += await killWorkerConnections(admin);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 
 /** The PostgreSQL for this run (the shared 127.0.0.1:5432 database `test`, or one the global setup started). */
 export const PG_URL = inject('postgresUrl');
@@ -25,4 +25,31 @@ export function testPool(max = 4): pg.Pool {
 export async function dropSchema(pool: pg.Pool, schema: string): Promise<void> {
   if (!schema.startsWith('t_')) throw new Error(`refusing to drop ${schema}: not a test run's schema`);
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
+
+/** A pool that must not be used: each call is recorded in `calls` and throws (for checks that run before any SQL). */
+export function untouchablePool(): { pool: Pick<pg.Pool, 'connect' | 'query'>; calls: string[] } {
+  const calls: string[] = [];
+  const pool = {
+    connect: async () => {
+      calls.push('connect');
+      throw new Error('must not connect');
+    },
+    query: async () => {
+      calls.push('query');
+      throw new Error('must not query');
+    },
+  };
+  return { pool: pool as unknown as Pick<pg.Pool, 'connect' | 'query'>, calls };
+}
+
+/** A pool of `max` connections and a schema of this run's own, dropped (and the pool ended) after the enclosing suite. */
+export function testSchema(name: string, max = 4): { pool: pg.Pool; schema: string } {
+  const pool = testPool(max);
+  const schema = runSchema(name);
+  afterAll(async () => {
+    await dropSchema(pool, schema);
+    await pool.end();
+  });
+  return { pool, schema };
 }

@@ -1,29 +1,16 @@
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/postgres/index.js';
-import { conformance, type StartedPostgres, startPostgres } from '../../src/testing/index.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { type StartedPostgres, startPostgres } from '../../src/testing/index.js';
+import { conformanceSuite, outageConformance } from '../support/model-suites/conformance.js';
+import { testSchema } from './pg-env.js';
 
-describe('conformance: Postgres store', () => {
-  const pool = testPool(4);
-  const schema = runSchema('conf');
-  const store = createPostgresStore({ pool, schema });
-  const retention = (n: number) => createPostgresStore({ pool, schema, journal: { maxEntriesPerOwner: n } });
-  afterAll(async () => {
-    await dropSchema(pool, schema);
-    await pool.end();
-  });
-
-  for (const suite of conformance.suites) {
-    if (suite.needs === 'outage') continue; // below, on a server of this file's own
-
-    for (const c of suite.cases) {
-      it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
-        const result = await conformance.runCase(store, c, { prefix: 'c:', require: true, retention });
-        expect(result.failures).toEqual([]);
-      });
-    }
-  }
+const { pool, schema } = testSchema('conf');
+conformanceSuite({
+  label: 'Postgres store',
+  store: createPostgresStore({ pool, schema }),
+  retention: (n) => createPostgresStore({ pool, schema, journal: { maxEntriesPerOwner: n } }),
+  prefix: 'c:',
 });
 
 describe('conformance: Postgres store cut off its server (limiter-outage)', () => {
@@ -52,9 +39,7 @@ describe('conformance: Postgres store cut off its server (limiter-outage)', () =
           },
           end: () => own.restart(),
         };
-        const results = await conformance.run(store, { suites: ['limiter-outage'], outage, require: true });
-        expect(results.length).toBeGreaterThan(0);
-        expect(results.flatMap((r) => r.failures)).toEqual([]);
+        const results = await outageConformance(store, outage);
         expect(crashes).toBe(results.length);
       } finally {
         await pool?.end().catch(() => {});

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/core/errors.js';
 import { createPostgresStore, type PostgresStore } from '../../src/postgres/index.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { dropSchema, runSchema, testPool, untouchablePool } from './pg-env.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -119,17 +119,7 @@ describe('Postgres idempotency records', () => {
   });
 
   it('bad input is a typed error naming the argument, before any SQL', async () => {
-    const calls: string[] = [];
-    const spy = {
-      connect: async () => {
-        calls.push('connect');
-        throw new Error('must not connect');
-      },
-      query: async () => {
-        calls.push('query');
-        throw new Error('must not query');
-      },
-    };
+    const { pool: spy, calls } = untouchablePool();
     const bad = createPostgresStore({ pool: spy, schema: 'onceflow' });
     const base = { name: 'n', key: 'k', payloadHash: '', token: 't', leaseMs: 1000 };
     const cases: [() => Promise<unknown>, string][] = [

@@ -1,119 +1,20 @@
-// The Postgres limiter against the memory model: the same generated sequences (several keys,
-// single and multi-limit, every algorithm), one fake clock passed to both (the time in each
-// command), and every decision must be identical, field by field.
+// The limiter model suite (test/support/model-suites/limiter.ts) on PostgreSQL, and the store
+// contract straight (no limiter in between) against the memory store.
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createLimiter, type Decision, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
+import { expect, it } from 'vitest';
+import { FakeClock, memoryStore } from '../../src/index.js';
 import { specSuffix } from '../../src/limiter/algorithms.js';
 import type { LimitCall, LimitSpec } from '../../src/limiter/types.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
 import type { Store } from '../../src/store/store.js';
-import { limitSets, type Step, steps, WINDOW } from '../property/limiter-sequences.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { limiterModelSuite } from '../support/model-suites/limiter.js';
+import { testSchema } from './pg-env.js';
 
-const view = (d: Decision) => ({
-  allowed: d.allowed,
-  remaining: d.remaining,
-  resetAt: d.resetAt,
-  retryAfterMs: d.retryAfterMs,
-  reason: d.reason,
-  bound: d.bound,
-  at: d.at,
-  limits: d.limits,
-});
+const { pool, schema } = testSchema('lim_model');
+const store = createPostgresStore({ pool, schema });
+let run = 0;
 
-describe('limiter on PostgreSQL = memory model', () => {
-  const pool = testPool(4);
-  const schema = runSchema('lim_model');
-  const store = createPostgresStore({ pool, schema });
-  afterAll(async () => {
-    await dropSchema(pool, schema);
-    await pool.end();
-  });
-  let run = 0;
-
-  /** Runs `seq` on a memory and a Postgres limiter driven by one fake clock; every decision must be equal. */
-  async function sameDecisions(limits: LimitOptions[], seq: Step[], costScale = 1, start = 1_000_000) {
-    const clock = new FakeClock(start);
-    const name = `run-${run++}`;
-    const memory = createLimiter({ store: memoryStore({ clock }), clock, limits, name, blockCache: false });
-    const pg = createLimiter({ store, clock, limits, name, blockCache: false, timeout: '5s' });
-    for (const s of seq) {
-      clock.set(clock.now() + s.advance);
-      const cost = s.cost * costScale;
-      const [m, p] = await Promise.all([memory.take(s.key, { cost }), pg.take(s.key, { cost })]);
-      expect(view(p)).toEqual(view(m));
-    }
-  }
-
-  it('gives identical decisions for the same sequence and clock (clock rollbacks too)', async () => {
-    await fc.assert(
-      fc.asyncProperty(limitSets, steps(['a', 'b:c', '{x}'], true), (limits, seq) =>
-        sameDecisions(limits, seq),
-      ),
-      { numRuns: 60 },
-    );
-  });
-
-  it('clocks far from today match the model too: near 0, past 1e14 ms, near 2^52', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        limitSets,
-        steps(['a', 'b'], true),
-        fc.constantFrom(50_000, 100_000_000_000_007, 2 ** 50, 2 ** 52 - 10_000_000),
-        (limits, seq, start) => sameDecisions(limits, seq, 1, start),
-      ),
-      { numRuns: 30 },
-    );
-  });
-
-  it("a sliding log matches the model at every entry's own window edge", async () => {
-    const near = fc.constantFrom(0, 1, 2, 3, WINDOW - 2, WINDOW - 1, WINDOW, WINDOW + 1);
-    const step = fc.record({
-      advance: fc.oneof(
-        { arbitrary: near, weight: 4 },
-        { arbitrary: fc.integer({ min: 0, max: WINDOW }), weight: 1 },
-      ),
-      cost: fc.oneof(
-        { arbitrary: fc.constant(1), weight: 3 },
-        { arbitrary: fc.integer({ min: 0, max: 4 }), weight: 1 },
-      ),
-      key: fc.constant('k'),
-    });
-    await fc.assert(
-      fc.asyncProperty(
-        fc.integer({ min: 1, max: 8 }),
-        fc.array(step, { minLength: 1, maxLength: 60 }),
-        (limit, seq) => sameDecisions([{ algorithm: 'sliding-log', limit, window: WINDOW }], seq),
-      ),
-      { numRuns: 80 },
-    );
-  });
-
-  it('large limits and costs (sliding log above 512 entries, scaled costs) match the model', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom('sliding-log', 'gcra', 'sliding-window', 'fixed-window') as fc.Arbitrary<
-          LimitOptions['algorithm']
-        >,
-        fc.integer({ min: 513, max: 700 }),
-        steps(['a', 'b'], true),
-        fc.integer({ min: 40, max: 120 }),
-        (algorithm, limit, seq, scale) =>
-          sameDecisions(
-            [
-              algorithm === 'sliding-window'
-                ? { algorithm, limit, window: 1000, granularity: 100 }
-                : { algorithm, limit, window: 1000 },
-            ],
-            seq,
-            scale,
-          ),
-      ),
-      { numRuns: 30 },
-    );
-  });
-
+limiterModelSuite({ label: 'PostgreSQL', store: () => store }, () => {
   it('store replies equal the memory store for multi-limit commands at and around window edges', async () => {
     // Straight at the Store contract (no limiter in between): explicit `now`, specs built by
     // hand, costs up to 2^53 - 1 (a cost no limit admits must not overflow the SQL math).

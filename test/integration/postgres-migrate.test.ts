@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, migrate, SCHEMA_VERSION } from '../../src/postgres/index.js';
-import { dropSchema, runSchema, testPool } from './pg-env.js';
+import { dropSchema, runSchema, testPool, untouchablePool } from './pg-env.js';
 
 describe('Postgres migrations', () => {
   const pool = testPool(8);
@@ -47,17 +47,7 @@ describe('Postgres migrations', () => {
   });
 
   it('hostile or mistyped schema names are refused before any SQL', async () => {
-    const calls: string[] = [];
-    const spy = {
-      connect: async () => {
-        calls.push('connect');
-        throw new Error('must not connect');
-      },
-      query: async () => {
-        calls.push('query');
-        throw new Error('must not query');
-      },
-    };
+    const { pool: spy, calls } = untouchablePool();
     for (const bad of [
       'x"; DROP SCHEMA public; --',
       'Upper',

@@ -1,29 +1,22 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRedisStore } from '../../src/redis/index.js';
-import { conformance, startTcpProxy } from '../../src/testing/index.js';
+import { startTcpProxy } from '../../src/testing/index.js';
+import { conformanceSuite, outageConformance } from '../support/model-suites/conformance.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
 for (const mode of ['standalone', 'cluster'] as const) {
-  describe(`conformance: Redis store (${mode})`, () => {
-    const client = mode === 'cluster' ? clusterClient() : new Redis(REDIS_URL);
-    const prefix = runPrefix('conf');
-    const store = createRedisStore({ client, prefix });
-    const retention = (n: number) => createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: n } });
-    afterAll(async () => {
-      await cleanupPrefix(client, prefix);
-      client.disconnect();
-    });
-
-    for (const suite of conformance.suites) {
-      if (suite.needs === 'outage') continue; // below, through a proxy that can cut the server off
-      for (const c of suite.cases) {
-        it(`${suite.name}: ${c.name}: ${c.rule}`, async () => {
-          const result = await conformance.runCase(store, c, { prefix: 'c:', require: true, retention });
-          expect(result.failures).toEqual([]);
-        });
-      }
-    }
+  const client = mode === 'cluster' ? clusterClient() : new Redis(REDIS_URL);
+  const prefix = runPrefix('conf');
+  afterAll(async () => {
+    await cleanupPrefix(client, prefix);
+    client.disconnect();
+  });
+  conformanceSuite({
+    label: `Redis store (${mode})`,
+    store: createRedisStore({ client, prefix }),
+    retention: (n) => createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: n } }),
+    prefix: 'c:',
   });
 }
 
@@ -59,9 +52,7 @@ describe('conformance: Redis store cut off its server (limiter-outage)', () => {
           await ready();
         },
       };
-      const results = await conformance.run(store, { suites: ['limiter-outage'], outage, require: true });
-      expect(results.length).toBeGreaterThan(0);
-      expect(results.flatMap((r) => r.failures)).toEqual([]);
+      await outageConformance(store, outage);
       expect(proxy.killed).toBeGreaterThan(0);
     } finally {
       await cleanupPrefix(client, prefix).catch(() => {});

@@ -1,5 +1,5 @@
-import { Cluster, type Redis } from 'ioredis';
-import { inject } from 'vitest';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, inject } from 'vitest';
 
 /** The standalone Redis for this run (the shared 6379, or one the global setup started). */
 export const REDIS_URL = inject('redisUrl');
@@ -29,4 +29,38 @@ export async function cleanupPrefix(client: Redis | Cluster, prefix: string): Pr
       for (const key of keys) await node.unlink(key);
     } while (cursor !== '0');
   }
+}
+
+/** A client with a `keyPrefix`, and a plain one to the same server that sees the keys as stored. */
+export interface PrefixedTarget {
+  readonly name: 'standalone' | 'cluster';
+  readonly client: Redis | Cluster;
+  readonly raw: Redis | Cluster;
+}
+
+/**
+ * Clients with `keyPrefix` to the standalone Redis and to the cluster, each beside a plain one
+ * (which cleans up and looks for keys written elsewhere). After the enclosing suite, the keys under
+ * `keyPrefix` are deleted and every client closed.
+ */
+export function prefixedTargets(keyPrefix: string): PrefixedTarget[] {
+  const targets: PrefixedTarget[] = [
+    { name: 'standalone', client: new Redis(REDIS_URL, { keyPrefix }), raw: new Redis(REDIS_URL) },
+    {
+      name: 'cluster',
+      client: new Cluster(
+        inject('clusterPorts').map((port) => ({ host: '127.0.0.1', port })),
+        { keyPrefix, redisOptions: { maxRetriesPerRequest: 20 } },
+      ),
+      raw: clusterClient(),
+    },
+  ];
+  afterAll(async () => {
+    for (const { client, raw } of targets) {
+      await cleanupPrefix(raw, keyPrefix);
+      client.disconnect();
+      raw.disconnect();
+    }
+  });
+  return targets;
 }

@@ -3,37 +3,17 @@
 // client's keyPrefix and gives the same answers as on a client without one, with every key it
 // writes under the keyPrefix.
 import { Cluster, Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLimiter, createTenantRegistry } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { conformance } from '../../src/testing/index.js';
 import { keysMatching } from '../support/keys-matching.js';
-import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
+import { prefixedTargets, runPrefix } from './redis-env.js';
 
 const keyPrefix = runPrefix('key-prefix');
 
 describe('a client with keyPrefix', () => {
-  // Plain clients see the keys as stored: they clean up, and look for keys written elsewhere.
-  const plain = new Redis(REDIS_URL);
-  const plainCluster = clusterClient();
-  const targets = [
-    { name: 'standalone', client: new Redis(REDIS_URL, { keyPrefix }), raw: plain as Redis | Cluster },
-    {
-      name: 'cluster',
-      client: new Cluster(
-        inject('clusterPorts').map((port) => ({ host: '127.0.0.1', port })),
-        { keyPrefix, redisOptions: { maxRetriesPerRequest: 20 } },
-      ),
-      raw: plainCluster,
-    },
-  ];
-  afterAll(async () => {
-    for (const { client, raw } of targets) {
-      await cleanupPrefix(raw, keyPrefix);
-      client.disconnect();
-      raw.disconnect();
-    }
-  });
+  const targets = prefixedTargets(keyPrefix);
 
   for (const { name, client, raw } of targets) {
     it(`${name}: tenants.reset removes the tenant's keys, and the tenant is admitted again`, async () => {

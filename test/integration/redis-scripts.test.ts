@@ -1,15 +1,10 @@
-import { readFileSync, rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-// @ts-expect-error: a plain .mjs build script without types
-import { render } from '../../scripts/gen-lua.mjs';
 import { createLedger, memoryStore } from '../../src/index.js';
 import { createRedisStore, escapeId, scripts } from '../../src/redis/index.js';
 import { startRedis } from '../../src/testing/redis-servers.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
-
-const generated = fileURLToPath(new URL('../../src/redis/scripts.generated.ts', import.meta.url));
 
 describe('Lua scripts', () => {
   const client = new Redis(REDIS_URL);
@@ -17,10 +12,6 @@ describe('Lua scripts', () => {
   afterAll(async () => {
     await cleanupPrefix(client, prefix);
     client.disconnect();
-  });
-
-  it('the committed generated module is not stale', () => {
-    expect(readFileSync(generated, 'utf8')).toBe((render as () => string)());
   });
 
   it("each script's sha1 is the one Redis computes in SCRIPT LOAD", async () => {

@@ -1,85 +1,17 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createLedger } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import type { Delivery } from '../property/settlement-log.js';
-import { startRedis } from '../support/redis-servers.js';
-import { buildLog, truth } from '../support/worker-log.js';
+import { adminClient, killClients, startDurableRedis } from '../support/durable-redis.js';
+import { buildLog } from '../support/worker-log.js';
+import { type Counts, runWorkers, verifyExactlyOnce, WORKERS } from '../support/worker-run.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
-const run = promisify(execFile);
-const worker = fileURLToPath(new URL('./fixtures/apply-worker.mjs', import.meta.url));
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const WORKERS = 4;
-
-type Counts = { applied: number; duplicate: number; stale: number };
-
-/** Runs the workers; `chaos` runs beside them until they are done. */
-async function runWorkers(
-  target: { url?: string; cluster?: number[]; paceMs?: number },
-  prefix: string,
-  players: Delivery[][],
-  chaos: (done: () => boolean) => Promise<void> = async () => {},
-): Promise<Counts[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'onceflow-log-'));
-  const logFile = join(dir, 'log.json');
-  writeFileSync(logFile, JSON.stringify(players));
-  let finished = false;
-  try {
-    const workers = Array.from({ length: WORKERS }, (_, i) =>
-      run(process.execPath, [worker, JSON.stringify({ ...target, prefix, logFile, seed: 1000 + i })], {
-        cwd: root,
-        timeout: 120_000,
-      }),
-    );
-    const all = Promise.all(workers).finally(() => {
-      finished = true;
-    });
-    const [results] = await Promise.all([all, chaos(() => finished)]);
-    return results.map((r) => JSON.parse(r.stdout) as Counts);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function verify(client: Redis | Cluster, prefix: string, players: Delivery[][], counts: Counts[]) {
-  const t = truth(players);
-  const ledger = createLedger({ store: createRedisStore({ client, prefix }), capacity: 4 });
-  // Every unique settlement applied at most once as seen by the workers: a script that ran but whose
-  // reply was lost (killed connection, restart) is resent and answers `duplicate`. The journal and
-  // balances below prove each one took effect exactly once.
-  expect(counts.reduce((n, c) => n + c.applied, 0)).toBeLessThanOrEqual(t.count);
-  const delivered = players.flat().length * WORKERS;
-  expect(counts.reduce((n, c) => n + c.applied + c.duplicate + c.stale, 0)).toBe(delivered);
-  for (const [player, balance] of t.balances) {
-    expect(await ledger.balances(player), player).toEqual({ coins: balance });
-    const journal = await ledger.journal({ owner: player });
-    expect(journal.map((e) => e.signature).sort(), player).toEqual(
-      [...(t.signatures.get(player) ?? [])].sort(),
-    );
-  }
-  for (const [room, total] of t.rooms) expect(await ledger.totals(room), room).toEqual({ coins: total });
-  expect((await ledger.journal()).length).toBe(t.count);
-}
-
-async function killWorkerConnections(node: Redis): Promise<number> {
-  const list = (await node.client('LIST')) as string;
-  const ids = list
-    .split('\n')
-    .filter((l) => l.includes('name=onceflow-worker'))
-    .map((l) => /id=(\d+)/.exec(l)?.[1])
-    .filter((id): id is string => id !== undefined);
-  for (const id of ids) await node.client('KILL', 'ID', id).catch(() => 0);
-  return ids.length;
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const verify = (client: Redis | Cluster, prefix: string, players: Delivery[][], counts: Counts[]) =>
+  verifyExactlyOnce(createRedisStore({ client, prefix }), players, counts);
+
+const killWorkerConnections = (node: Redis) => killClients(node, 'onceflow-worker');
 
 describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -95,7 +27,7 @@ describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, ()
       client.disconnect();
     });
     const players = buildLog(1);
-    const counts = await runWorkers({ url: REDIS_URL }, prefix, players);
+    const counts = await runWorkers<Counts>('apply-worker.mjs', { url: REDIS_URL, prefix }, players, 120_000);
     await verify(client, prefix, players, counts);
   });
 
@@ -112,54 +44,58 @@ describe(`${WORKERS} OS processes apply shuffled copies of one delivery log`, ()
     const players = buildLog(2);
     let kills = 0;
     let flushes = 0;
-    const counts = await runWorkers({ cluster: ports, paceMs: 1 }, prefix, players, async (done) => {
-      for (let tick = 0; !done(); tick++) {
-        await sleep(100);
-        for (const admin of admins) {
-          await admin.script('FLUSH');
-          flushes++;
-          if (tick % 3 === 2) kills += await killWorkerConnections(admin);
+    const counts = await runWorkers<Counts>(
+      'apply-worker.mjs',
+      { cluster: ports, paceMs: 1, prefix },
+      players,
+      120_000,
+      async (done) => {
+        for (let tick = 0; !done(); tick++) {
+          await sleep(100);
+          for (const admin of admins) {
+            await admin.script('FLUSH');
+            flushes++;
+            if (tick % 3 === 2) kills += await killWorkerConnections(admin);
+          }
         }
-      }
-    });
+      },
+    );
     expect(flushes).toBeGreaterThan(0);
     expect(kills).toBeGreaterThan(0);
     await verify(client, prefix, players, counts);
   });
 
   it('on a Redis with AOF that is killed (SIGKILL) and restarted mid-run, with faults: nothing lost, nothing twice', async () => {
-    const aof = ['--appendonly', 'yes', '--appendfsync', 'always'];
-    let server = await startRedis(aof);
-    const { port, dir } = server;
-    const url = `redis://127.0.0.1:${port}`;
-    cleanups.push(async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const server = await startDurableRedis();
+    const { port, url } = server;
+    cleanups.push(() => server.remove());
     const prefix = runPrefix('workers-aof');
     const players = buildLog(3);
     let restarts = 0;
     let kills = 0;
-    const counts = await runWorkers({ url, paceMs: 1 }, prefix, players, async (done) => {
-      const admin = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
-      admin.on('error', () => {}); // refused while the server restarts: expected
-      try {
-        for (let tick = 0; !done(); tick++) {
-          await sleep(100);
-          if (tick === 3) {
-            await server.stop();
-            await sleep(200);
-            server = await startRedis(aof, { port, dir });
-            restarts++;
-          } else if (!done()) {
-            await admin.script('FLUSH');
-            kills += await killWorkerConnections(admin);
+    const counts = await runWorkers<Counts>(
+      'apply-worker.mjs',
+      { url, paceMs: 1, prefix },
+      players,
+      120_000,
+      async (done) => {
+        const admin = adminClient(port);
+        try {
+          for (let tick = 0; !done(); tick++) {
+            await sleep(100);
+            if (tick === 3) {
+              await server.restart(200);
+              restarts++;
+            } else if (!done()) {
+              await admin.script('FLUSH');
+              kills += await killWorkerConnections(admin);
+            }
           }
+        } finally {
+          admin.disconnect();
         }
-      } finally {
-        admin.disconnect();
-      }
-    });
+      },
+    );
     expect(restarts).toBe(1);
     expect(kills).toBeGreaterThan(0);
     const client = new Redis(url);

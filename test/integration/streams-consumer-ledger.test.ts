@@ -12,10 +12,10 @@ import {
   createStreamConsumer,
   type Delivery,
   type StreamClient,
-  type StreamConsumerEvent,
   type StreamLedgerOptions,
 } from '../../src/streams/consumer.js';
 import { startTcpProxy } from '../../src/testing/tcp-proxy.js';
+import { startConsumer } from '../support/consumer-run.js';
 import { redisRun } from '../support/redis-run.js';
 import { pollUntil } from '../support/until.js';
 import { cleanupPrefix, clusterClient, REDIS_URL } from './redis-env.js';
@@ -48,9 +48,7 @@ function start(
   ledger: Partial<StreamLedgerOptions<Payment>> = {},
   more: { consumer?: string; claimIdle?: Duration } = {},
 ) {
-  const controller = new AbortController();
-  const events: StreamConsumerEvent[] = [];
-  const consumer = createStreamConsumer<Payment>({
+  return startConsumer<Payment>({
     client: c,
     stream,
     group: 'g',
@@ -60,19 +58,7 @@ function start(
     concurrency: 8,
     key: (d) => d.event.owner,
     ledger: { capacity: CAPACITY, prefix: keyPrefix, entry, ...ledger },
-    signal: controller.signal,
-    onEvent: (e) => events.push(e),
   });
-  const done = consumer.run();
-  return {
-    consumer,
-    events,
-    done,
-    stop: () => {
-      controller.abort();
-      return done;
-    },
-  };
 }
 
 describe('stream consumer, ledger path (booking + XACK in one script)', () => {

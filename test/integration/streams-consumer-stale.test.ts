@@ -9,6 +9,7 @@ import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/redis-store.js';
 import { createStreamConsumer, type StreamConsumerEvent } from '../../src/streams/consumer.js';
 import { streamOrder } from '../../src/streams/delivery.js';
+import { startConsumer } from '../support/consumer-run.js';
 import { redisRun } from '../support/redis-run.js';
 import { pollUntil } from '../support/until.js';
 
@@ -47,9 +48,7 @@ async function crashedRead(stream: string): Promise<string> {
 }
 
 function consumeLedger(stream: string, keyPrefix: string) {
-  const controller = new AbortController();
-  const events: StreamConsumerEvent[] = [];
-  const consumer = createStreamConsumer<Move>({
+  return startConsumer<Move>({
     client,
     stream,
     group: 'g',
@@ -68,18 +67,7 @@ function consumeLedger(stream: string, keyPrefix: string) {
         order: d.order,
       }),
     },
-    signal: controller.signal,
-    onEvent: (e) => events.push(e),
   });
-  const done = consumer.run();
-  return {
-    consumer,
-    events,
-    stop: () => {
-      controller.abort();
-      return done;
-    },
-  };
 }
 
 const applied = (events: StreamConsumerEvent[]) =>

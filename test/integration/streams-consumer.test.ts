@@ -12,10 +12,10 @@ import { scripts } from '../../src/redis/scripts.generated.js';
 import {
   createStreamConsumer,
   type Delivery,
-  type StreamConsumerEvent,
   type StreamConsumerOptions,
 } from '../../src/streams/consumer.js';
 import { parseDeadLetter } from '../../src/streams/dead-letter.js';
+import { startConsumer } from '../support/consumer-run.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -51,27 +51,13 @@ type Partial<E> = Omit<StreamConsumerOptions<E>, 'client' | 'signal' | 'group' |
 };
 
 function start<E>(options: Partial<E>) {
-  const controller = new AbortController();
-  const events: StreamConsumerEvent[] = [];
-  const consumer = createStreamConsumer<E>({
+  return startConsumer<E>({
     client,
     group: 'g',
     consumer: 'c1',
     block: '100ms',
     ...options,
-    signal: controller.signal,
-    onEvent: (e) => events.push(e),
-  } as StreamConsumerOptions<E>);
-  const done = consumer.run();
-  return {
-    consumer,
-    events,
-    done,
-    stop: () => {
-      controller.abort();
-      return done;
-    },
-  };
+  } as Parameters<typeof startConsumer<E>>[0]);
 }
 
 describe('stream consumer', () => {

@@ -3,8 +3,8 @@
 // XINFO's. The producer, the consumer (handler and ledger paths, dead letters), retention, windows
 // and the trimmed-past checks work on such a client as on a plain one, with every key they write
 // under the keyPrefix (standalone and Cluster).
-import { Cluster, Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import {
@@ -20,7 +20,7 @@ import {
   trimStream,
 } from '../../src/streams/index.js';
 import { keysMatching } from '../support/keys-matching.js';
-import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
+import { prefixedTargets, runPrefix } from './redis-env.js';
 
 const keyPrefix = runPrefix('streams-key-prefix');
 // In every key name the tests make (not in the keyPrefix): a SCAN for it finds whatever they
@@ -59,28 +59,7 @@ async function consume<E>(
 }
 
 describe('streams on a client with keyPrefix', () => {
-  const targets = [
-    {
-      name: 'standalone',
-      client: new Redis(REDIS_URL, { keyPrefix }) as Redis | Cluster,
-      raw: new Redis(REDIS_URL) as Redis | Cluster,
-    },
-    {
-      name: 'cluster',
-      client: new Cluster(
-        inject('clusterPorts').map((port) => ({ host: '127.0.0.1', port })),
-        { keyPrefix, redisOptions: { maxRetriesPerRequest: 20 } },
-      ),
-      raw: clusterClient(),
-    },
-  ];
-  afterAll(async () => {
-    for (const { client, raw } of targets) {
-      await cleanupPrefix(raw, keyPrefix);
-      client.disconnect();
-      raw.disconnect();
-    }
-  });
+  const targets = prefixedTargets(keyPrefix);
 
   for (const { name, client, raw } of targets) {
     // A hash tag: on the Cluster the stream, its dedup record, dead letters and attempts share a slot.

@@ -1,6 +1,8 @@
 // The reference model of an idempotency record's state machine (DESIGN §3.6), as one pure
 // function: (records, time, operation) -> (records, answer). No store, no clock, no promise: what
-// every store's begin / renew / complete / release must answer, for property tests to compare.
+// every store's begin / renew / complete / release must answer, for property tests to compare;
+// and the command sequences those tests generate.
+import fc from 'fast-check';
 
 /** A record: in progress (held by `token` until `expiresAt`) or completed (its value until `expiresAt`). */
 export interface ModelRecord {
@@ -54,3 +56,73 @@ export function modelStep(
   else next.delete(op.key);
   return { records: next, answer: true };
 }
+
+/** A generated step: callers hold what their last begin acquired; `cleanup` only where a store sweeps. */
+export type Command =
+  | { op: 'begin'; caller: number; key: number; hash: number; leaseMs: number }
+  | { op: 'renew'; caller: number; leaseMs: number }
+  | { op: 'complete'; caller: number; value: string; ttlMs: number }
+  | { op: 'release'; caller: number }
+  | { op: 'cleanup'; limit: number }
+  | { op: 'sleep'; ms: number };
+
+/**
+ * Command sequences over 3 callers and 2 keys, with `cleanup` steps when `cleanup` is set. Leases
+ * and ttls of tens of ms (sleeps of the same order cross them), far above a store call (~0.1-1 ms
+ * here, more on a loaded machine: only a lease edge inside that interval is missed).
+ */
+export function commands(cleanup: boolean): fc.Arbitrary<Command[]> {
+  const lease = fc.constantFrom(40, 90, 160);
+  return fc.array(
+    fc.oneof(
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          op: fc.constant('begin' as const),
+          caller: fc.nat(2),
+          key: fc.nat(1),
+          hash: fc.constantFrom(0, 0, 0, 1),
+          leaseMs: lease,
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({ op: fc.constant('renew' as const), caller: fc.nat(2), leaseMs: lease }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          op: fc.constant('complete' as const),
+          caller: fc.nat(2),
+          value: fc.constantFrom('', '{"v":1}', '"é😀\u0000"', 'x'.repeat(300)),
+          ttlMs: fc.constantFrom(60, 250, 1000),
+        }),
+      },
+      { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), caller: fc.nat(2) }) },
+      {
+        weight: cleanup ? 1 : 0,
+        arbitrary: fc.record({ op: fc.constant('cleanup' as const), limit: fc.constantFrom(1, 1000) }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({ op: fc.constant('sleep' as const), ms: fc.constantFrom(0, 25, 70, 130, 200) }),
+      },
+    ),
+    { minLength: 6, maxLength: 16 },
+  );
+}
+
+/** Every answer of the four operations: a property's runs must reach each (one that never crossed a lease proves little). */
+export const EVERY_ANSWER = [
+  'acquired',
+  'acquired+takeover',
+  'completed',
+  'in-progress',
+  'mismatch',
+  'renew:true',
+  'renew:false',
+  'complete:true',
+  'complete:false',
+  'release:true',
+  'release:false',
+] as const;
