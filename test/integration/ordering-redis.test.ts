@@ -39,9 +39,6 @@ for (const { label, make } of clients) {
       keys: ['k|3', 'ü'],
       checkpoints: ['p{1}', 'x:y'],
       clocks: ['p{1}', 'x:y'],
-      // Redis answers `stale` to a first save at a negative revision, where the model (and
-      // PostgreSQL) saves it: a reorderer never writes one, so it is left out here, not hidden.
-      minRevision: 0,
     },
     () => {
       it('concurrent upserts from many writers converge on the newest version, and never go back', async () => {
