@@ -35,7 +35,7 @@ const builds = await Promise.all(
     script: (await load(d, 'redis/scripts.generated.js')).scripts.limiterTake,
     // Each build's own letter for an algorithm: builds differ ('d' for the string log with deltas,
     // 'l' in builds that write absolute times).
-    codeOf: (await load(d, 'limiter/algorithms.js')).codeOf,
+    codeOf: (await load(d, 'windows/limits/algorithms.js')).codeOf,
   })),
 );
 const shas = await Promise.all(builds.map((b) => client.script('LOAD', b.script.text)));

@@ -14,7 +14,7 @@ const perSecond = Number(process.argv[3] ?? 50_000);
 const seconds = Number(process.argv[4] ?? 12);
 const load = (path) => import(pathToFileURL(resolve(dist, path)).href);
 const { createLimiter, memoryStore, FakeClock } = await load('index.js');
-const { MemoryLimiterBackend } = await load('limiter/memory-backend.js');
+const { MemoryLimiterBackend } = await load('store/memory/limiter.js');
 const { toSpec } = await load('limiter/options.js');
 
 if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');

@@ -40,7 +40,6 @@ export {
 export { createReorderer, type Reorderer, type ReordererOptions } from './ordering/reorderer.js';
 export { type GuardDecision, SequenceGuard, type SequenceGuardOptions } from './ordering/sequence-guard.js';
 export { type DecodedSnowflake, Snowflake, type SnowflakeOptions } from './ordering/snowflake.js';
-export type { OrderingStoreOps, VersionUpsertReply } from './ordering/store-ops.js';
 export { VersionGate, type VersionGateOptions, type VersionGateResult } from './ordering/version-gate.js';
 export {
   defineSignature,
@@ -49,7 +48,12 @@ export {
   type SignatureOptions,
   type SignatureSchema,
 } from './signature/define-signature.js';
-export { DEFAULT_JOURNAL_ENTRIES, type MemoryStoreOptions, memoryStore } from './store/memory-store.js';
+export {
+  DEFAULT_JOURNAL_ENTRIES,
+  type MemoryStoreOptions,
+  memoryStore,
+} from './store/memory/memory-store.js';
+export type { OrderingStoreOps, VersionUpsertReply } from './store/ordering.js';
 export type {
   ApplyOutcome,
   Balances,

@@ -1,4 +1,10 @@
 // Idempotent calls (DESIGN §3.6): re-exports only.
+
+export type {
+  IdempotencyBeginCommand,
+  IdempotencyBeginReply,
+  IdempotencyStoreOps,
+} from '../store/idempotency.js';
 export {
   createIdempotency,
   type Idempotency,
@@ -9,8 +15,3 @@ export {
 export { type IdempotentOptions, idempotent } from './idempotent.js';
 export { DEFAULT_MAX_RESULT_BYTES, type IdempotencyOptions } from './options.js';
 export { jsonSerializer, type Serializer } from './serializer.js';
-export type {
-  IdempotencyBeginCommand,
-  IdempotencyBeginReply,
-  IdempotencyStoreOps,
-} from './store-ops.js';

@@ -5,13 +5,14 @@ import { FakeClock } from '../core/clock.js';
 import { isOnceflowError, StoreError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
 import { VersionGate } from '../ordering/version-gate.js';
-import { type InProcessLimiter, inProcessLimiterOf } from '../store/in-process.js';
-import { memoryStore } from '../store/memory-store.js';
+import type { LimiterTakeCommand, LimiterTakeReply } from '../store/limiter.js';
+import { type InProcessLimiter, inProcessLimiterOf } from '../store/memory/in-process.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
+import type { LimitSpec } from '../windows/limits/types.js';
 import { rateLimitHeaders } from './headers.js';
 import { createLimiter, type LimiterOptions } from './limiter.js';
-import type { LimiterTakeCommand, LimiterTakeReply, LimitSpec } from './types.js';
 
 const fixture = (options: Omit<LimiterOptions, 'store' | 'clock'>, start = 0) => {
   const clock = new FakeClock(start);

@@ -5,31 +5,18 @@ import { optionWithinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
-import { inProcessLimiterOf } from '../store/in-process.js';
-import { memoryStore } from '../store/memory-store.js';
+import { inProcessLimiterOf } from '../store/memory/in-process.js';
+import { MemoryLimiterBackend } from '../store/memory/limiter.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
+import { limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
 import { BlockCache } from './block-cache.js';
-import type { Decision } from './decision.js';
 import { limiterNamespace } from './keys.js';
-import { MemoryLimiterBackend } from './memory-backend.js';
 import { type LimitOptions, toSpec } from './options.js';
 import { type Fallback, RateLimiter } from './rate-limiter.js';
-import { limiterTime, STATE_SLACK_MS } from './time.js';
-import type { LimitSpec } from './types.js';
+import type { DegradedPolicy, Limiter } from './types.js';
 
-/** What a limiter does when its store fails or does not answer in time. Never a silent fail-open. */
-export type DegradedPolicy =
-  /** Rethrow the store's error (a `StoreError`). */
-  | 'throw'
-  /** Refuse (`reason: 'degraded-deny'`). */
-  | 'deny'
-  /** Admit without counting (`reason: 'degraded-allow'`): an explicit fail-open. */
-  | 'allow'
-  /**
-   * Decide with a limiter in this process holding `share` of each limit (e.g. 1/4 on each of 4
-   * nodes: the cluster as a whole stays near the limit). `reason: 'degraded-local'`.
-   */
-  | { mode: 'local'; share: number };
+export type { DegradedPolicy, Limiter } from './types.js';
 
 /** Options of {@link createLimiter}: one limit inline, or several in `limits`. */
 export interface LimiterOptions extends Partial<LimitOptions> {
@@ -56,30 +43,6 @@ export interface LimiterOptions extends Partial<LimitOptions> {
    * store answers within its `timeout`, 10 s by default).
    */
   timeout?: Duration;
-}
-
-/** A limiter: `take` decides one request. */
-export interface Limiter {
-  /**
-   * Decides a request of `cost` (default 1) for `key`, or for several subjects
-   * (`{ user: 'u1', ip: '10.0.0.1' }`, matched by each limit's `by`; a limit without `by` uses
-   * the subject `key`). All limits admit it and are charged, or none is charged.
-   */
-  take(key: string | Readonly<Record<string, string>>, options?: { cost?: number }): Promise<Decision>;
-  /**
-   * Forgets `key`'s usage in every limit (its store state, its block, its degraded-local
-   * counters), after the takes called before it: its next take starts afresh. What
-   * rate-limiter-flexible calls `delete`, express-rate-limit `resetKey`. Needs a store with
-   * `limiterDelete` (the memory and Redis stores have it).
-   */
-  reset(key: string | Readonly<Record<string, string>>): Promise<void>;
-  /** The validated limits, in order. */
-  readonly limits: readonly LimitSpec[];
-  /**
-   * Forgets what this process keeps of the limiter's state: its block cache and the counters of
-   * its degraded-local limiter (after a reset of the limiter's keys).
-   */
-  clearBlocks(): void;
 }
 
 // 10 000 blocked keys x ~150 bytes (key string, entry, map slot) ≈ 1.5 MB per limiter: enough to

@@ -6,17 +6,18 @@ import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
 import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
-import type { InProcessLimiter } from '../store/in-process.js';
+import type { LimitCall, LimiterTakeReply } from '../store/limiter.js';
+import type { InProcessLimiter } from '../store/memory/in-process.js';
+import type { MemoryLimiterBackend } from '../store/memory/limiter.js';
 import type { Store } from '../store/store.js';
-import { specSuffix } from './algorithms.js';
+import { specSuffix } from '../windows/limits/algorithms.js';
+import { limiterCost } from '../windows/limits/cost.js';
+import { type Decision, decide, type LimitDecision } from '../windows/limits/decision.js';
+import type { LimitSpec, Verdict } from '../windows/limits/types.js';
+import { verdict } from '../windows/limits/verdict.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
-import { limiterCost } from './cost.js';
-import { type Decision, decide, type LimitDecision } from './decision.js';
 import { escapeKeyPart } from './keys.js';
-import type { DegradedPolicy, Limiter } from './limiter.js';
-import type { MemoryLimiterBackend } from './memory-backend.js';
-import type { LimitCall, LimiterTakeReply, LimitSpec, Verdict } from './types.js';
-import { verdict } from './verdict.js';
+import type { DegradedPolicy, Limiter } from './types.js';
 
 // Subjects whose key strings a limiter keeps (see #keyCache in RateLimiter). A BoundedMap keeps an
 // entry for max / 2 - 1 calls after its last use and holds up to max: twice this bound, so a key

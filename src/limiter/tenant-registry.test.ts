@@ -2,10 +2,10 @@ import { describe, expect, it, vi } from 'vitest';
 import { thrown } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
-import { memoryStore } from '../store/memory-store.js';
+import { inNamespace } from '../store/memory/limiter.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { escapeKeyPart, tenantNamespace } from './keys.js';
-import { inNamespace } from './memory-backend.js';
 import { createTenantRegistry, type TenantEvent } from './tenant-registry.js';
 
 const HOSTILE = ['a', 'a:b', 'a%3Ab', '{x}', 'x}', '*', 'a*', '?', '[a]', 'a\\', '', ' ', 'ü', 'a}:b'].filter(

@@ -1,17 +1,12 @@
 import { InvalidArgumentError, StoreError } from '../core/errors.js';
 import { isWellFormed } from '../core/validate.js';
-import { ALGORITHM_CODE } from '../limiter/algorithms.js';
-import { limiterCost } from '../limiter/cost.js';
-import { checkSpec } from '../limiter/options.js';
-import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
-import type {
-  LimitCall,
-  LimiterTakeCommand,
-  LimiterTakeReply,
-  LimitSpec,
-  LimitVerdict,
-} from '../limiter/types.js';
-import { verdict } from '../limiter/verdict.js';
+import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../store/limiter.js';
+import { ALGORITHM_CODE } from '../windows/limits/algorithms.js';
+import { limiterCost } from '../windows/limits/cost.js';
+import { checkSpec } from '../windows/limits/spec.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
+import type { LimitSpec, LimitVerdict } from '../windows/limits/types.js';
+import { verdict } from '../windows/limits/verdict.js';
 import type { PgContext } from './context.js';
 import type { PgCleanup, PgLimiterOps } from './ops.js';
 import { statementName } from './pg-args.js';

@@ -1,16 +1,11 @@
 import { StoreError } from '../core/errors.js';
-import { codeOf } from '../limiter/algorithms.js';
-import { limiterCost } from '../limiter/cost.js';
-import { checkSpec } from '../limiter/options.js';
-import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
-import type {
-  LimitCall,
-  LimiterTakeCommand,
-  LimiterTakeReply,
-  LimitSpec,
-  LimitVerdict,
-} from '../limiter/types.js';
-import { verdict } from '../limiter/verdict.js';
+import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../store/limiter.js';
+import { codeOf } from '../windows/limits/algorithms.js';
+import { limiterCost } from '../windows/limits/cost.js';
+import { checkSpec } from '../windows/limits/spec.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
+import type { LimitSpec, LimitVerdict } from '../windows/limits/types.js';
+import { verdict } from '../windows/limits/verdict.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { boundedClient, NotSentError } from './bounded-client.js';
 import { clientCommandTimeout } from './client-options.js';
@@ -220,7 +215,7 @@ export function createRedisLimiterBackend(
         tail.push(index);
       }
     }
-    // Every key's TTL gets the stores' slack (src/limiter/time.ts; the memory store keeps a state as
+    // Every key's TTL gets the stores' slack (src/windows/limits/time.ts; the memory store keeps a state as
     // long): the TTL is garbage collection only, but a key dropped while a clock that stepped back
     // still counts its time would forget admissions.
     const args = JSON.stringify([

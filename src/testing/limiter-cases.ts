@@ -6,7 +6,7 @@
  * `TIME`) is checked at exact window edges with no waiting. `'store'` as a time leaves it to the
  * store's clock.
  */
-import type { Algorithm } from '../limiter/types.js';
+import type { Algorithm } from '../windows/limits/types.js';
 
 /** One limit of a case, in whole milliseconds. */
 export interface LimiterCaseLimit {

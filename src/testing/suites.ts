@@ -4,10 +4,11 @@
 
 import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
-import { specSuffix } from '../limiter/algorithms.js';
 import { escapeKeyPart, limiterNamespace } from '../limiter/keys.js';
-import type { LimitCall, LimiterTakeReply, LimitSpec } from '../limiter/types.js';
+import type { LimitCall, LimiterTakeReply } from '../store/limiter.js';
 import type { Store } from '../store/store.js';
+import { specSuffix } from '../windows/limits/algorithms.js';
+import type { LimitSpec } from '../windows/limits/types.js';
 import { type ConformanceCase, cases, retentionCases } from './cases.js';
 import { type CaseResult, type RunOptions, runCase as runLedgerCase } from './conformance.js';
 import { differ } from './differ.js';

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { isOnceflowError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
 import { createLimiter } from '../limiter/limiter.js';
-import { IN_PROCESS_LIMITER, inProcessLimiterOf } from '../store/in-process.js';
-import { memoryStore } from '../store/memory-store.js';
+import { IN_PROCESS_LIMITER, inProcessLimiterOf } from '../store/memory/in-process.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { conformance } from './index.js';
 import { wrapStore } from './wrap-store.js';
 

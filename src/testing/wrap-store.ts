@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
-import { IN_PROCESS_LIMITER } from '../store/in-process.js';
+import { IN_PROCESS_LIMITER } from '../store/memory/in-process.js';
 import type { Store } from '../store/store.js';
 
 // Every member of the Store contract (src/store/store.ts, with the ordering and idempotency

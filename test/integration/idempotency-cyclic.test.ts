@@ -7,7 +7,7 @@ import { isOnceflowError } from '../../src/core/errors.js';
 import { createIdempotency, idempotent } from '../../src/idempotency/index.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
-import { memoryStore } from '../../src/store/memory-store.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { rejected } from '../support/thrown.js';
 import { dropSchema, runSchema, testPool } from './pg-env.js';

@@ -4,10 +4,11 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLimiter, type Decision, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
-import { specSuffix } from '../../src/limiter/algorithms.js';
-import type { LimitCall, LimitSpec } from '../../src/limiter/types.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
+import type { LimitCall } from '../../src/store/limiter.js';
 import type { Store } from '../../src/store/store.js';
+import { specSuffix } from '../../src/windows/limits/algorithms.js';
+import type { LimitSpec } from '../../src/windows/limits/types.js';
 import { limitSets, type Step, steps, WINDOW } from '../property/limiter-sequences.js';
 import { dropSchema, runSchema, testPool } from './pg-env.js';
 

@@ -3,9 +3,10 @@
 // takes sent before them, and clean-up of expired rows.
 import type pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { specSuffix } from '../../src/limiter/algorithms.js';
-import type { LimitCall, LimiterTakeCommand, LimitSpec } from '../../src/limiter/types.js';
 import { createPostgresStore, type PgPoolLike } from '../../src/postgres/index.js';
+import type { LimitCall, LimiterTakeCommand } from '../../src/store/limiter.js';
+import { specSuffix } from '../../src/windows/limits/algorithms.js';
+import type { LimitSpec } from '../../src/windows/limits/types.js';
 import { dropSchema, runSchema, testPool } from './pg-env.js';
 
 const SPECS: Record<string, LimitSpec> = {

@@ -6,8 +6,8 @@
 // re-sent, a lease renewed, refused, taken over from a stale or the current value.
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { memoryOrderingOps } from '../../src/ordering/store-ops.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
+import { memoryOrderingOps } from '../../src/store/memory/ordering.js';
 import { dropSchema, runSchema, testPool } from './pg-env.js';
 
 type Command =

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Algorithm, createLimiter, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
-import { inProcessLimiterOf } from '../../src/store/in-process.js';
+import { inProcessLimiterOf } from '../../src/store/memory/in-process.js';
 import { inProcessSpy } from '../support/in-process.js';
 import { ALGORITHMS, GRANULARITY, limitOf, steps, WINDOW } from './limiter-sequences.js';
 

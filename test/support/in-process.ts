@@ -1,4 +1,8 @@
-import { IN_PROCESS_LIMITER, type InProcessLimiter, inProcessLimiterOf } from '../../src/store/in-process.js';
+import {
+  IN_PROCESS_LIMITER,
+  type InProcessLimiter,
+  inProcessLimiterOf,
+} from '../../src/store/memory/in-process.js';
 import type { Store } from '../../src/store/store.js';
 
 /**

@@ -2,7 +2,7 @@
   limiter-take: rate-limit decisions (DESIGN §3.5). Each entry decides one request against all
   of its limits: every limit admits the cost and is charged, or none is charged and nothing is
   written (a refusal changes no state). Several entries (a batch of concurrent calls) run in
-  order, exactly as if decided one after the other. The math is src/limiter/*.ts, line for line;
+  order, exactly as if decided one after the other. The math is src/windows/limits/*.ts, line for line;
   a property test runs both on the same sequences and requires identical answers.
 
   KEYS[1i]   the keys of entry i's limits, in order, one key per limit. All keys of one entry

@@ -2,14 +2,15 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/clock.js';
-import { memoryStore } from '../store/memory-store.js';
-import { MATH } from './algorithms.js';
-import { createLimiter } from './limiter.js';
-import { MemoryLimiterBackend } from './memory-backend.js';
-import { toSpec } from './options.js';
-import { STATE_SLACK_MS } from './time.js';
-import type { Algorithm, LimitCall, LimitSpec } from './types.js';
+import { FakeClock } from '../../core/clock.js';
+import { createLimiter } from '../../limiter/limiter.js';
+import { toSpec } from '../../limiter/options.js';
+import { MATH } from '../../windows/limits/algorithms.js';
+import { STATE_SLACK_MS } from '../../windows/limits/time.js';
+import type { Algorithm, LimitSpec } from '../../windows/limits/types.js';
+import type { LimitCall } from '../limiter.js';
+import { MemoryLimiterBackend } from './limiter.js';
+import { memoryStore } from './memory-store.js';
 
 // A full GC on demand (the test runner does not start Node with --expose-gc).
 setFlagsFromString('--expose-gc');

@@ -1,16 +1,12 @@
-import { type Clock, systemClock, wholeMs } from '../core/clock.js';
-import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
-import { ownRecord } from '../core/own-record.js';
-import { isPlainObject, keysOf, knownKeys, nonNegativeInt, type Order } from '../core/validate.js';
-import { MemoryIdempotencyRecords } from '../idempotency/memory-records.js';
-import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency/store-ops.js';
-import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
-import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
-import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
-import { memoryOrderingOps } from '../ordering/store-ops.js';
-import { SignatureWindow } from '../windows/signature-window.js';
-import { checkCapacity, checkCommandSizes, checkDeltaPairs } from './apply-command.js';
-import { IN_PROCESS_LIMITER, type InProcessLimiter, type InProcessStore } from './in-process.js';
+import { type Clock, systemClock, wholeMs } from '../../core/clock.js';
+import { InvalidArgumentError, InvalidOptionError, StoreError } from '../../core/errors.js';
+import { ownRecord } from '../../core/own-record.js';
+import { isPlainObject, keysOf, knownKeys, nonNegativeInt, type Order } from '../../core/validate.js';
+import { SignatureWindow } from '../../windows/signature-window.js';
+import { checkCapacity, checkCommandSizes, checkDeltaPairs } from '../apply-command.js';
+import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency.js';
+import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter.js';
+import type { LeaseReply, VersionUpsertReply } from '../ordering.js';
 import type {
   Balances,
   JournalEntry,
@@ -21,7 +17,11 @@ import type {
   LedgerResolveResult,
   Store,
   WindowState,
-} from './store.js';
+} from '../store.js';
+import { MemoryIdempotencyRecords } from './idempotency.js';
+import { IN_PROCESS_LIMITER, type InProcessLimiter, type InProcessStore } from './in-process.js';
+import { MemoryLimiterBackend } from './limiter.js';
+import { memoryOrderingOps } from './ordering.js';
 
 const STORE_OPTIONS = keysOf<MemoryStoreOptions>({ clock: true, journal: true });
 

@@ -7,9 +7,9 @@
 // can offer it by accident (a method name could be written by anyone), and a wrapper such as
 // wrapStore, which reaches members by name, does not pass it on: a wrapped store is seen as any
 // store of the contract, taken through `limiterTake`.
-import type { Decision } from '../limiter/decision.js';
-import type { LimitCall } from '../limiter/types.js';
-import type { Store } from './store.js';
+import type { Decision } from '../../windows/limits/decision.js';
+import type { LimitCall } from '../limiter.js';
+import type { Store } from '../store.js';
 
 /** The key a store's in-process limiter is found under. */
 export const IN_PROCESS_LIMITER: unique symbol = Symbol('onceflow.inProcessLimiter');

@@ -1,11 +1,12 @@
-import type { Clock } from '../core/clock.js';
-import { StoreError } from '../core/errors.js';
-import { MATH } from './algorithms.js';
-import { limiterCost } from './cost.js';
-import { type Decision, decide } from './decision.js';
-import { checkSpec } from './options.js';
-import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
-import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitSpec, LimitVerdict } from './types.js';
+import type { Clock } from '../../core/clock.js';
+import { StoreError } from '../../core/errors.js';
+import { MATH } from '../../windows/limits/algorithms.js';
+import { limiterCost } from '../../windows/limits/cost.js';
+import { type Decision, decide } from '../../windows/limits/decision.js';
+import { checkSpec } from '../../windows/limits/spec.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../../windows/limits/time.js';
+import type { LimitSpec, LimitVerdict } from '../../windows/limits/types.js';
+import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../limiter.js';
 
 interface Entry {
   state: unknown;
@@ -102,7 +103,7 @@ export class MemoryLimiterBackend {
 
   /**
    * The same decision, answered as the limiter's {@link Decision} (the memory store's
-   * in-process `decide`, see src/store/in-process.ts): no command, reply or second list per take.
+   * in-process `decide`, see in-process.ts): no command, reply or second list per take.
    */
   decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
     // A direct caller's time and cost are checked too (the limiter's own are checked already; a

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/clock.js';
+import { FakeClock } from '../../core/clock.js';
+import { MemoryLimiterBackend } from '../../store/memory/limiter.js';
 import { ceilDiv, floorDiv } from './int-math.js';
-import { MemoryLimiterBackend } from './memory-backend.js';
 import { STATE_SLACK_MS } from './time.js';
 
 describe('integer division', () => {
