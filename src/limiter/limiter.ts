@@ -5,7 +5,6 @@ import { optionWithinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
-import { inProcessLimiterOf } from '../store/memory/in-process.js';
 import { MemoryLimiterBackend } from '../store/memory/limiter.js';
 import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
@@ -165,8 +164,6 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     passIn = checkedClock(clockOption as Clock);
   }
   const local: Clock = passIn ?? systemClock;
-  // Found once, here: a take reads the field, never the store's members.
-  const inProcess = inProcessLimiterOf(store);
 
   const cacheOption = options.blockCache ?? {};
   let cache: BlockCache | undefined;
@@ -175,10 +172,9 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       throw new InvalidOptionError('blockCache', 'false or { max }', cacheOption);
     knownKeys('blockCache', cacheOption, BLOCK_CACHE_OPTIONS);
     const max = positiveInt('blockCache.max', cacheOption.max ?? DEFAULT_BLOCK_CACHE);
-    // A store that decides in this process (memory) keeps time on its own clock, which the cache
-    // cannot read (a memory store on a fake clock): the cache needs the limiter's `clock` to sit in
-    // front of it. Without one there is nothing to save anyway: the store answers as fast.
-    if (inProcess === undefined || passIn !== undefined) cache = new BlockCache(max);
+    // Made whatever the store: one that turns out to decide in this process (it answers takes
+    // synchronously) on its own clock has the cache stand aside (see RateLimiter).
+    cache = new BlockCache(max);
   }
 
   const policy: DegradedPolicy = options.degraded ?? 'throw';
@@ -210,17 +206,15 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   } else if (policy !== 'throw' && policy !== 'deny' && policy !== 'allow') {
     throw new InvalidOptionError('degraded', "'throw', 'deny', 'allow' or { mode: 'local', share }", policy);
   }
-  // No default timer for a store that decides in this process (see in-process.ts: it answers
-  // synchronously, a timer per call would only cost; the same test as the block cache's, so a
-  // wrapped memory store that answers through limiterTake is timed as any remote one) nor with the 'throw' policy (a timeout would only turn a slow answer into an error: the
-  // store's own bound, createRedisStore's `timeout`, does that already). A `timeout` given explicitly
-  // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
-  // a bad value is an error everywhere, not only on Redis.
+  // No timer with the 'throw' policy (a timeout would only turn a slow answer into an error: the
+  // store's own bound, createRedisStore's `timeout`, does that already), and none ever armed for
+  // an answer given synchronously (a store deciding in this process: the memory store). A
+  // `timeout` given explicitly holds for any answer that is a promise (a wrapped memory store can
+  // hang too). Parsed whatever the store, so a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
-  const timeoutMs = timeoutOption ?? (inProcess !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
+  const timeoutMs = timeoutOption ?? (policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   return new RateLimiter({
     store,
-    inProcess,
     specs,
     namespace,
     passIn,

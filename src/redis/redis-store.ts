@@ -28,7 +28,7 @@ import { evalScript, type RedisLike } from './eval.js';
 import { redisIdempotencyOps } from './idempotency-store.js';
 import { readJournal } from './journal-reader.js';
 import { ledgerOwnersKey, ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
-import { createRedisLimiterBackend } from './limiter-backend.js';
+import { redisLimiterOps } from './limiter-ops.js';
 import { redisOrderingOps } from './ordering-store.js';
 import { createOwnerMemo, type OwnerMemo, rememberScope } from './owner-memo.js';
 import { pushEntryFields, resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
@@ -416,7 +416,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return toResolveResult(reply, balancesOf);
   }
 
-  const limiter = createRedisLimiterBackend(client, prefix, { keyPrefix, timeoutMs });
+  const limiter = redisLimiterOps(client, prefix, { keyPrefix, timeoutMs });
 
   return {
     kind: 'redis',
@@ -435,7 +435,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       }
     },
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
-    limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
+    limiterDelete: (cmd) => guarded('limiterDelete', () => limiter.delete(cmd), 'write'),
     ...redisOrderingOps(redis, prefix),
     ...redisIdempotencyOps(redis, prefix, durability),
     // Not wrapped in `guarded` and not async: a settled batch resolves each caller's promise

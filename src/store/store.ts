@@ -11,7 +11,7 @@ import type {
   LedgerResolveResult,
   WindowState,
 } from './ledger.js';
-import type { LimiterTakeCommand, LimiterTakeReply } from './limiter.js';
+import type { LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from './limiter.js';
 import type { OrderingStoreOps } from './ordering.js';
 
 export type { JsonValue } from '../core/json-copy.js';
@@ -31,7 +31,12 @@ export type {
   ResolveOutcome,
   WindowState,
 } from './ledger.js';
-export type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from './limiter.js';
+export type {
+  LimitCall,
+  LimiterDeleteCommand,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+} from './limiter.js';
 export type { LeaseReply, OrderingStoreOps, VersionUpsertReply } from './ordering.js';
 
 /**
@@ -75,17 +80,20 @@ export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
    * A malformed command (a cost or time out of range, a bad spec) rejects with an
    * `InvalidArgumentError`, any other failure with a `StoreError`, and neither charges anything:
    * the limiter answers those per its degraded policy, so a store must never answer a decision it
-   * did not make. (The memory store also decides in this process through an internal path, which
-   * is no part of this contract: a store implements this method only.)
+   * did not make. A store that decides in this process may answer synchronously (the memory store
+   * does); a failure is always a rejected promise, never a throw.
    */
-  limiterTake?(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
-  /** Drops every limiter state in `namespace` (see src/limiter/keys.ts); returns how many keys. */
+  limiterTake?(command: LimiterTakeCommand): LimiterTakeReply | Promise<LimiterTakeReply>;
+  /**
+   * Drops every limiter state of `namespace` (the command's `namespace` of the takes), and no
+   * other namespace's; returns how many states it dropped.
+   */
   limiterReset?(namespace: string): Promise<number>;
   /**
-   * Drops the limiter state under these keys (a `LimitCall`'s `key`s: one subject's, all in one
-   * hash slot), after every take this process sent before; returns how many keys held state.
+   * Drops the states of these limits for these subjects (a take's limits, without cost or time),
+   * after every take this process sent before; returns how many held state.
    */
-  limiterDelete?(keys: readonly string[]): Promise<number>;
+  limiterDelete?(command: LimiterDeleteCommand): Promise<number>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */
   close?(): Promise<void>;
 }

@@ -7,7 +7,6 @@ import { createLimiter, type Decision, FakeClock, type LimitOptions, memoryStore
 import { createPostgresStore } from '../../src/postgres/index.js';
 import type { LimitCall } from '../../src/store/limiter.js';
 import type { Store } from '../../src/store/store.js';
-import { specSuffix } from '../../src/windows/limits/algorithms.js';
 import type { LimitSpec } from '../../src/windows/limits/types.js';
 import { limitSets, type Step, steps, WINDOW } from '../property/limiter-sequences.js';
 import { dropSchema, runSchema, testPool } from './pg-env.js';
@@ -135,16 +134,16 @@ describe('limiter on PostgreSQL = memory model', () => {
       fc.asyncProperty(fc.array(cmd, { minLength: 1, maxLength: 40 }), async (seq) => {
         const memory = memoryStore({ clock: new FakeClock(0) });
         const memoryTake = memory.limiterTake?.bind(memory) as NonNullable<Store['limiterTake']>;
-        const ns = `{|l:direct-${run++}`;
+        const namespace = `|l:direct-${run++}`;
         let now = 10_000_000;
         for (const c of seq) {
           now += c.advance;
           const calls = (): LimitCall[] =>
             c.pick.map((i) => {
               const spec = specs[i] as LimitSpec;
-              return { spec, key: `${ns}:${c.subject}}:${spec.id}:${specSuffix(spec)}` };
+              return { spec, subject: c.subject };
             });
-          const command = { cost: c.cost, now };
+          const command = { namespace, cost: c.cost, now };
           const m = await memoryTake({ ...command, limits: calls() });
           const p = await store.limiterTake({ ...command, limits: calls() });
           expect(p).toEqual(m);
