@@ -45,7 +45,7 @@ for (let s = 1; s <= seconds; s++) {
     clock.advance(1);
     limiterClock.advance(1);
     for (let i = 0; i < perSecond / 1000; i++, n++) {
-      backend.decideOne({ spec, key: `{g:new-${n}}`, handle: undefined }, 1, undefined);
+      backend.take({ namespace: '|l:g', limits: [{ spec, subject: `new-${n}` }], cost: 1 });
       await limiter.take(`new-${n}`);
     }
   }
