@@ -229,7 +229,7 @@ function takeValues({ namespace, limits, cost, now }: LimiterTakeCommand): unkno
     windows[i] = spec.windowMs;
     params[i] = spec.param;
   }
-  // Every written row is kept past its expiry by the stores' slack (src/limiter/time.ts): longer
+  // Every written row is kept past its expiry by the stores' slack (src/windows/limits/time.ts): longer
   // on a caller's time, whose clock and the database's may differ.
   const slack = at === null ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS;
   return [keys, codes, lims, windows, params, cost, at, null, slack];

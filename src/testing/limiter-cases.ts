@@ -102,7 +102,7 @@ const take = (
 
 /**
  * The cases. Add to them when a rule is added; never edit one to make a store pass. Each verdict
- * is derived in its comment from the algorithm's definition (src/limiter/*.ts), not read off a store.
+ * is derived in its comment from the algorithm's definition (src/windows/limits/*.ts), not read off a store.
  */
 export const limiterCases: readonly LimiterCase[] = deepFreeze<LimiterCase[]>([
   {
