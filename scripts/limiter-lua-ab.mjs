@@ -35,7 +35,7 @@ const builds = await Promise.all(
     script: (await load(d, 'redis/scripts.generated.js')).scripts.limiterTake,
     // Each dist's own letter for an algorithm: two versions of the script may store an algorithm
     // in different forms, each under its own letter, so the letter comes from the same dist.
-    codeOf: (await load(d, 'limiter/algorithms.js')).codeOf,
+    codeOf: (await load(d, 'windows/limits/algorithms.js')).codeOf,
   })),
 );
 const shas = await Promise.all(builds.map((b) => client.script('LOAD', b.script.text)));

@@ -15,7 +15,7 @@ const perSecond = Number(process.argv[3] ?? 50_000);
 const seconds = Number(process.argv[4] ?? 12);
 const load = (path) => import(pathToFileURL(resolve(dist, path)).href);
 const { createLimiter, memoryStore, FakeClock } = await load('index.js');
-const { MemoryLimiterBackend } = await load('limiter/memory-backend.js');
+const { MemoryLimiterBackend } = await load('store/memory/limiter.js');
 const { toSpec } = await load('limiter/options.js');
 
 if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
@@ -46,7 +46,7 @@ for (let s = 1; s <= seconds; s++) {
     clock.advance(1);
     limiterClock.advance(1);
     for (let i = 0; i < perSecond / 1000; i++, n++) {
-      backend.decideOne({ spec, key: `{g:new-${n}}`, handle: undefined }, 1, undefined);
+      backend.take({ namespace: '|l:g', limits: [{ spec, subject: `new-${n}` }], cost: 1 });
       await limiter.take(`new-${n}`);
     }
   }

@@ -7,7 +7,7 @@
 //   own-record   ownRecord (src/core/own-record.ts) against Object.fromEntries on a one-field Map
 //   journal      the heap one memory-store journal entry with one delta takes: the ledger bench's
 //                stream applied with the journal kept in full, minus the same with none kept, after
-//                full GCs (src/store/memory-store.ts: its retention default and StoredEntry)
+//                full GCs (src/store/memory/memory-store.ts: its retention default and StoredEntry)
 // Usage: npm run build && node --expose-gc scripts/micro-costs.mjs [map-evict|own-record|journal ...]
 import { createLedger, defineSignature, memoryStore } from 'onceflow';
 import { SETTLEMENT_FIELDS, settlementEntry, settlementStream } from '../bench/lib/workload.mjs';

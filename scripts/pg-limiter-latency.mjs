@@ -16,7 +16,7 @@ const TAKES = 10_000;
 const WORKERS = 8;
 
 async function run(spec, subjects) {
-  const calls = Array.from({ length: subjects }, (_, i) => ({ spec, key: `{|l:bench:s${i}}:${spec.id}` }));
+  const calls = Array.from({ length: subjects }, (_, i) => ({ spec, subject: `s${i}` }));
   const times = [];
   let next = 0;
   const started = performance.now();
@@ -25,7 +25,7 @@ async function run(spec, subjects) {
       while (next < TAKES) {
         const call = calls[next++ % subjects];
         const t = performance.now();
-        await store.limiterTake({ limits: [call], cost: 1 });
+        await store.limiterTake({ namespace: '|l:bench', limits: [call], cost: 1 });
         times.push(performance.now() - t);
       }
     }),
@@ -42,7 +42,7 @@ async function run(spec, subjects) {
 try {
   const gcra = { id: 'g', algorithm: 'gcra', limit: 100, windowMs: 1000, param: 100 };
   const log = { id: 'd', algorithm: 'sliding-log', limit: 100, windowMs: 1000, param: 0 };
-  await store.limiterTake({ limits: [{ spec: gcra, key: 'warm' }], cost: 0 }); // migrates
+  await store.limiterTake({ namespace: '|l:bench', limits: [{ spec: gcra, subject: 'warm' }], cost: 0 }); // migrates
   for (const spec of [gcra, log]) {
     await run(spec, 1000);
     await run(spec, 1);

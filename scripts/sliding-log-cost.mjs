@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Server time per sliding-log decision on Redis, string form (code 'd') against sorted set (code
-// 'z'), at limits around STRING_LOG_MAX (src/limiter/algorithms.ts): the derivation of that bound.
+// 'z'), at limits around STRING_LOG_MAX (src/windows/limits/algorithms.ts): the derivation of that bound.
 // The limiter script is called directly, so either form can be measured at any limit. Per limit
 // and form, one key's log is filled to its limit with entries W / L apart (window 1 min: a log
 // full at a steady rate, deltas of their real length), then 2,000 decisions at the same pace are

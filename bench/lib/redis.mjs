@@ -1,5 +1,5 @@
 // Redis helpers shared by the suites and the measuring scripts.
-import { CLIENT_STATE_SLACK_MS, STATE_SLACK_MS } from '../../dist/limiter/time.js';
+import { CLIENT_STATE_SLACK_MS, STATE_SLACK_MS } from '../../dist/windows/limits/time.js';
 
 /** Removes every key under `prefix` (SCAN + UNLINK, a page at a time; one standalone server). */
 export async function unlinkPrefix(client, prefix) {
@@ -22,7 +22,7 @@ export async function evalshaStats(client) {
 
 /**
  * The JSON argument of limiter-take.lua (its header gives the layout) for decisions of cost 1 on
- * one limit (`code` its letter: codeOf in src/limiter/algorithms.ts), one per time in `times`: for
+ * one limit (`code` its letter: codeOf in src/windows/limits/algorithms.ts), one per time in `times`: for
  * the scripts that call the script directly, as the Redis store's batches do.
  */
 export function limiterTakeArg(code, limit, windowMs, param, times) {

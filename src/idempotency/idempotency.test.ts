@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { rejected } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { createIdempotency } from './idempotency.js';

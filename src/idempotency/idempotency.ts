@@ -3,6 +3,7 @@ import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, LeaseLostError, ResultTooLargeError } from '../core/errors.js';
 import { utf8Bytes, withinLimit } from '../core/limits.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyStringArg } from '../core/validate.js';
+import type { IdempotencyBeginReply } from '../store/idempotency.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import {
   type IdempotencyOptions,
@@ -11,7 +12,6 @@ import {
   waitMs,
 } from './options.js';
 import { payloadHash } from './payload-hash.js';
-import type { IdempotencyBeginReply } from './store-ops.js';
 
 /** One idempotent call: its key, and the payload whose hash must match the key's record. */
 export interface IdempotencyCall {

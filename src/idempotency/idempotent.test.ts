@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rejected } from '../../test/support/thrown.js';
 import { isOnceflowError } from '../core/errors.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { idempotent } from './idempotent.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

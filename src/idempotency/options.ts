@@ -3,10 +3,10 @@ import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString } from '../core/validate.js';
-import { memoryStore } from '../store/memory-store.js';
+import type { IdempotencyStoreOps } from '../store/idempotency.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { jsonSerializer, type Serializer } from './serializer.js';
-import type { IdempotencyStoreOps } from './store-ops.js';
 
 /** Options of {@link createIdempotency}. */
 export interface IdempotencyOptions {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { coded, rejected, thrown } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { defineSignature } from '../signature/define-signature.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { createLedger } from './ledger.js';
 

@@ -17,7 +17,7 @@ import {
   positiveInt,
 } from '../core/validate.js';
 import { MAX_DELTAS, metaText, SIGNATURE_HINT } from '../store/apply-command.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type {
   Balances,
   JournalEntry,

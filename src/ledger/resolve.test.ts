@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveScenarios } from '../../test/support/resolve-scenarios.js';
 import { coded, rejected } from '../../test/support/thrown.js';
 import { LIMITS } from '../core/limits.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { createLedger } from './ledger.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { decide, type RefusedDecision } from '../windows/limits/decision.js';
 import { BlockCache } from './block-cache.js';
-import { decide, type RefusedDecision } from './decision.js';
 
 /** A refusal of the store with a wait of `retryAfterMs`, decided at `at`. */
 function refusal(retryAfterMs: number, at = 0): RefusedDecision {

@@ -1,6 +1,6 @@
 import { LruMap } from '../core/lru-map.js';
-import type { RefusedDecision } from './decision.js';
-import { verdict } from './verdict.js';
+import type { RefusedDecision } from '../windows/limits/decision.js';
+import { verdict } from '../windows/limits/verdict.js';
 
 /** A refusal remembered by the cache: the store's decision and the local time it was asked at. */
 export interface Block {

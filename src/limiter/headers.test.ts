@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/clock.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { rateLimitHeaders } from './headers.js';
 import { createLimiter } from './limiter.js';
 

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
-import type { Decision, LimitDecision } from './decision.js';
+import type { Decision, LimitDecision } from '../windows/limits/decision.js';
 
 /**
  * HTTP headers for one or more decisions, in the IETF RateLimit fields form

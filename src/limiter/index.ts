@@ -7,9 +7,10 @@ export type {
   LimitDecision,
   RefusedDecision,
   RefusingReason,
-} from './decision.js';
+} from '../windows/limits/decision.js';
+export type { Algorithm } from '../windows/limits/types.js';
 export { rateLimitHeaders } from './headers.js';
-export { createLimiter, type DegradedPolicy, type Limiter, type LimiterOptions } from './limiter.js';
+export { createLimiter, type LimiterOptions } from './limiter.js';
 export type { LimitOptions } from './options.js';
 export {
   createTenantRegistry,
@@ -17,4 +18,4 @@ export {
   type TenantPolicy,
   type TenantRegistry,
 } from './tenant-registry.js';
-export type { Algorithm } from './types.js';
+export type { DegradedPolicy, Limiter } from './types.js';

@@ -5,13 +5,13 @@ import { FakeClock } from '../core/clock.js';
 import { isOnceflowError, StoreError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
 import { VersionGate } from '../ordering/version-gate.js';
-import { type InProcessLimiter, inProcessLimiterOf } from '../store/in-process.js';
-import { memoryStore } from '../store/memory-store.js';
+import type { LimitCall, LimiterTakeCommand, LimiterTakeReply } from '../store/limiter.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
+import type { LimitSpec } from '../windows/limits/types.js';
 import { rateLimitHeaders } from './headers.js';
 import { createLimiter, type LimiterOptions } from './limiter.js';
-import type { LimiterTakeCommand, LimiterTakeReply, LimitSpec } from './types.js';
 
 const fixture = (options: Omit<LimiterOptions, 'store' | 'clock'>, start = 0) => {
   const clock = new FakeClock(start);
@@ -447,10 +447,7 @@ describe('createLimiter', () => {
   });
 
   it('an in-process store answering no decision: the degraded policy decides, take never throws', async () => {
-    const store = inProcessSpy(memoryStore(), {
-      decide: (() => undefined) as never,
-      decideOne: (() => undefined) as never,
-    });
+    const store = inProcessSpy(memoryStore(), () => undefined);
     const deny = createLimiter({ store, algorithm: 'gcra', limit: 5, window: '1s', degraded: 'deny' });
     let pending: Promise<unknown> | undefined;
     expect(() => {
@@ -470,7 +467,9 @@ describe('createLimiter', () => {
     const spec = createLimiter({ store, algorithm: 'gcra', limit: 1, window: 1000 }).limits[0] as LimitSpec;
     let pending: Promise<unknown> | undefined;
     expect(() => {
-      pending = store.limiterTake?.({ limits: [{ spec, key: 'k' }], cost: 1 });
+      pending = store.limiterTake?.({ namespace: '|l:direct', limits: [{ spec, subject: 'k' }], cost: 1 }) as
+        | Promise<unknown>
+        | undefined;
     }).not.toThrow();
     const err = await (pending as Promise<unknown>).then(
       () => undefined,
@@ -479,7 +478,7 @@ describe('createLimiter', () => {
     expect(isOnceflowError(err, 'ERR_STORE')).toBe(true);
   });
 
-  it('the memory store called directly through its in-process path refuses a bad cost or time, and charges nothing', () => {
+  it('the memory store called directly refuses a bad cost or time (a rejection, never a throw), and charges nothing', async () => {
     const clock = new FakeClock(5000);
     const store = memoryStore({ clock });
     const limiter = createLimiter({
@@ -489,30 +488,31 @@ describe('createLimiter', () => {
       window: 1000,
       granularity: 100,
     });
-    const call = { spec: limiter.limits[0] as LimitSpec, key: '{direct}:k' };
-    const inProcess = inProcessLimiterOf(store) as InProcessLimiter;
-    const decideSync = (cost: number, now?: number) => inProcess.decide([call], cost, now);
-    const decideOne = (cost: number, now?: number) => inProcess.decideOne(call, cost, now);
-    for (const take of [decideSync, decideOne]) {
+    const spec = limiter.limits[0] as LimitSpec;
+    const namespace = '|l:direct';
+    // One limit (the store's short way) and the same limit twice over two subjects (the general way).
+    const one = [{ spec, subject: 'k' }];
+    const two = [
+      { spec, subject: 'k', by: 'a' },
+      { spec, subject: 'k', by: 'b' },
+    ];
+    for (const limits of [one, two]) {
+      const take = (cost: number, now?: number) => {
+        let answer: unknown;
+        expect(() => {
+          answer = store.limiterTake?.({ namespace, limits, cost, now });
+        }).not.toThrow();
+        return Promise.resolve(answer as LimiterTakeReply);
+      };
       for (const cost of [-1, 1.5, Number.POSITIVE_INFINITY, Number.NaN]) {
-        expect(
-          isOnceflowError(
-            thrown(() => take(cost)),
-            'ERR_INVALID_ARGUMENT',
-          ),
-        ).toBe(true);
+        await expect(take(cost)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
       }
       for (const now of [Number.NaN, -1, 2 ** 52]) {
-        expect(
-          isOnceflowError(
-            thrown(() => take(1, now)),
-            'ERR_INVALID_ARGUMENT',
-          ),
-        ).toBe(true);
+        await expect(take(1, now)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
       }
+      expect((await take(0)).verdicts[0]?.remaining).toBe(3);
+      expect((await take(3)).verdicts[0]?.remaining).toBe(0);
     }
-    expect(decideOne(0).remaining).toBe(3);
-    expect(decideSync(3).remaining).toBe(0);
   });
 
   it('the limits it hands out cannot be changed to change its decisions', async () => {
@@ -586,13 +586,12 @@ describe('createLimiter', () => {
     const base = memoryStore();
     const calls = new Map<string, unknown>();
     let rebuilt = 0;
-    const store = inProcessSpy(base, {
-      decideOne(call, cost, now) {
-        const seen = calls.get(call.key);
-        if (seen !== undefined && seen !== call) rebuilt++;
-        calls.set(call.key, call);
-        return inProcessLimiterOf(base)!.decideOne(call, cost, now);
-      },
+    const store = inProcessSpy(base, (command, inner) => {
+      const call = command.limits[0] as LimitCall;
+      const seen = calls.get(call.subject);
+      if (seen !== undefined && seen !== call) rebuilt++;
+      calls.set(call.subject, call);
+      return inner(command);
     });
     const limiter = createLimiter({
       store,
@@ -612,13 +611,11 @@ describe('createLimiter', () => {
     const base = memoryStore({ clock });
     let oneCalls = 0;
     let mode: 'ok' | 'throw' | 'no decision' = 'ok';
-    const store = inProcessSpy(base, {
-      decideOne(call, cost, now) {
-        oneCalls++;
-        if (mode === 'throw') throw new Error('boom');
-        if (mode === 'no decision') return undefined as never;
-        return inProcessLimiterOf(base)!.decideOne(call, cost, now);
-      },
+    const store = inProcessSpy(base, (command, inner) => {
+      if (command.limits.length === 1) oneCalls++;
+      if (mode === 'throw') throw new Error('boom');
+      if (mode === 'no decision') return undefined;
+      return inner(command);
     });
     const limit = { algorithm: 'fixed-window', limit: 3, window: '1s' } as const;
     const options = { ...limit, blockCache: false } as const;
@@ -651,20 +648,14 @@ describe('createLimiter', () => {
     // A key given as `{ key }` is found in the same cache: the same call, not one built anew
     // (a new one would cost a key string per take and drop the call's memo of its state).
     const seenCalls = new Set<unknown>();
-    const spied = inProcessSpy(base, {
-      decide(limits, cost, now) {
-        seenCalls.add(limits[0]);
-        return inProcessLimiterOf(base)!.decide(limits, cost, now);
-      },
-      decideOne(call, cost, now) {
-        seenCalls.add(call);
-        return inProcessLimiterOf(base)!.decideOne(call, cost, now);
-      },
+    const spied = inProcessSpy(base, (command, inner) => {
+      seenCalls.add(command.limits[0]);
+      return inner(command);
     });
     const both = createLimiter({ store: spied, clock, ...options, name: 'both' });
     for (const key of ['w', { key: 'w' }, 'w', { key: 'w' }]) await both.take(key);
     expect(seenCalls.size).toBe(1);
-    // Not taken for a limiter of two limits, nor with a block cache in front (its checks come first).
+    // A limiter of two limits sends both in each take.
     oneCalls = 0;
     const two = createLimiter({
       store,
@@ -675,11 +666,7 @@ describe('createLimiter', () => {
       ],
       blockCache: false,
     });
-    const cached = createLimiter({ store, clock, ...options, blockCache: { max: 10 }, name: 'cached' });
-    for (let i = 0; i < 3; i++) {
-      await two.take('v');
-      await cached.take('v');
-    }
+    for (let i = 0; i < 3; i++) await two.take('v');
     expect(oneCalls).toBe(0);
   });
 

@@ -5,31 +5,17 @@ import { optionWithinLimit } from '../core/limits.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
-import { inProcessLimiterOf } from '../store/in-process.js';
-import { memoryStore } from '../store/memory-store.js';
+import { MemoryLimiterBackend } from '../store/memory/limiter.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
+import { limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
 import { BlockCache } from './block-cache.js';
-import type { Decision } from './decision.js';
 import { limiterNamespace } from './keys.js';
-import { MemoryLimiterBackend } from './memory-backend.js';
 import { type LimitOptions, toSpec } from './options.js';
 import { type Fallback, RateLimiter } from './rate-limiter.js';
-import { limiterTime, STATE_SLACK_MS } from './time.js';
-import type { LimitSpec } from './types.js';
+import type { DegradedPolicy, Limiter } from './types.js';
 
-/** What a limiter does when its store fails or does not answer in time. Never a silent fail-open. */
-export type DegradedPolicy =
-  /** Rethrow the store's error (a `StoreError`). */
-  | 'throw'
-  /** Refuse (`reason: 'degraded-deny'`). */
-  | 'deny'
-  /** Admit without counting (`reason: 'degraded-allow'`): an explicit fail-open. */
-  | 'allow'
-  /**
-   * Decide with a limiter in this process holding `share` of each limit (e.g. 1/4 on each of 4
-   * nodes: the cluster as a whole stays near the limit). `reason: 'degraded-local'`.
-   */
-  | { mode: 'local'; share: number };
+export type { DegradedPolicy, Limiter } from './types.js';
 
 /** Options of {@link createLimiter}: one limit inline, or several in `limits`. */
 export interface LimiterOptions extends Partial<LimitOptions> {
@@ -56,30 +42,6 @@ export interface LimiterOptions extends Partial<LimitOptions> {
    * store answers within its `timeout`, 10 s by default).
    */
   timeout?: Duration;
-}
-
-/** A limiter: `take` decides one request. */
-export interface Limiter {
-  /**
-   * Decides a request of `cost` (default 1) for `key`, or for several subjects
-   * (`{ user: 'u1', ip: '10.0.0.1' }`, matched by each limit's `by`; a limit without `by` uses
-   * the subject `key`). All limits admit it and are charged, or none is charged.
-   */
-  take(key: string | Readonly<Record<string, string>>, options?: { cost?: number }): Promise<Decision>;
-  /**
-   * Forgets `key`'s usage in every limit (its store state, its block, its degraded-local
-   * counters), after the takes called before it: its next take starts afresh. What
-   * rate-limiter-flexible calls `delete`, express-rate-limit `resetKey`. Needs a store with
-   * `limiterDelete` (the memory and Redis stores have it).
-   */
-  reset(key: string | Readonly<Record<string, string>>): Promise<void>;
-  /** The validated limits, in order. */
-  readonly limits: readonly LimitSpec[];
-  /**
-   * Forgets what this process keeps of the limiter's state: its block cache and the counters of
-   * its degraded-local limiter (after a reset of the limiter's keys).
-   */
-  clearBlocks(): void;
 }
 
 // 10 000 blocked keys x ~150 bytes (key string, entry, map slot) ≈ 1.5 MB per limiter: enough to
@@ -202,8 +164,6 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     passIn = checkedClock(clockOption as Clock);
   }
   const local: Clock = passIn ?? systemClock;
-  // Found once, here: a take reads the field, never the store's members.
-  const inProcess = inProcessLimiterOf(store);
 
   const cacheOption = options.blockCache ?? {};
   let cache: BlockCache | undefined;
@@ -212,10 +172,9 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
       throw new InvalidOptionError('blockCache', 'false or { max }', cacheOption);
     knownKeys('blockCache', cacheOption, BLOCK_CACHE_OPTIONS);
     const max = positiveInt('blockCache.max', cacheOption.max ?? DEFAULT_BLOCK_CACHE);
-    // A store that decides in this process (memory) keeps time on its own clock, which the cache
-    // cannot read (a memory store on a fake clock): the cache needs the limiter's `clock` to sit in
-    // front of it. Without one there is nothing to save anyway: the store answers as fast.
-    if (inProcess === undefined || passIn !== undefined) cache = new BlockCache(max);
+    // Made whatever the store: one that turns out to decide in this process (it answers takes
+    // synchronously) on its own clock has the cache stand aside (see RateLimiter).
+    cache = new BlockCache(max);
   }
 
   const policy: DegradedPolicy = options.degraded ?? 'throw';
@@ -247,18 +206,16 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   } else if (policy !== 'throw' && policy !== 'deny' && policy !== 'allow') {
     throw new InvalidOptionError('degraded', "'throw', 'deny', 'allow' or { mode: 'local', share }", policy);
   }
-  // No default timer for a store that decides in this process (see in-process.ts: it answers
-  // synchronously, a timer per call would only cost; the same test as the block cache's, so a
-  // wrapped memory store that answers through limiterTake is timed as any remote one) nor with the 'throw' policy (a timeout would only turn a slow answer into an error: the
-  // store's own bound, createRedisStore's `timeout`, does that already). A `timeout` given explicitly
-  // holds whatever the store (a wrapped memory store can hang too). Parsed whatever the store, so
-  // a bad value is an error everywhere, not only on Redis.
+  // No timer with the 'throw' policy (a timeout would only turn a slow answer into an error: the
+  // store's own bound, createRedisStore's `timeout`, does that already), and none ever armed for
+  // an answer given synchronously (a store deciding in this process: the memory store). A
+  // `timeout` given explicitly holds for any answer that is a promise (a wrapped memory store can
+  // hang too). Parsed whatever the store, so a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
-  const timeoutMs = timeoutOption ?? (inProcess !== undefined || policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
+  const timeoutMs = timeoutOption ?? (policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
   pinShapes(RateLimiter, pinnedLimiters);
   return new RateLimiter({
     store,
-    inProcess,
     specs,
     namespace,
     passIn,

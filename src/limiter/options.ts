@@ -1,9 +1,10 @@
 import { type Duration, parseDuration } from '../core/duration.js';
-import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import { isWindowConfig, type WindowConfig } from '../core/window-config.js';
-import type { Algorithm, LimitSpec } from './types.js';
+import { ALGORITHMS, MAX_BUCKETS, MAX_LOG_LIMIT, MAX_PRODUCT } from '../windows/limits/spec.js';
+import type { Algorithm, LimitSpec } from '../windows/limits/types.js';
 
 /** One limit of a limiter. */
 export interface LimitOptions {
@@ -24,22 +25,6 @@ export interface LimitOptions {
    */
   by?: string;
 }
-
-const ALGORITHMS: readonly Algorithm[] = ['sliding-log', 'sliding-window', 'fixed-window', 'gcra'];
-
-// Products of limit, cost and window run through IEEE doubles in JavaScript and in Lua; they
-// stay exact below 2^53. limit x window <= 2^53 keeps every product of the math exact (the
-// largest is burst x window in GCRA and limit x granularity in the sliding window).
-const MAX_PRODUCT = Number.MAX_SAFE_INTEGER;
-// A sliding log above limit 512 is a sorted set on Redis whose running total is a score at
-// 2^52 + total (see time.ts): a larger total would round.
-const MAX_LOG_LIMIT = 2 ** 52;
-// Buckets of one sliding window: an hour at 1 s granularity (3,600) fits. A take reads every
-// bucket of the window (~0.6 µs of Redis time each: one take on a window of 200,000 buckets,
-// called directly as scripts/sliding-log-cost.mjs calls the script, holds Redis ~120 ms by INFO
-// commandstats), so this keeps a take under ~2.5 ms of server time; the estimate's error bound is
-// already limit / 4096. Finer than that is what the exact sliding log is for.
-const MAX_BUCKETS = 4096;
 
 /** Validates one limit into a spec; `path` prefixes option names in errors (`limits[1].window`). */
 export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: string | undefined } {
@@ -123,42 +108,6 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
       ? `${limit}/${durationLabel(windowMs)}`
       : optionWithinLimit(at('id'), nonEmptyString(at('id'), options.id), 'nameBytes');
   return { id, algorithm: options.algorithm, limit, windowMs, param, by };
-}
-
-/**
- * Checks a limit spec as a direct caller of a store's `limiterTake` may have built it (the limiter
- * builds specs with {@link toSpec}, which already holds them to this): every number whole and in the
- * range the math and the Redis script are exact in. A store checks each spec object once.
- */
-export function checkSpec(spec: LimitSpec, path: string): void {
-  const fail = (name: string, expected: string, got: unknown): never => {
-    throw new InvalidArgumentError(`${path}.${name}`, expected, got);
-  };
-  if (!isPlainObject(spec)) fail('spec', 'a limit spec object', spec);
-  if (typeof spec.id !== 'string' || spec.id.length === 0) fail('id', 'a non-empty string', spec.id);
-  if (!ALGORITHMS.includes(spec.algorithm))
-    fail('algorithm', `one of ${ALGORITHMS.join(', ')}`, spec.algorithm);
-  const whole = (name: 'limit' | 'windowMs' | 'param', min: number) => {
-    const v = spec[name];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-      fail(name, min === 0 ? 'a non-negative safe integer' : 'a positive safe integer', v);
-    }
-  };
-  whole('limit', 1);
-  whole('windowMs', 1);
-  whole('param', spec.algorithm === 'sliding-window' || spec.algorithm === 'gcra' ? 1 : 0);
-  if (spec.limit * spec.windowMs > MAX_PRODUCT) fail('limit', 'limit x windowMs below 2^53', spec.limit);
-  if (spec.algorithm === 'sliding-log' && spec.limit > MAX_LOG_LIMIT)
-    fail('limit', 'at most 2^52', spec.limit);
-  if (spec.algorithm === 'gcra' && spec.param * spec.windowMs > MAX_PRODUCT) {
-    fail('param', 'a burst with burst x windowMs below 2^53', spec.param);
-  }
-  if (
-    spec.algorithm === 'sliding-window' &&
-    (spec.windowMs % spec.param !== 0 || spec.windowMs / spec.param > MAX_BUCKETS)
-  ) {
-    fail('param', `a bucket that divides windowMs into at most ${MAX_BUCKETS}`, spec.param);
-  }
 }
 
 /**

@@ -6,17 +6,15 @@ import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
 import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
-import type { InProcessLimiter } from '../store/in-process.js';
+import type { LimitCall, LimiterDeleteCommand, LimiterTakeReply } from '../store/limiter.js';
+import type { MemoryLimiterBackend } from '../store/memory/limiter.js';
 import type { Store } from '../store/store.js';
-import { specSuffix } from './algorithms.js';
+import { limiterCost } from '../windows/limits/cost.js';
+import { type Decision, decide, type LimitDecision } from '../windows/limits/decision.js';
+import type { LimitSpec, Verdict } from '../windows/limits/types.js';
+import { verdict } from '../windows/limits/verdict.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
-import { limiterCost } from './cost.js';
-import { type Decision, decide, type LimitDecision } from './decision.js';
-import { escapeKeyPart } from './keys.js';
-import type { DegradedPolicy, Limiter } from './limiter.js';
-import type { MemoryLimiterBackend } from './memory-backend.js';
-import type { LimitCall, LimiterTakeReply, LimitSpec, Verdict } from './types.js';
-import { verdict } from './verdict.js';
+import type { DegradedPolicy, Limiter } from './types.js';
 
 // Subjects whose key strings a limiter keeps (see #keyCache in RateLimiter). A BoundedMap keeps an
 // entry for max / 2 - 1 calls after its last use and holds up to max: twice this bound, so a key
@@ -32,8 +30,6 @@ type Subjects = string | string[];
 /** What {@link createLimiter} validated: everything a limiter needs to decide. */
 export interface LimiterConfig {
   readonly store: Store;
-  /** The store's in-process limiter (see in-process.ts), when it decides in this process. */
-  readonly inProcess: InProcessLimiter | undefined;
   readonly specs: SubjectSpec[];
   readonly namespace: string;
   /** The time passed to the store, when not the store's own. */
@@ -68,7 +64,6 @@ export class RateLimiter implements Limiter {
   // What every take reads, held as fields of their own (one load, not two); the rest stays in #config.
   readonly #specs: SubjectSpec[];
   readonly #store: Store;
-  readonly #inProcess: InProcessLimiter | undefined;
   readonly #cache: BlockCache | undefined;
   readonly #passIn: Clock | undefined;
   /** Distinct subject names (`by`), in first-use order; one entry: a single-subject limiter. */
@@ -76,20 +71,18 @@ export class RateLimiter implements Limiter {
   readonly #multiSubject: boolean;
   // Every limit counts by the plain `key`: take(key) with a string (the common limiter).
   readonly #plainKeys: boolean;
-  /** Per limit: the key's tail after the subject (escaped id and shape). */
-  readonly #tails: string[];
-  // Store keys per subject, kept so a hot subject's key strings are built and hashed once (a
-  // fresh concatenated key costs a flatten and a hash on every Map lookup or send). A pure cache
-  // of derived strings: 20,000 to 40,000 subjects x ~200 bytes ≈ 8 MB per limiter at most; the
-  // least recently used go first when full (BoundedMap: O(1), where a Map evicted from its front
-  // walks the holes its deletes leave: ~10-20 µs per new key once full, scripts/micro-costs.mjs).
+  // Calls per subject, kept so a hot subject's take builds nothing (and a store that keeps what
+  // it derives from a call, its key or its state, finds it again: the memory store reaches the
+  // state with no key built and no Map lookup). A pure cache: 20,000 to 40,000 subjects x ~150
+  // bytes ≈ 6 MB per limiter at most; the least recently used go first when full (BoundedMap:
+  // O(1), where a Map evicted from its front walks the holes its deletes leave: ~10-20 µs per new
+  // key once full, scripts/micro-costs.mjs).
   readonly #keyCache = new BoundedMap<string, LimitCall[]>(2 * KEY_CACHE);
-  // A limiter of one limit, by the plain key, on a store that decides in this process
-  // (its in-process limiter's `decideOne`) and with no block cache in front: its calls per key, kept as the call
-  // itself instead of a list (the same bound and eviction as #keyCache, which it replaces). A hot
-  // key's take then reaches its state through one object fewer: with thousands of keys each
-  // object reached is a likely cache miss (5-20% less per take: scripts/limiter-memory-ab.mjs).
-  readonly #oneCalls: BoundedMap<string, LimitCall> | undefined;
+  // The store answered a take synchronously: it decides in this process, on its own clock
+  // (the memory store). The block cache, on the limiter's clock, then stands aside unless the
+  // limiter passes its time in: it could not tell when the store's clock lifts a block, and
+  // with nothing to save it would only cost.
+  #decidesHere = false;
   // Bumped by clearBlocks(): an answer to a take sent before it (a refusal of the state a reset
   // just removed) must not re-arm a block after it.
   #epoch = 0;
@@ -99,20 +92,11 @@ export class RateLimiter implements Limiter {
     this.#specs = config.specs;
     this.limits = Object.freeze([...config.specs]);
     this.#store = config.store;
-    this.#inProcess = config.inProcess;
     this.#cache = config.cache;
     this.#passIn = config.passIn;
     this.#bys = [...new Set(config.specs.map((s) => s.by ?? 'key'))];
     this.#multiSubject = this.#bys.length > 1;
     this.#plainKeys = this.#bys.length === 1 && this.#bys[0] === 'key';
-    this.#tails = config.specs.map((s) => `:${escapeKeyPart(s.id)}:${specSuffix(s)}`);
-    this.#oneCalls =
-      this.#plainKeys &&
-      config.specs.length === 1 &&
-      config.cache === undefined &&
-      config.inProcess !== undefined
-        ? new BoundedMap(2 * KEY_CACHE)
-        : undefined;
   }
 
   clearBlocks(): void {
@@ -132,34 +116,30 @@ export class RateLimiter implements Limiter {
         this.#store,
       );
     }
-    const keys = this.#callsFor(subjects, this.#specs).map((call) => call.key);
+    const command = { namespace: this.#config.namespace, limits: this.#callsFor(subjects, this.#specs) };
     // Answers to takes sent before the reset must not re-arm a block after it.
     this.#epoch++;
     // What this process keeps is cleared now, so a take called right after the reset (not
     // awaited) is not refused from it, and again once the store answered.
-    this.#forgetLocally(subjects, keys);
+    this.#forgetLocally(subjects, command);
     try {
-      await remove.call(this.#store, keys);
+      await remove.call(this.#store, command);
     } catch (err) {
       throw err instanceof StoreError ? err : new StoreError('limiterDelete', err);
     } finally {
-      this.#forgetLocally(subjects, keys);
+      this.#forgetLocally(subjects, command);
     }
   }
 
   // A block names a list of subjects; one reset subject may be what blocked another list (the IP
   // of { user: 'u2', ip }), so a multi-subject limiter forgets every block.
-  #forgetLocally(subjects: Subjects, keys: readonly string[]): void {
+  #forgetLocally(subjects: Subjects, command: LimiterDeleteCommand): void {
     if (typeof subjects === 'string') this.#cache?.delete(subjects);
     else this.#cache?.clear();
-    this.#config.fallback?.backend.delete(keys);
+    this.#config.fallback?.backend.delete(command);
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
-    // A limiter of one limit, by the plain key, in this process (see #oneCalls).
-    if (this.#oneCalls !== undefined && typeof key === 'string') {
-      return this.#takeOne(this.#oneCalls, key, takeOptions);
-    }
     let cost: number;
     let subjects: Subjects;
     let calls: LimitCall[];
@@ -168,8 +148,7 @@ export class RateLimiter implements Limiter {
       cost = costOf(takeOptions);
       // A plain key seen before was checked then: its calls are cached under it (only valid keys
       // are). Not for a limiter that counts by named subjects: its cache holds subject values,
-      // and a plain string key must still be refused there. (A string key of a limiter with
-      // #oneCalls went to #takeOne above: its #keyCache stays empty.)
+      // and a plain string key must still be refused there.
       const seen = this.#plainKeys && typeof key === 'string' ? this.#keyCache.get(key) : undefined;
       if (seen !== undefined) {
         subjects = key as string;
@@ -184,7 +163,7 @@ export class RateLimiter implements Limiter {
     } catch (err) {
       return Promise.reject(err);
     }
-    const cache = this.#cache;
+    const cache = this.#decidesHere && this.#passIn === undefined ? undefined : this.#cache;
     // Several subjects: as JSON, so no two lists share a key (a joined list would: 'a\nb' + 'c'
     // and 'a' + 'b\nc').
     const cacheKey =
@@ -196,22 +175,39 @@ export class RateLimiter implements Limiter {
       const block = cache.get(cacheKey, cost, asked);
       if (block !== undefined) return Promise.resolve(blockedDecision(block, asked));
     }
-    const inProcess = this.#inProcess;
-    if (inProcess !== undefined) {
-      // An in-process store: its answer is the decision itself (no command, reply or promise
-      // of its own), and a failure is handled on a microtask, as a remote one would be.
+    const timeoutMs = this.#config.timeoutMs;
+    let answer: LimiterTakeReply | PromiseLike<LimiterTakeReply>;
+    try {
+      // The store is told how long this take waits: past it, the degraded answer is given and a
+      // store must not charge the take when its command arrives late.
+      answer = (this.#store.limiterTake as NonNullable<Store['limiterTake']>)({
+        namespace: this.#config.namespace,
+        limits: calls,
+        cost,
+        now: given,
+        timeoutMs: timeoutMs === 0 ? undefined : timeoutMs,
+      });
+    } catch (err) {
+      // A store that throws instead of rejecting still ends in the degraded policy, on a
+      // microtask as a rejection would, never a throw.
+      return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
+    }
+    if (typeof (answer as Partial<PromiseLike<unknown>> | undefined)?.then !== 'function') {
+      // Answered in this process (the memory store): the reply is the decision at once, with no
+      // promise of the store's; a reply that is none is a store failure, handled on a microtask.
+      this.#decidesHere = true;
       let decision: Decision;
       try {
-        decision = inProcessDecision(inProcess.decide(calls, cost, given), 'the in-process decide');
+        decision = this.#decisionOf(answer as LimiterTakeReply);
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
-      if (cache !== undefined) this.#remember(cacheKey, cost, asked, decision);
+      if (cache !== undefined && this.#passIn !== undefined) this.#remember(cacheKey, cost, asked, decision);
       return Promise.resolve(decision);
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
     const epoch = this.#epoch;
-    return this.#callStore(calls, cost, given).then(
+    return this.#timed(answer as PromiseLike<LimiterTakeReply>, timeoutMs).then(
       (reply) => {
         const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
         if (cache !== undefined && epoch === this.#epoch) this.#remember(cacheKey, cost, asked, decision);
@@ -221,33 +217,13 @@ export class RateLimiter implements Limiter {
     );
   }
 
-  // take() of a string key by a limiter with #oneCalls: what the general path does for it, with
-  // no list and no block cache. A key seen before was checked then (only valid keys are kept).
-  #takeOne(
-    oneCalls: BoundedMap<string, LimitCall>,
-    key: string,
-    takeOptions: { cost?: number } | undefined,
-  ): Promise<Decision> {
-    let cost: number;
-    let call: LimitCall | undefined;
-    let given: number | undefined;
-    try {
-      cost = costOf(takeOptions);
-      call = oneCalls.get(key) ?? this.#newOneCall(oneCalls, this.#subjectsOf(key) as string);
-      given = this.#passIn?.now();
-    } catch (err) {
-      return Promise.reject(err);
+  // A synchronous reply as the limiter's decision; not a reply at all is a TypeError (the store's
+  // failure, which the degraded policy takes).
+  #decisionOf(reply: LimiterTakeReply): Decision {
+    if (typeof reply?.allowed !== 'boolean') {
+      throw new TypeError(`limiterTake answered ${String(reply)}, not a reply`);
     }
-    let decision: Decision;
-    try {
-      decision = inProcessDecision(
-        (this.#inProcess as InProcessLimiter).decideOne(call, cost, given),
-        'the in-process decideOne',
-      );
-    } catch (err) {
-      return Promise.resolve().then(() => this.#degrade(err, key, cost));
-    }
-    return Promise.resolve(decision);
+    return decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
   }
 
   // A take's subjects: the key itself for a limiter whose limits all use the subject `key` (the
@@ -274,13 +250,9 @@ export class RateLimiter implements Limiter {
     return this.#multiSubject ? subjects : (subjects[0] as string);
   }
 
-  // The calls of a take, from the limiter's cache of them when it has one for the subject: #oneCalls
-  // (the call, given here as a list: a key given as `{ key }` comes this way) or #keyCache.
+  // The calls of a take, from the limiter's cache of them for a single subject.
   #callsOf(subjects: Subjects): LimitCall[] {
     if (typeof subjects !== 'string') return this.#callsFor(subjects, this.#specs);
-    if (this.#oneCalls !== undefined) {
-      return [this.#oneCalls.get(subjects) ?? this.#newOneCall(this.#oneCalls, subjects)];
-    }
     let calls = this.#keyCache.get(subjects);
     if (calls === undefined) {
       calls = this.#callsFor(subjects, this.#specs);
@@ -289,28 +261,15 @@ export class RateLimiter implements Limiter {
     return calls;
   }
 
-  // The call of a checked subject not in #oneCalls yet, made and kept there.
-  #newOneCall(oneCalls: BoundedMap<string, LimitCall>, subject: string): LimitCall {
-    const call = this.#callsFor(subject, this.#specs)[0] as LimitCall;
-    oneCalls.set(subject, call);
-    return call;
-  }
-
+  // One call per limit, never changed after (a store may keep what it derives from one). Every limit counts by
+  // the one subject, or each by its own: then each call names its subject (`by`).
   #callsFor(subjects: Subjects, forSpecs: readonly LimitSpec[]): LimitCall[] {
-    const { namespace } = this.#config;
-    const tails = this.#tails;
     if (typeof subjects === 'string') {
-      const head = `{${namespace}:${escapeKeyPart(subjects)}}`;
-      return forSpecs.map((spec, i) => ({ spec, key: head + tails[i], handle: undefined }));
+      return forSpecs.map((spec) => ({ spec, subject: subjects }));
     }
     return forSpecs.map((spec, i) => {
       const by = this.#specs[i]?.by ?? 'key';
-      const subject = subjects[this.#bys.indexOf(by)] as string;
-      return {
-        spec,
-        key: `{${namespace}}:${escapeKeyPart(by)}:${escapeKeyPart(subject)}${tails[i]}`,
-        handle: undefined,
-      };
+      return { spec, subject: subjects[this.#bys.indexOf(by)] as string, by };
     });
   }
 
@@ -340,6 +299,7 @@ export class RateLimiter implements Limiter {
     const at = local.now();
     if (fallback !== undefined) {
       const reply = fallback.backend.take({
+        namespace: this.#config.namespace,
         limits: this.#callsFor(subjects, fallback.specs),
         cost,
         now: at,
@@ -351,23 +311,10 @@ export class RateLimiter implements Limiter {
     return decide(at, allowed, parts, allowed ? 'degraded-allow' : 'degraded-deny');
   }
 
-  #callStore(calls: LimitCall[], cost: number, now: number | undefined): Promise<LimiterTakeReply> {
-    const timeoutMs = this.#config.timeoutMs;
-    let pending: Promise<LimiterTakeReply>;
-    try {
-      // The store is told how long this take waits: past it, the degraded answer below is given
-      // and a store must not charge the take when its command arrives late.
-      pending = (this.#store.limiterTake as NonNullable<Store['limiterTake']>)({
-        limits: calls,
-        cost,
-        now,
-        timeoutMs: timeoutMs === 0 ? undefined : timeoutMs,
-      });
-    } catch (err) {
-      // A store that throws instead of rejecting still ends in the degraded policy, never a throw.
-      return Promise.reject(err);
-    }
-    if (timeoutMs === 0) return pending;
+  // A store's pending answer, bounded by the limiter's timeout when it has one.
+  #timed(pending: PromiseLike<LimiterTakeReply>, timeoutMs: number): Promise<LimiterTakeReply> {
+    // Promise.resolve hands a native promise back as it is (no promise more per take).
+    if (timeoutMs === 0) return Promise.resolve(pending);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new StoreError('limiterTake', new Error(`no answer within ${timeoutMs} ms`))),
@@ -397,14 +344,6 @@ export class RateLimiter implements Limiter {
       cache.set(cacheKey, cost, asked, decision);
     }
   }
-}
-
-/** An in-process store's answer, or an error saying which method answered what (the degraded policy takes it). */
-function inProcessDecision(decision: Decision, method: string): Decision {
-  if (typeof decision?.allowed !== 'boolean') {
-    throw new TypeError(`${method} answered ${String(decision)}, not a decision`);
-  }
-  return decision;
 }
 
 const TAKE_OPTIONS = ['cost'];

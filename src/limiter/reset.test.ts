@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { createLimiter } from './limiter.js';

@@ -1,11 +1,12 @@
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { withinLimit } from '../core/limits.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyStringArg } from '../core/validate.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
-import type { Decision } from './decision.js';
+import type { Decision } from '../windows/limits/decision.js';
 import { tenantNamespace } from './keys.js';
-import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
+import { createLimiter, type LimiterOptions } from './limiter.js';
+import type { Limiter } from './types.js';
 
 const REGISTRY_OPTIONS = keysOf<{ store?: Store }>({ store: true });
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { type GapRange, ReorderBuffer } from '../windows/reorder-buffer.js';
 import { createCompensator } from './compensator.js';
 import { createReorderer } from './reorderer.js';

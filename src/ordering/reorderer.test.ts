@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import type { GapRange, Release } from '../windows/reorder-buffer.js';
 import { createReorderer } from './reorderer.js';
 

@@ -4,6 +4,7 @@ import { ClosedError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
+import { requireOps } from '../store/ordering.js';
 import type { Store } from '../store/store.js';
 import {
   type GapRange,
@@ -14,7 +15,6 @@ import {
   type SavedReorderBuffer,
 } from '../windows/reorder-buffer.js';
 import { REORDER_BUFFER_OPTIONS } from '../windows/reorder-options.js';
-import { requireOps } from './store-ops.js';
 
 /** Options of {@link createReorderer}. */
 export interface ReordererOptions<T> extends ReorderBufferOptions {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { StoreError } from '../core/errors.js';
 import { timerDelay } from '../core/timer-delay.js';
-import type { LeaseReply } from './store-ops.js';
+import type { LeaseReply } from '../store/ordering.js';
 
 /** The store operation a lease needs (see `leaseRenew` in store-ops.ts). */
 export interface LeaseStore {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { Snowflake } from './snowflake.js';
 

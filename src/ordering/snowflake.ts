@@ -4,9 +4,9 @@ import { ClockRollbackError, InvalidArgumentError, InvalidOptionError } from '..
 import { optionWithinLimit } from '../core/limits.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, nonNegativeInt } from '../core/validate.js';
+import { requireOps } from '../store/ordering.js';
 import type { Store } from '../store/store.js';
 import { SnowflakeLease } from './snowflake-lease.js';
-import { requireOps } from './store-ops.js';
 
 /** Options of {@link Snowflake}. */
 export interface SnowflakeOptions {

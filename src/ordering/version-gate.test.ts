@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rejected, thrown } from '../../test/support/thrown.js';
 import { isOnceflowError } from '../core/errors.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { VersionGate } from './version-gate.js';
 
 const gate = (name?: string, store = memoryStore()) =>

@@ -9,8 +9,8 @@ import {
   nonEmptyStringArg,
   type Order,
 } from '../core/validate.js';
+import { type OrderingStoreOps, requireOps, type VersionUpsertReply } from '../store/ordering.js';
 import type { JsonValue, Store } from '../store/store.js';
-import { type OrderingStoreOps, requireOps, type VersionUpsertReply } from './store-ops.js';
 
 const GATE_OPTIONS = keysOf<VersionGateOptions>({ store: true, name: true });
 

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../core/errors.js';
-import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency/store-ops.js';
+import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../store/idempotency.js';
 import type { PgContext } from './context.js';
 import type { PgCleanup, PgIdempotencyOps } from './ops.js';
 import { fromBytes, intColumn, pgBytes, pgText, statementName, unexpectedReply } from './pg-args.js';

@@ -1,32 +1,37 @@
+import { ClockOffset } from '../core/clock-offset.js';
 import { InvalidArgumentError, StoreError } from '../core/errors.js';
-import { isWellFormed } from '../core/validate.js';
-import { ALGORITHM_CODE } from '../limiter/algorithms.js';
-import { limiterCost } from '../limiter/cost.js';
-import { checkSpec } from '../limiter/options.js';
-import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
+import { isPlainObject, isWellFormed } from '../core/validate.js';
+import { limiterKey, namespaceTag } from '../redis/limiter-keys.js';
 import type {
   LimitCall,
+  LimiterDeleteCommand,
   LimiterTakeCommand,
   LimiterTakeReply,
-  LimitSpec,
-  LimitVerdict,
-} from '../limiter/types.js';
-import { verdict } from '../limiter/verdict.js';
+} from '../store/limiter.js';
+import { ALGORITHM_CODE } from '../windows/limits/algorithms.js';
+import { limiterCost } from '../windows/limits/cost.js';
+import { checkSpec } from '../windows/limits/spec.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
+import type { LimitSpec, LimitVerdict } from '../windows/limits/types.js';
+import { verdict } from '../windows/limits/verdict.js';
 import type { PgContext } from './context.js';
 import type { PgCleanup, PgLimiterOps } from './ops.js';
 import { statementName } from './pg-args.js';
 import { sqlState } from './pg-error.js';
 
-// A limiter key is the primary key of limiter_state, a btree: PostgreSQL refuses an index entry
-// over 2704 bytes (a third of an 8 KB page, minus headers), failing the statement. 2600 bytes
-// leaves room for the tuple header and is still far above the longest key the limiter builds
-// for bounded input (namespace `|l:` + a 256-byte name escaped to at most 768, a 512-byte subject
-// to at most 1536, a limit id and the shape suffix: ~2.4 KB only when every byte is escaped).
+// A row's key is the key the Redis store gives the same state (src/redis/limiter-keys.ts): one
+// layout for both, so the rows mean what they meant when the limiter built the keys itself, and
+// a reset is two ranges of it. It is the primary key of limiter_state, a btree: PostgreSQL
+// refuses an index entry over 2704 bytes (a third of an 8 KB page, minus headers), failing the
+// statement. 2600 bytes leaves room for the tuple header and is still far above the longest key
+// the limiter builds for bounded input (namespace `|l:` + a 256-byte name escaped to at most 768,
+// a 512-byte subject to at most 1536, a limit id and the shape suffix: ~2.4 KB only when every
+// byte is escaped).
 const MAX_KEY_BYTES = 2600;
 
 // The deadline the function checks (see limiter_take in sql/002-limiter.sql) is sent on the
-// database's clock, learnt from replies as the Redis store learns its server's (redis/
-// limiter-backend.ts, FENCE_MARGIN_MS): the margin covers the database clock floored to the ms
+// database's clock, learnt from replies as the Redis store learns its server's (ClockOffset;
+// redis/limiter-ops.ts, FENCE_MARGIN_MS): the margin covers the database clock floored to the ms
 // (1 ms), a Node timer firing up to 1 ms before performance.now() says its delay passed, and the
 // drift of two quartz clocks between replies (~100 ppm: 1 ms per 10 s without one). Too large a
 // margin only refuses takes that reached the database just before their caller gave up.
@@ -63,25 +68,10 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
     text: 'SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms',
   };
 
-  // A lower bound of (database ms - performance.now()), from the last reply; undefined until one
-  // arrived. A reply read the clock before it was received, so that clock minus the local time
-  // it arrived is at most the true offset (the Redis store's rule 1).
-  let offset: number | undefined;
-  let probing: Promise<void> | undefined;
-  const learn = (dbMs: number, sent: number, received: number) => {
-    const low = dbMs - received;
-    if (offset === undefined || offset > dbMs - sent || low > offset) offset = low;
-  };
-  const probe = (): Promise<void> => {
-    probing ??= (async () => {
-      const sent = performance.now();
-      const rows = await ctx.query('limiterTake', 'read', clock);
-      learn(Number(rows[0]?.ms), sent, performance.now());
-    })().finally(() => {
-      probing = undefined;
-    });
-    return probing;
-  };
+  // A lower bound of (database ms - performance.now()), from the replies (the Redis store's rule 1).
+  const offset = new ClockOffset();
+  const readClock = async (): Promise<number> =>
+    Number((await ctx.query('limiterTake', 'read', clock))[0]?.ms);
 
   // Takes sent and not yet answered, and the delete or reset the takes called after it wait for:
   // a delete runs after the takes called before it and before those called after it, as the
@@ -114,8 +104,8 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
     fence: number,
   ): Promise<LimiterTakeReply> {
     if (fence !== Number.POSITIVE_INFINITY) {
-      if (offset === undefined) await probe();
-      values[7] = Math.floor(fence + (offset as number)) - FENCE_MARGIN_MS;
+      if (offset.value === undefined) await offset.probe(readClock);
+      values[7] = Math.floor(fence + (offset.value as number)) - FENCE_MARGIN_MS;
     }
     const sent = performance.now();
     let rows: Record<string, unknown>[];
@@ -132,7 +122,7 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
       throw err;
     }
     const row = rows[0] as Record<string, unknown>;
-    learn(Number(row.o_db), sent, performance.now());
+    offset.learn(Number(row.o_db), sent, performance.now());
     const allowed = row.o_allowed as boolean[];
     const remaining = row.o_remaining as string[];
     const resets = row.o_reset as string[];
@@ -174,10 +164,10 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
       return answer.catch((err: unknown) => holdUntil(fence, err));
     },
 
-    limiterDelete(keys: readonly string[]): Promise<number> {
+    limiterDelete({ namespace, limits }: LimiterDeleteCommand): Promise<number> {
+      let keys: string[];
       try {
-        if (!Array.isArray(keys)) throw new InvalidArgumentError('keys', 'an array of limiter keys', keys);
-        for (let i = 0; i < keys.length; i++) checkKey(keys[i], `keys[${i}]`);
+        keys = keysOf(namespace, limits);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -194,10 +184,9 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
       } catch (err) {
         return Promise.reject(err);
       }
-      // `{<ns>:...` and `{<ns>}...` (inNamespace in src/limiter/memory-backend.ts): each the
-      // range [p, p with its last character + 1) of the bytewise-ordered key (`:` + 1 is `;`,
-      // `}` + 1 is `~`).
-      const open = `{${namespace}`;
+      // `{<tag>:...` and `{<tag>}...` (src/redis/limiter-keys.ts): each the range [p, p with its
+      // last character + 1) of the bytewise-ordered key (`:` + 1 is `;`, `}` + 1 is `~`).
+      const open = `{${namespaceTag(namespace)}`;
       const values = [`${open}:`, `${open};`, `${open}}`, `${open}~`];
       return afterTakes(async () =>
         Number((await ctx.query('limiterReset', 'write', { ...reset, values }))[0]?.n),
@@ -220,49 +209,62 @@ export function limiterCleanup(ctx: PgContext): PgCleanup {
 // A take's arguments for limiter_take, checked as the other stores check them (before any SQL:
 // a malformed command charges nothing and never reaches the database). `values[7]`, the
 // deadline, is filled in when the take is sent.
-function takeValues({ limits, cost, now }: LimiterTakeCommand): unknown[] {
+function takeValues({ namespace, limits, cost, now }: LimiterTakeCommand): unknown[] {
   const at = now === undefined ? null : limiterTime(now, 'now');
   limiterCost(cost);
-  if (!Array.isArray(limits)) throw new InvalidArgumentError('limits', 'an array of limit calls', limits);
+  const keys = keysOf(namespace, limits);
   const n = limits.length;
-  const keys: string[] = new Array(n);
   const codes: string[] = new Array(n);
   const lims: number[] = new Array(n);
   const windows: number[] = new Array(n);
   const params: number[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    const call = limits[i] as LimitCall;
-    const spec = call?.spec;
+    const spec = (limits[i] as LimitCall).spec;
     if (!checkedSpecs.has(spec)) {
       checkSpec(spec, `limits[${i}].spec`);
       checkedSpecs.add(spec);
     }
-    const key = checkKey(call.key, `limits[${i}].key`);
-    // One row per key: two limits of one take on one key would each decide on the same state
-    // and the second charge would overwrite the first (the limiter never builds such a take).
-    for (let j = 0; j < i; j++) {
-      if (keys[j] === key) {
-        throw new InvalidArgumentError(
-          `limits[${i}].key`,
-          `a key no other limit of the take has (limits[${j}])`,
-          key,
-        );
-      }
-    }
-    keys[i] = key;
     codes[i] = ALGORITHM_CODE[spec.algorithm];
     lims[i] = spec.limit;
     windows[i] = spec.windowMs;
     params[i] = spec.param;
   }
-  // Every written row is kept past its expiry by the stores' slack (src/limiter/time.ts): longer
+  // Every written row is kept past its expiry by the stores' slack (src/windows/limits/time.ts): longer
   // on a caller's time, whose clock and the database's may differ.
   const slack = at === null ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS;
   return [keys, codes, lims, windows, params, cost, at, null, slack];
 }
 
-function checkKey(key: unknown, path: string): string {
-  return checkText(key, path, MAX_KEY_BYTES);
+// The rows of a command's limits, checked (before any SQL): a subject or `by` PostgreSQL text can
+// hold as it is, a key within MAX_KEY_BYTES, and one row per limit: two limits of one take on one
+// row would each decide on the same state and the second charge would overwrite the first (the
+// limiter never builds such a take).
+function keysOf(namespace: unknown, limits: readonly LimitCall[]): string[] {
+  checkText(namespace, 'namespace', Number.POSITIVE_INFINITY);
+  if (!Array.isArray(limits)) throw new InvalidArgumentError('limits', 'an array of limit calls', limits);
+  const tag = namespaceTag(namespace as string);
+  const keys: string[] = new Array(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    const call = limits[i] as LimitCall;
+    if (!isPlainObject(call)) throw new InvalidArgumentError(`limits[${i}]`, 'a limit call', call);
+    checkText(call.subject, `limits[${i}].subject`, MAX_KEY_BYTES);
+    if (call.by !== undefined) checkText(call.by, `limits[${i}].by`, MAX_KEY_BYTES);
+    if (!isPlainObject(call.spec) || typeof call.spec.id !== 'string') {
+      throw new InvalidArgumentError(`limits[${i}].spec`, 'a limit spec object', call.spec);
+    }
+    const key = checkText(limiterKey(tag, call), `limits[${i}].subject`, MAX_KEY_BYTES);
+    for (let j = 0; j < i; j++) {
+      if (keys[j] === key) {
+        throw new InvalidArgumentError(
+          `limits[${i}]`,
+          `a limit whose subject, id and shape no other limit of the take has (limits[${j}])`,
+          key,
+        );
+      }
+    }
+    keys[i] = key;
+  }
+  return keys;
 }
 
 // A string PostgreSQL `text` can hold as it is: no U+0000, no lone surrogate (sent as U+FFFD,

@@ -1,5 +1,5 @@
-import type { IdempotencyStoreOps } from '../idempotency/store-ops.js';
-import type { OrderingStoreOps } from '../ordering/store-ops.js';
+import type { IdempotencyStoreOps } from '../store/idempotency.js';
+import type { OrderingStoreOps } from '../store/ordering.js';
 import type { Store } from '../store/store.js';
 
 /** The ledger half of the Postgres store (ledger-ops.ts). */

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../core/errors.js';
-import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
+import type { LeaseReply, VersionUpsertReply } from '../store/ordering.js';
 import type { PgContext } from './context.js';
 import type { PgOrderingOps } from './ops.js';
 import { fromBytes, intColumn, pgBytes, pgText, safeInt, statementName, unexpectedReply } from './pg-args.js';

@@ -4,7 +4,7 @@ import type {
   IdempotencyBeginCommand,
   IdempotencyBeginReply,
   IdempotencyStoreOps,
-} from '../idempotency/store-ops.js';
+} from '../store/idempotency.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { type Durability, evalWaited } from './durability.js';
 import type { RedisLike } from './eval.js';

@@ -1,4 +1,4 @@
-import type { LeaseReply, OrderingStoreOps, VersionUpsertReply } from '../ordering/store-ops.js';
+import type { LeaseReply, OrderingStoreOps, VersionUpsertReply } from '../store/ordering.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
 import { scripts } from './scripts.generated.js';

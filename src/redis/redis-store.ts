@@ -9,7 +9,7 @@ import { type DurabilityOptions, durabilityOption } from './durability.js';
 import type { RedisLike } from './eval.js';
 import { redisIdempotencyOps } from './idempotency-ops.js';
 import { journalLimit, redisLedgerOps } from './ledger-ops.js';
-import { createRedisLimiterBackend } from './limiter-backend.js';
+import { redisLimiterOps } from './limiter-ops.js';
 import { redisOrderingOps } from './ordering-ops.js';
 import { guardedCalls } from './store-error.js';
 
@@ -122,7 +122,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const redis = boundedClient(client, timeoutMs);
   const guarded = guardedCalls(client);
 
-  const limiter = createRedisLimiterBackend(client, prefix, { keyPrefix, timeoutMs });
+  const limiter = redisLimiterOps(client, prefix, { keyPrefix, timeoutMs });
 
   return {
     kind: 'redis',
@@ -141,7 +141,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       }
     },
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
-    limiterDelete: (keys) => guarded('limiterDelete', () => limiter.delete(keys), 'write'),
+    limiterDelete: (cmd) => guarded('limiterDelete', () => limiter.delete(cmd), 'write'),
     ...redisOrderingOps(redis, prefix),
     ...redisIdempotencyOps(redis, prefix, durability),
     ...redisLedgerOps({ client, redis, prefix, durability, journalLimit: maxEntries, guarded }),

@@ -1,7 +1,7 @@
 // The runner of the idempotency suite (cases in idempotency-cases.ts): each step against the
 // store, the answer compared with what the case expects and with what holds of every answer.
 
-import type { IdempotencyBeginReply } from '../idempotency/store-ops.js';
+import type { IdempotencyBeginReply } from '../store/idempotency.js';
 import type { Store } from '../store/store.js';
 import { differ } from './differ.js';
 import type { ExpectedBegin, IdempotencyCase, IdempotencyStep } from './idempotency-cases.js';

@@ -6,7 +6,7 @@
  * `TIME`) is checked at exact window edges with no waiting. `'store'` as a time leaves it to the
  * store's clock.
  */
-import type { Algorithm } from '../limiter/types.js';
+import type { Algorithm } from '../windows/limits/types.js';
 
 /** One limit of a case, in whole milliseconds. */
 export interface LimiterCaseLimit {
@@ -102,7 +102,7 @@ const take = (
 
 /**
  * The cases. Add to them when a rule is added; never edit one to make a store pass. Each verdict
- * is derived in its comment from the algorithm's definition (src/limiter/*.ts), not read off a store.
+ * is derived in its comment from the algorithm's definition (src/windows/limits/*.ts), not read off a store.
  */
 export const limiterCases: readonly LimiterCase[] = deepFreeze<LimiterCase[]>([
   {

@@ -5,10 +5,10 @@
 
 import { InvalidArgumentError, isOnceflowError } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
-import { specSuffix } from '../limiter/algorithms.js';
-import { escapeKeyPart, limiterNamespace } from '../limiter/keys.js';
-import type { LimitCall, LimiterTakeReply, LimitSpec } from '../limiter/types.js';
+import { limiterNamespace } from '../limiter/keys.js';
+import type { LimitCall, LimiterTakeReply } from '../store/limiter.js';
 import type { Store } from '../store/store.js';
+import type { LimitSpec } from '../windows/limits/types.js';
 import { type ConformanceCase, cases, retentionCases } from './cases.js';
 import { differ } from './differ.js';
 import { type IdempotencyCase, idempotencyCases } from './idempotency-cases.js';
@@ -292,13 +292,10 @@ async function runLimiter(
   const take = store.limiterTake?.bind(store) as NonNullable<Store['limiterTake']>;
   const specs = c.limits.map(toLimitSpec);
   const namespace = (space?: string) => limiterNamespace(space === undefined ? name : `${name}/${space}`);
-  // One subject's keys in one hash slot, as the limiter lays them out (src/limiter/keys.ts), so a
-  // reset by namespace finds them. Fresh call objects per take: a store may pin a memo on one.
-  const callsOf = (subject: string, space?: string, given: readonly LimitSpec[] = specs): LimitCall[] =>
-    given.map((spec) => ({
-      spec,
-      key: `{${namespace(space)}:${escapeKeyPart(subject)}}:${escapeKeyPart(spec.id)}:${specSuffix(spec)}`,
-    }));
+  // Every limit counts by the one subject. Fresh call objects per take: a store that keeps what
+  // it derives from a call object must find the same state again from a new one.
+  const callsOf = (subject: string, given: readonly LimitSpec[] = specs): LimitCall[] =>
+    given.map((spec) => ({ spec, subject }));
   const failures: string[] = [];
   let lastStoreNow = Number.NEGATIVE_INFINITY;
   let down = false;
@@ -319,7 +316,12 @@ async function runLimiter(
       case 'take': {
         const cost = step.cost ?? 1;
         const now = step.at === 'store' ? undefined : BASE + step.at;
-        const reply = await take({ limits: callsOf(step.subject ?? 'k', step.space), cost, now });
+        const reply = await take({
+          namespace: namespace(step.space),
+          limits: callsOf(step.subject ?? 'k'),
+          cost,
+          now,
+        });
         const at = step.at === 'store' ? reply?.now : BASE;
         if (step.at === 'store') {
           if (!Number.isSafeInteger(reply?.now) || reply.now < lastStoreNow) {
@@ -335,13 +337,14 @@ async function runLimiter(
         const broken =
           bad === undefined ? spec : Object.freeze({ ...spec, [bad.field]: badValue(bad.value) });
         const command = {
-          limits: callsOf('k', undefined, [broken, ...specs.slice(1)]),
+          namespace: namespace(),
+          limits: callsOf('k', [broken, ...specs.slice(1)]),
           cost: step.cost === undefined ? 1 : badValue(step.cost),
           now: step.now === undefined ? BASE + (step.at ?? 0) : badValue(step.now),
         } as Parameters<typeof take>[0];
         let pending: Promise<LimiterTakeReply>;
         try {
-          pending = take(command);
+          pending = Promise.resolve(take(command));
         } catch (err) {
           return `threw synchronously (a store rejects, never throws): ${String(err)}`;
         }
@@ -360,10 +363,15 @@ async function runLimiter(
         down = false;
         return undefined;
       case 'take-fails': {
-        const command = { limits: callsOf('k'), cost: step.cost ?? 1, now: BASE + step.at };
+        const command = {
+          namespace: namespace(),
+          limits: callsOf('k'),
+          cost: step.cost ?? 1,
+          now: BASE + step.at,
+        };
         let pending: Promise<LimiterTakeReply>;
         try {
-          pending = take(command);
+          pending = Promise.resolve(take(command));
         } catch (err) {
           return `threw synchronously (a store rejects, never throws): ${String(err)}`;
         }
@@ -375,8 +383,11 @@ async function runLimiter(
         );
       }
       case 'delete': {
-        const keys = callsOf(step.subject).map((call) => call.key);
-        return differ('keys deleted', await store.limiterDelete?.(keys), step.expect);
+        const deleted = await store.limiterDelete?.({
+          namespace: namespace(),
+          limits: callsOf(step.subject),
+        });
+        return differ('keys deleted', deleted, step.expect);
       }
       case 'reset':
         return differ('keys reset', await store.limiterReset?.(namespace(step.space)), step.expect);

@@ -2,8 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isOnceflowError } from '../core/errors.js';
 import { createLedger } from '../ledger/ledger.js';
 import { createLimiter } from '../limiter/limiter.js';
-import { IN_PROCESS_LIMITER, inProcessLimiterOf } from '../store/in-process.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { conformance } from './index.js';
 import { wrapStore } from './wrap-store.js';
 
@@ -35,11 +34,17 @@ describe('wrapStore', () => {
     });
   });
 
-  it('a wrapped store is taken through limiterTake only: the in-process path is never passed on', async () => {
+  it('a wrapped store answers limiterTake with a promise, as a remote store does; an override is called for every take', async () => {
     const base = memoryStore();
-    expect(inProcessLimiterOf(base)).toBeDefined();
-    expect(inProcessLimiterOf(wrapStore(base, {}))).toBeUndefined();
-    expect(IN_PROCESS_LIMITER in wrapStore(base, {})).toBe(false);
+    const command = {
+      namespace: '|l:wrap',
+      limits: [
+        { spec: { id: 'x', algorithm: 'gcra', limit: 5, windowMs: 1000, param: 5 } as const, subject: 'k' },
+      ],
+      cost: 1,
+    };
+    expect(base.limiterTake?.(command)).not.toBeInstanceOf(Promise);
+    expect(wrapStore(base, {}).limiterTake?.(command)).toBeInstanceOf(Promise);
     const failing = wrapStore(base, { limiterTake: () => Promise.reject(new Error('down')) });
     const limiter = createLimiter({
       store: failing,

@@ -1,6 +1,5 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
-import { IN_PROCESS_LIMITER } from '../store/in-process.js';
 import type { Store } from '../store/store.js';
 
 // Every member of the Store contract (src/store/store.ts, with the ordering and idempotency
@@ -33,10 +32,10 @@ const CONTRACT: Record<keyof Store, true> = {
  * A store that answers like `store` except where `overrides` says otherwise: for fault injection
  * and spies in tests. The memory store is a class instance, so `{ ...store, ledgerApply }` would
  * copy none of its methods; this delegates every other member to `store` (methods called on it). An
- * override set to `undefined` hides that member. The wrapped store is a store of the documented
- * contract only: a limiter over it takes through `limiterTake` (the memory store's in-process
- * path is not passed on), so an override or spy of `limiterTake` sees every take, and the
- * limiter treats it as any remote store (block cache, default timeout).
+ * override set to `undefined` hides that member. The wrapped store answers as a remote store
+ * does: its own `limiterTake` always answers with a promise (a memory store's synchronous answer
+ * is not passed on), so a limiter over it treats it as any remote store (block cache, default
+ * timeout); an override of `limiterTake` answers as it is written.
  *
  * @example
  * ```ts
@@ -64,15 +63,28 @@ export function wrapStore(store: Store, given: { [K in keyof Store]?: Store[K] |
   return new Proxy(store, {
     get(target, name) {
       if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store];
-      if (name === IN_PROCESS_LIMITER) return undefined;
       // The store itself as `this`: its private fields are not on the proxy.
       const value = Reflect.get(target, name, target);
+      if (name === 'limiterTake' && typeof value === 'function') return asPromise(target, value);
       return typeof value === 'function' ? value.bind(target) : value;
     },
     has(target, name) {
       if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store] !== undefined;
-      if (name === IN_PROCESS_LIMITER) return false;
       return Reflect.has(target, name);
     },
   });
+}
+
+// A store's limiterTake whose answer is always a promise (a rejected one for a throw).
+function asPromise(
+  target: Store,
+  take: NonNullable<Store['limiterTake']>,
+): (command: Parameters<NonNullable<Store['limiterTake']>>[0]) => Promise<Awaited<ReturnType<typeof take>>> {
+  return (command) => {
+    try {
+      return Promise.resolve(take.call(target, command));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
 }

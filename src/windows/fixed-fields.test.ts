@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { Snowflake } from '../ordering/snowflake.js';
 import { VersionGate } from '../ordering/version-gate.js';
-import { memoryStore } from '../store/memory-store.js';
+import { memoryStore } from '../store/memory/memory-store.js';
 import { AdaptiveTimeout } from './adaptive-timeout.js';
 import { ReorderBuffer } from './reorder-buffer.js';
 import { SignatureWindow } from './signature-window.js';

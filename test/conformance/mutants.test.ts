@@ -3,8 +3,8 @@
 // kit does not check.
 import { describe, expect, it } from 'vitest';
 import { memoryStore, type Store, StoreError } from '../../src/index.js';
-import type { LimiterTakeCommand, LimiterTakeReply } from '../../src/limiter/types.js';
-import { compareIntStrings } from '../../src/ordering/store-ops.js';
+import type { LimiterTakeCommand, LimiterTakeReply } from '../../src/store/limiter.js';
+import { compareIntStrings } from '../../src/store/ordering.js';
 import { conformance, type SuiteName, wrapStore } from '../../src/testing/index.js';
 
 type Overrides = Parameters<typeof wrapStore>[1];

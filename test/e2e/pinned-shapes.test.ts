@@ -101,7 +101,7 @@ describe('shapes survive full GCs', () => {
     expect(
       weakDeopts(
         LIMITER_SCRIPT,
-        /SharedFunctionInfo (take|#takeOne|#settle|#entryOf|#verdict|#charge|decide|decideOne|#callsOf|#subjectsOf|verdict|commit)>/,
+        /SharedFunctionInfo (take|limiterTake|#settle|#entryOf|#lookup|#charge|#keep|decide|#decisionOf|#callsOf|#subjectsOf|verdict|commit)>/,
         'allowed true',
       ),
     ).toEqual([]);

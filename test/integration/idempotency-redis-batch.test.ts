@@ -7,11 +7,11 @@
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/core/errors.js';
-import type { IdempotencyBeginCommand } from '../../src/idempotency/store-ops.js';
 import { IDEMPOTENCY_MAX_BATCH, IDEMPOTENCY_MAX_BATCH_BYTES } from '../../src/redis/idempotency-ops.js';
 import { createRedisStore, escapeId, type RedisLike } from '../../src/redis/index.js';
 import { keySlot } from '../../src/redis/slot.js';
-import { memoryStore } from '../../src/store/memory-store.js';
+import type { IdempotencyBeginCommand } from '../../src/store/idempotency.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';

@@ -3,7 +3,7 @@ import { type Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/core/errors.js';
 import { createRedisStore, escapeId } from '../../src/redis/index.js';
-import { memoryStore } from '../../src/store/memory-store.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { type Command, commands, EVERY_ANSWER } from '../support/idempotency-model.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';

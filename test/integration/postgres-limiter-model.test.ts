@@ -3,10 +3,10 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { FakeClock, memoryStore } from '../../src/index.js';
-import { specSuffix } from '../../src/limiter/algorithms.js';
-import type { LimitCall, LimitSpec } from '../../src/limiter/types.js';
 import { createPostgresStore } from '../../src/postgres/index.js';
+import type { LimitCall } from '../../src/store/limiter.js';
 import type { Store } from '../../src/store/store.js';
+import type { LimitSpec } from '../../src/windows/limits/types.js';
 import { limiterModelSuite } from '../support/model-suites/limiter.js';
 import { testSchema } from './pg-env.js';
 
@@ -35,16 +35,16 @@ limiterModelSuite({ label: 'PostgreSQL', store: () => store }, () => {
       fc.asyncProperty(fc.array(cmd, { minLength: 1, maxLength: 40 }), async (seq) => {
         const memory = memoryStore({ clock: new FakeClock(0) });
         const memoryTake = memory.limiterTake?.bind(memory) as NonNullable<Store['limiterTake']>;
-        const ns = `{|l:direct-${run++}`;
+        const namespace = `|l:direct-${run++}`;
         let now = 10_000_000;
         for (const c of seq) {
           now += c.advance;
           const calls = (): LimitCall[] =>
             c.pick.map((i) => {
               const spec = specs[i] as LimitSpec;
-              return { spec, key: `${ns}:${c.subject}}:${spec.id}:${specSuffix(spec)}` };
+              return { spec, subject: c.subject };
             });
-          const command = { cost: c.cost, now };
+          const command = { namespace, cost: c.cost, now };
           const m = await memoryTake({ ...command, limits: calls() });
           const p = await store.limiterTake({ ...command, limits: calls() });
           expect(p).toEqual(m);

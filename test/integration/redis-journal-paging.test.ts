@@ -7,7 +7,7 @@ import { orderFromString } from '../../src/core/validate.js';
 import { createLedger, type Ledger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { ledgerOwnersKey, ownerKeys, scopeOwnersKey } from '../../src/redis/keys.js';
-import { memoryStore } from '../../src/store/memory-store.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import type { JournalEntry, JournalQuery } from '../../src/store/store.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 

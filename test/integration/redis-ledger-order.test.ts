@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/index.js';
-import { memoryStore } from '../../src/store/memory-store.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 

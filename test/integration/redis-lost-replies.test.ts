@@ -288,7 +288,8 @@ describe('ledger on Redis across lost replies and lost connections', () => {
     for (const store of [memoryStore(), createRedisStore({ client: direct, prefix: p })] as Store[]) {
       const take = (key: string, now: number) =>
         (store.limiterTake as NonNullable<Store['limiterTake']>)({
-          limits: [{ spec, key: `{l:${key}}:x` }],
+          namespace: '|l:direct',
+          limits: [{ spec, subject: key }],
           cost: 1,
           now,
         });
@@ -320,7 +321,8 @@ describe('ledger on Redis across lost replies and lost connections', () => {
     for (const store of [memoryStore(), createRedisStore({ client: direct, prefix: p })] as Store[]) {
       const take = (key: string, spec: unknown) =>
         (store.limiterTake as NonNullable<Store['limiterTake']>)({
-          limits: [{ spec: spec as typeof good, key: `{l:${key}}:x` }],
+          namespace: '|l:direct',
+          limits: [{ spec: spec as typeof good, subject: key }],
           cost: 1,
           now: 1_000_000,
         });

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isOnceflowError } from '../../src/core/errors.js';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/index.js';
-import { memoryStore } from '../../src/store/memory-store.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
 describe('createRedisStore options', () => {

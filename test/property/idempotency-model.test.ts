@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/core/clock.js';
 import { isOnceflowError } from '../../src/core/errors.js';
 import { createIdempotency, type RunResult } from '../../src/idempotency/idempotency.js';
-import { MemoryIdempotencyRecords } from '../../src/idempotency/memory-records.js';
 import { payloadHash } from '../../src/idempotency/payload-hash.js';
-import { memoryStore } from '../../src/store/memory-store.js';
+import { MemoryIdempotencyRecords } from '../../src/store/memory/idempotency.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import { wrapStore } from '../../src/testing/wrap-store.js';
 import {
   type ModelAnswer,

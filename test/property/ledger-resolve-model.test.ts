@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { memoryStore } from '../../src/store/memory-store.js';
+import { memoryStore } from '../../src/store/memory/memory-store.js';
 import { runScenario, scenarios } from '../support/resolve-model.js';
 
 describe('Ledger.resolve on the memory store, against the model', () => {

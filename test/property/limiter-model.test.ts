@@ -5,7 +5,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Algorithm, createLimiter, FakeClock, type LimitOptions, memoryStore } from '../../src/index.js';
-import { inProcessLimiterOf } from '../../src/store/in-process.js';
 import { inProcessSpy } from '../support/in-process.js';
 import { ALGORITHMS, GRANULARITY, limitOf, steps, WINDOW } from './limiter-sequences.js';
 
@@ -197,9 +196,10 @@ describe('memory limiter properties', () => {
   });
 
   it('one limit: the one-call path (decideOne) decides every take as the general path', async () => {
-    // A limiter of one limit on the memory store reaches a key's state through its cached call
-    // (rate-limiter.ts #oneCalls) and the in-process decideOne; the general way takes a list of
-    // calls (decide). Both, on one clock, must answer alike at every step.
+    // The memory store decides a take of one limit by its own short way (the state found once,
+    // no second pass); a take of several limits goes the general way. The one limit beside a
+    // second that never binds (a limit no take reaches) must answer alike at every step, on one
+    // clock; and every take of the one-limit limiter is answered synchronously.
     const oneLimit = fc
       .tuple(fc.constantFrom(...ALGORITHMS), fc.integer({ min: 1, max: 10 }), fc.boolean())
       .map(([a, l, coarse]) =>
@@ -210,23 +210,26 @@ describe('memory limiter properties', () => {
         const clock = new FakeClock(10_000);
         let oneCalls = 0;
         const base = memoryStore({ clock });
-        const counted = inProcessSpy(base, {
-          decideOne: (call, cost, now) => {
-            oneCalls++;
-            return inProcessLimiterOf(base)?.decideOne(call, cost, now) as never;
-          },
+        const counted = inProcessSpy(base, (command, inner) => {
+          if (command.limits.length === 1) oneCalls++;
+          return inner(command);
         });
         const other = memoryStore({ clock });
-        const general = inProcessSpy(other, {
-          decideOne: (call, cost, now) => inProcessLimiterOf(other)?.decide([call], cost, now) as never,
+        const fast = createLimiter({ store: counted, ...limit, clock, blockCache: false });
+        const never = { id: 'never', algorithm: 'fixed-window', limit: 2 ** 40, window: WINDOW } as const;
+        const slow = createLimiter({
+          store: other,
+          limits: [{ ...limit, id: 'one' }, never],
+          clock,
+          blockCache: false,
         });
-        const options = { ...limit, clock, blockCache: false } as const;
-        const fast = createLimiter({ store: counted, ...options });
-        const slow = createLimiter({ store: general, ...options });
         for (const s of seq) {
           clock.set(Math.max(0, clock.now() + s.advance));
           const cost = s.cost === 1 ? undefined : { cost: s.cost };
-          expect(await fast.take(s.key, cost)).toEqual(await slow.take(s.key, cost));
+          const one = await fast.take(s.key, cost);
+          const general = await slow.take(s.key, cost);
+          expect(one.allowed).toBe(general.allowed);
+          expect({ ...one.limits[0], id: 'one' }).toEqual(general.limits[0]);
         }
         // Every take went the one-call way, a key's first too.
         expect(oneCalls).toBe(seq.length);

@@ -31,7 +31,7 @@ import {
   VersionGate,
   type VersionGateResult,
 } from '../../src/index.js';
-import type { Verdict } from '../../src/limiter/types.js';
+import type { Verdict } from '../../src/windows/limits/types.js';
 import type { LedgerApplyResult } from '../../src/store/index.js';
 
 /** Fails to compile when a switch over a union forgot a member. */

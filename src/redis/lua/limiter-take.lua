@@ -2,7 +2,7 @@
   limiter-take: rate-limit decisions (DESIGN §3.5). Each entry decides one request against all
   of its limits: every limit admits the cost and is charged, or none is charged and nothing is
   written (a refusal changes no state). Several entries (a batch of concurrent calls) run in
-  order, exactly as if decided one after the other. The math is src/limiter/*.ts, line for line;
+  order, exactly as if decided one after the other. The math is src/windows/limits/*.ts, line for line;
   a property test runs both on the same sequences and requires identical answers.
 
   KEYS[1i]   the keys of entry i's limits, in order, one key per limit. All keys of one entry
@@ -22,13 +22,13 @@
                                      can have expired)
   ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slacks in ms added to
              every key's TTL, for entries on the server's time and for entries on a caller's
-             time (see redis/limiter-backend.ts); the fence base F (server ms); S, the number of distinct limit specs
+             time (see redis/limiter-ops.ts); the fence base F (server ms); S, the number of distinct limit specs
              in the batch, then S specs of 4 values: algorithm (a string: 'd' sliding-log as a
              string, 'z' sliding-log as a sorted set, 'w' sliding-window, 'f' fixed-window, 'g'
              gcra), limit, window ms, param (bucket ms for 'w', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
              fence (0: none; else the entry is not decided, and charges nothing, once the server's
              TIME is past F + fence: its caller has been answered without the store, see
-             redis/limiter-backend.ts), n (number of limits), then n spec numbers (1-based, into
+             redis/limiter-ops.ts), n (number of limits), then n spec numbers (1-based, into
              the specs above), one per limit, in key order. One JSON argument: cjson decodes it into numbers at once, where
              ~4 arguments per entry would each be a Lua string to convert (and a string for the
              client to encode).

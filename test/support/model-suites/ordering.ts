@@ -7,7 +7,7 @@
 // gates, keys, checkpoints and clocks with the text that stresses its own encoding.
 import fc from 'fast-check';
 import { describe, expect } from 'vitest';
-import { memoryOrderingOps } from '../../../src/ordering/store-ops.js';
+import { memoryOrderingOps } from '../../../src/store/memory/ordering.js';
 import type { Store } from '../../../src/store/store.js';
 import { runsFor, type StoreTarget, storeCase } from './target.js';
 

@@ -1,5 +1,5 @@
 -- A sliding log up to limit 512 is one string (code 'd': GET, SET PX, two calls); above it, a
--- sorted set (code 'z'); the client picks the code (STRING_LOG_MAX in src/limiter/algorithms.ts)
+-- sorted set (code 'z'); the client picks the code (STRING_LOG_MAX in src/windows/limits/algorithms.ts)
 -- and the code is part of the key's name, so one key never holds the other representation.
 -- A log holds at most `limit` entries, and each admitted request copies the string a few times
 -- (GET, the new value, SET), so its cost grows with the limit while the sorted set's stays flat.

@@ -1,19 +1,19 @@
-import type { Clock } from '../core/clock.js';
-import { StoreError } from '../core/errors.js';
-import { MATH } from './algorithms.js';
-import { limiterCost } from './cost.js';
-import { type Decision, decide } from './decision.js';
-import { checkSpec } from './options.js';
-import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from './time.js';
-import type { LimitCall, LimiterTakeCommand, LimiterTakeReply, LimitSpec, LimitVerdict } from './types.js';
+import type { Clock } from '../../core/clock.js';
+import { StoreError } from '../../core/errors.js';
+import { MATH, specSuffix } from '../../windows/limits/algorithms.js';
+import { limiterCost } from '../../windows/limits/cost.js';
+import { checkSpec } from '../../windows/limits/spec.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../../windows/limits/time.js';
+import type { LimitSpec, LimitVerdict } from '../../windows/limits/types.js';
+import type { LimitCall, LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from '../limiter.js';
 
 interface Entry {
   state: unknown;
   expiresAt: number;
   /** When the sweep may drop it: `expiresAt` plus the stores' slack (see time.ts), as Redis's TTL. */
   sweepAt: number;
-  /** The backend holding it: a memo from another backend is ignored. */
-  readonly owner: object;
+  /** The namespace it belongs to: a reset drops it, and a memo found for a call of another is ignored. */
+  readonly ns: string;
   /** Removed from the map (swept or reset): a memo pointing here is stale. */
   dead: boolean;
 }
@@ -37,7 +37,7 @@ interface Entry {
 // pass: the size grows with every take that counts towards it.)
 const SWEEP_MIN = 1024;
 
-// Specs a direct `take` has checked (the limiter's own come from toSpec): each object once.
+// Specs checked, each object once (the limiter's own were checked by toSpec; a direct caller's may not be).
 const checkedSpecs = new WeakSet<LimitSpec>();
 
 /**
@@ -53,6 +53,10 @@ const checkedSpecs = new WeakSet<LimitSpec>();
 export class MemoryLimiterBackend {
   readonly #clock: Clock;
   readonly #entries = new Map<string, Entry>();
+  // Each call's entry, found once and then reached from the call (a hot subject's take builds no
+  // key and does no Map lookup: the limiter keeps its calls per subject). Weak: a call the
+  // limiter drops takes its memo with it.
+  readonly #memo = new WeakMap<LimitCall, Entry>();
   readonly #givenSlack: number;
   readonly #sweepMin: number;
   // Takes and entries created since the last sweep, and the entries that sweep left (see SWEEP_MIN).
@@ -85,59 +89,37 @@ export class MemoryLimiterBackend {
     return 2 * Math.max(this.#sweepMin, this.#survivors);
   }
 
-  /** One multi-limit decision, answered as a store reply. */
-  take({ limits, cost, now: given }: LimiterTakeCommand): LimiterTakeReply {
-    const now = this.#timeOf(given);
-    limiterCost(cost);
-    for (let i = 0; i < limits.length; i++) {
-      const spec = (limits[i] as LimitCall).spec;
-      if (!checkedSpecs.has(spec)) {
-        checkSpec(spec, `limits[${i}].spec`);
-        checkedSpecs.add(spec);
-      }
-    }
-    const verdicts = this.#settle(limits, cost, now, this.#slackOf(given));
-    return { now, allowed: allAllowed(verdicts), verdicts };
-  }
-
   /**
-   * The same decision, answered as the limiter's {@link Decision} (the memory store's
-   * in-process `decide`, see src/store/in-process.ts): no command, reply or second list per take.
+   * One multi-limit decision, answered as a store reply, synchronously (a malformed command or a
+   * broken clock throws, having decided and charged nothing).
    */
-  decide(limits: readonly LimitCall[], cost: number, given: number | undefined): Decision {
-    // A direct caller's time and cost are checked too (the limiter's own are checked already; a
-    // NaN cost would never fit a bucket, and a sliding window would loop on it).
-    const now = this.#timeOf(given);
-    limiterCost(cost);
-    const verdicts = this.#settle(limits, cost, now, this.#slackOf(given));
-    return decide(now, allAllowed(verdicts), verdicts, undefined);
-  }
-
-  /**
-   * {@link decide} for one limit (the in-process `decideOne`): the call
-   * itself instead of a list, and no second pass over the limits (one limit has no other to ask).
-   */
-  decideOne(call: LimitCall, cost: number, given: number | undefined): Decision {
+  take({ namespace, limits, cost, now: given }: LimiterTakeCommand): LimiterTakeReply {
     const now = this.#timeOf(given);
     limiterCost(cost);
     this.#sweepWhenDue(now);
-    // The entry is found once and its live state read once, for the verdict and the charge.
-    const entry = this.#entryOf(call);
-    const spec = call.spec;
-    const math = MATH[spec.algorithm];
-    const state = liveState(entry, now);
-    const verdict = math.decide(spec, state, now, cost);
-    if (verdict.allowed && cost > 0) {
-      this.#keep(call, entry, math.commit(spec, state, now, cost), this.#slackOf(given));
+    if (limits.length === 1) {
+      // One limit has no other to ask: the entry is found once and its live state read once, for
+      // the verdict and the charge (no second pass, no list of its own).
+      const call = limits[0] as LimitCall;
+      const entry = this.#entryOf(namespace, call, 'limits[0].spec');
+      const spec = call.spec;
+      const math = MATH[spec.algorithm];
+      const state = liveState(entry, now);
+      const verdict = math.decide(spec, state, now, cost);
+      if (verdict.allowed && cost > 0) {
+        this.#keep(namespace, call, entry, math.commit(spec, state, now, cost), this.#slackOf(given));
+      }
+      return { now, allowed: verdict.allowed, verdicts: [verdict] };
     }
-    return decide(now, verdict.allowed, [verdict], undefined);
+    const verdicts = this.#settle(namespace, limits, cost, now, this.#slackOf(given));
+    return { now, allowed: allAllowed(verdicts), verdicts };
   }
 
-  /** Drops every state whose key lies in `namespace`'s key space; returns how many. */
+  /** Drops every state of `namespace`; returns how many. */
   reset(namespace: string): number {
     let n = 0;
     for (const [key, entry] of this.#entries) {
-      if (inNamespace(key, namespace)) {
+      if (entry.ns === namespace) {
         this.#entries.delete(key);
         retire(entry);
         n++;
@@ -146,10 +128,11 @@ export class MemoryLimiterBackend {
     return n;
   }
 
-  /** Drops the states under `keys`; returns how many there were (live or not yet swept). */
-  delete(keys: readonly string[]): number {
+  /** Drops these limits' states; returns how many there were (live or not yet swept). */
+  delete({ namespace, limits }: LimiterDeleteCommand): number {
     let n = 0;
-    for (const key of keys) {
+    for (const call of limits) {
+      const key = stateKey(namespace, call);
       const entry = this.#entries.get(key);
       if (entry === undefined) continue;
       this.#entries.delete(key);
@@ -170,12 +153,26 @@ export class MemoryLimiterBackend {
     return given === undefined ? STATE_SLACK_MS : this.#givenSlack;
   }
 
-  // The entry of a call: its memo when valid (the common case: a hot subject), else the map.
-  #entryOf(call: LimitCall): Entry | undefined {
-    const memo = call.handle as Entry | undefined;
-    if (memo !== undefined && memo.owner === this && !memo.dead) return memo;
-    const entry = this.#entries.get(call.key);
-    if (entry !== undefined) call.handle = entry;
+  // The entry of a call: its memo when valid (the common case: a hot subject, whose call the
+  // limiter keeps), else #lookup. Kept this short so it is inlined into every take.
+  #entryOf(namespace: string, call: LimitCall, path: string): Entry | undefined {
+    const memo = this.#memo.get(call);
+    return memo !== undefined && memo.ns === namespace && !memo.dead
+      ? memo
+      : this.#lookup(namespace, call, path);
+  }
+
+  // A call not seen (or whose entry is gone): its spec checked the first time (`path` names it in
+  // the error: a direct caller's may be malformed), its entry found in the map by the key built
+  // from it, and remembered for the call.
+  #lookup(namespace: string, call: LimitCall, path: string): Entry | undefined {
+    const spec = call.spec;
+    if (!checkedSpecs.has(spec)) {
+      checkSpec(spec, path);
+      checkedSpecs.add(spec);
+    }
+    const entry = this.#entries.get(stateKey(namespace, call));
+    if (entry !== undefined) this.#memo.set(call, entry);
     return entry;
   }
 
@@ -190,12 +187,19 @@ export class MemoryLimiterBackend {
   }
 
   // Every limit's verdict at `now`; the cost is charged to all of them when all admit it.
-  #settle(limits: readonly LimitCall[], cost: number, now: number, slack: number): LimitVerdict[] {
-    this.#sweepWhenDue(now);
+  #settle(
+    namespace: string,
+    limits: readonly LimitCall[],
+    cost: number,
+    now: number,
+    slack: number,
+  ): LimitVerdict[] {
     const verdicts: LimitVerdict[] = new Array(limits.length);
     let allowed = true;
     for (let i = 0; i < limits.length; i++) {
-      const verdict = this.#verdict(limits[i] as LimitCall, now, cost);
+      const call = limits[i] as LimitCall;
+      const entry = this.#entryOf(namespace, call, `limits[${i}].spec`);
+      const verdict = MATH[call.spec.algorithm].decide(call.spec, liveState(entry, now), now, cost);
       verdicts[i] = verdict;
       if (!verdict.allowed) allowed = false;
     }
@@ -204,35 +208,38 @@ export class MemoryLimiterBackend {
       // answer to a cost of 0), not as it would have been after this request.
       for (let i = 0; i < limits.length; i++) {
         if (!(verdicts[i] as LimitVerdict).allowed) continue;
-        verdicts[i] = this.#verdict(limits[i] as LimitCall, now, 0);
+        const call = limits[i] as LimitCall;
+        const entry = this.#entryOf(namespace, call, `limits[${i}].spec`);
+        verdicts[i] = MATH[call.spec.algorithm].decide(call.spec, liveState(entry, now), now, 0);
       }
     } else if (cost > 0) {
       for (let i = 0; i < limits.length; i++) {
-        this.#charge(limits[i] as LimitCall, cost, now, slack);
+        this.#charge(namespace, limits[i] as LimitCall, cost, now, slack);
       }
     }
     return verdicts;
   }
 
-  // One limit's answer to `cost` at `now`, from its live state.
-  #verdict(call: LimitCall, now: number, cost: number): LimitVerdict {
-    return MATH[call.spec.algorithm].decide(call.spec, liveState(this.#entryOf(call), now), now, cost);
-  }
-
   // Charges an admitted cost to one limit's state (its entry, or a new one), and moves its expiry.
-  #charge(call: LimitCall, cost: number, now: number, slack: number): void {
-    const entry = this.#entryOf(call);
+  #charge(namespace: string, call: LimitCall, cost: number, now: number, slack: number): void {
+    const entry = this.#entryOf(namespace, call, 'limits[].spec');
     const spec = call.spec;
-    this.#keep(call, entry, MATH[spec.algorithm].commit(spec, liveState(entry, now), now, cost), slack);
+    this.#keep(
+      namespace,
+      call,
+      entry,
+      MATH[spec.algorithm].commit(spec, liveState(entry, now), now, cost),
+      slack,
+    );
   }
 
   // Keeps a limit's charged state: in its entry (`entry`: what #entryOf found for `call`), or a new one.
-  #keep(call: LimitCall, entry: Entry | undefined, state: unknown, slack: number): void {
+  #keep(namespace: string, call: LimitCall, entry: Entry | undefined, state: unknown, slack: number): void {
     const expiresAt = MATH[call.spec.algorithm].expiresAt(call.spec, state);
     if (entry === undefined) {
-      const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, owner: this, dead: false };
-      this.#entries.set(call.key, created);
-      call.handle = created;
+      const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, ns: namespace, dead: false };
+      this.#entries.set(stateKey(namespace, call), created);
+      this.#memo.set(call, created);
       this.#sinceSweep++; // a creation counts towards the next sweep (see SWEEP_MIN)
     } else {
       entry.state = state;
@@ -280,10 +287,12 @@ function storeNow(clock: Clock): number {
   }
 }
 
-/** True when `key` (`{<namespace>:...}...` or `{<namespace>}...`) belongs to `namespace`. */
-export function inNamespace(key: string, namespace: string): boolean {
-  const open = `{${namespace}`;
-  if (!key.startsWith(open)) return false;
-  const next = key.charCodeAt(open.length);
-  return next === 58 /* : */ || next === 125 /* } */;
+/**
+ * The map key of a call's state: namespace, `by` (when given), subject, limit id and shape
+ * (specSuffix), each of the first four preceded by its length, so no two calls of different
+ * identities share a key whatever characters their parts hold.
+ */
+function stateKey(namespace: string, { spec, subject, by }: LimitCall): string {
+  const byPart = by === undefined ? '-' : `${by.length}:${by}`;
+  return `${namespace.length}:${namespace}${byPart}${subject.length}:${subject}${spec.id.length}:${spec.id}${specSuffix(spec)}`;
 }

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/clock.js';
+import { FakeClock } from '../../core/clock.js';
+import { MemoryLimiterBackend } from '../../store/memory/limiter.js';
 import { ceilDiv, floorDiv } from './int-math.js';
-import { MemoryLimiterBackend } from './memory-backend.js';
 import { STATE_SLACK_MS } from './time.js';
 
 describe('integer division', () => {
@@ -35,15 +35,18 @@ describe('memory limiter backend', () => {
     const clock = new FakeClock(0);
     const backend = new MemoryLimiterBackend(clock);
     const spec = { id: 'x', algorithm: 'fixed-window', limit: 5, windowMs: 1000, param: 0 } as const;
-    for (let i = 0; i < 5000; i++) backend.take({ limits: [{ spec, key: `{l:t:${i}}:x` }], cost: 1 });
+    for (let i = 0; i < 5000; i++)
+      backend.take({ namespace: '|l:t', limits: [{ spec, subject: `${i}` }], cost: 1 });
     expect(backend.size).toBe(5000);
     // Expired at 1000, but kept for the slack (as Redis's TTL keeps a key): a clock that steps
     // back must find them again.
     clock.advance(1000);
-    for (let i = 0; i < 5000; i++) backend.take({ limits: [{ spec, key: '{l:t:hot}:x' }], cost: 0 });
+    for (let i = 0; i < 5000; i++)
+      backend.take({ namespace: '|l:t', limits: [{ spec, subject: 'hot' }], cost: 0 });
     expect(backend.size).toBe(5000); // a cost of 0 records nothing
     clock.advance(STATE_SLACK_MS);
-    for (let i = 0; i < 5000; i++) backend.take({ limits: [{ spec, key: '{l:t:hot}:x' }], cost: 0 });
+    for (let i = 0; i < 5000; i++)
+      backend.take({ namespace: '|l:t', limits: [{ spec, subject: 'hot' }], cost: 0 });
     expect(backend.size).toBe(0);
   });
 });
@@ -53,10 +56,10 @@ describe('memory limiter backend slack', () => {
     const spec = { id: 'x', algorithm: 'fixed-window', limit: 5, windowMs: 1000, param: 0 } as const;
     const sizeAfter = (backend: MemoryLimiterBackend, clock: FakeClock) => {
       for (let i = 0; i < 2000; i++)
-        backend.take({ limits: [{ spec, key: `{l:ip:${i}}:x` }], cost: 1, now: clock.now() });
+        backend.take({ namespace: '|l:ip', limits: [{ spec, subject: `${i}` }], cost: 1, now: clock.now() });
       clock.advance(5_000); // every window long over
       for (let i = 0; i < 2001; i++)
-        backend.take({ limits: [{ spec, key: '{l:hot}:x' }], cost: 0, now: clock.now() });
+        backend.take({ namespace: '|l:ip', limits: [{ spec, subject: 'hot' }], cost: 0, now: clock.now() });
       return backend.size;
     };
     const shared = new FakeClock(1_000_000);

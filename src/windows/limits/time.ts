@@ -1,5 +1,5 @@
-import { wholeMs } from '../core/clock.js';
-import { InvalidArgumentError } from '../core/errors.js';
+import { wholeMs } from '../../core/clock.js';
+import { InvalidArgumentError } from '../../core/errors.js';
 
 /**
  * Limiter times are whole milliseconds in [0, 2^52) (Date.now() is ~1.8e12; 2^52 ms is ~142,000

@@ -1,20 +1,22 @@
+import { ClockOffset } from '../core/clock-offset.js';
 import { StoreError } from '../core/errors.js';
-import { codeOf } from '../limiter/algorithms.js';
-import { limiterCost } from '../limiter/cost.js';
-import { checkSpec } from '../limiter/options.js';
-import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../limiter/time.js';
 import type {
   LimitCall,
+  LimiterDeleteCommand,
   LimiterTakeCommand,
   LimiterTakeReply,
-  LimitSpec,
-  LimitVerdict,
-} from '../limiter/types.js';
-import { verdict } from '../limiter/verdict.js';
+} from '../store/limiter.js';
+import { codeOf } from '../windows/limits/algorithms.js';
+import { limiterCost } from '../windows/limits/cost.js';
+import { checkSpec } from '../windows/limits/spec.js';
+import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
+import type { LimitSpec, LimitVerdict } from '../windows/limits/types.js';
+import { verdict } from '../windows/limits/verdict.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { boundedClient, NotSentError } from './bounded-client.js';
 import { clientCommandTimeout } from './client-options.js';
 import { evalScript, type RedisLike } from './eval.js';
+import { limiterKey, namespaceTag } from './limiter-keys.js';
 import { scripts } from './scripts.generated.js';
 import { groupBySlot } from './slot.js';
 import { isClosedClient, redisStoreError } from './store-error.js';
@@ -35,8 +37,8 @@ const MAX_BATCH = 128;
 // timeout and the client's commandTimeout), and two rules hold:
 //   1. The script decides an entry only while Redis's TIME is before the entry's fence, which is
 //      sent in Redis time: fence + `offset` - FENCE_MARGIN_MS. `offset` is a lower bound of
-//      (Redis ms - performance.now()): a reply read TIME before it was received, so TIME minus
-//      the local time it arrived is at most the true offset. A later execution is a no-op.
+//      (Redis ms - performance.now()), learnt from the replies (src/core/clock-offset.ts). A
+//      later execution is a no-op.
 //   2. This backend never reports a failure of a fenced take before its fence, unless Redis
 //      answered (an error reply: the command ran and is gone). A failure the client reports
 //      earlier (a closed connection, a timeout) is held until the fence: the command may still
@@ -72,15 +74,15 @@ interface TakeItem extends BatchItem<LimiterTakeReply> {
 const NOT_DECIDED: LimiterTakeReply = Object.freeze({ now: 0, allowed: false, verdicts: [] });
 
 /** The limiter side of the Redis store. */
-export interface RedisLimiterBackend {
+export interface RedisLimiterOps {
   take(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
   reset(namespace: string): Promise<number>;
-  delete(keys: readonly string[]): Promise<number>;
+  delete(command: LimiterDeleteCommand): Promise<number>;
 }
 
-/** What this backend pins on a cached call: the prefixed key, built once per subject. */
+/** A call's prefixed key, kept per call object with the namespace it was built for. */
 interface KeyMemo {
-  readonly owner: object;
+  readonly namespace: string;
   readonly key: string;
 }
 
@@ -99,44 +101,29 @@ function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | num
 }
 
 /** Internal: one decision per queued item; decisions of one hash slot share a script call. */
-export function createRedisLimiterBackend(
+export function redisLimiterOps(
   client: RedisLike,
   prefix: string,
   { keyPrefix, timeoutMs: storeTimeoutMs }: { readonly keyPrefix: string; readonly timeoutMs: number },
-): RedisLimiterBackend {
-  const self = {};
+): RedisLimiterOps {
   // Every command's wait bounded by the store's timeout (see bounded-client.ts).
   const redis = boundedClient(client, storeTimeoutMs);
   // The client's own command timeout (ioredis `Redis`, or a `Cluster`'s redisOptions): it rejects a
   // command that may still be sent later, so it bounds a take's fence too.
   const clientTimeoutMs = clientCommandTimeout(client);
-  // A lower bound of (Redis ms - performance.now()), from the last reply (see rule 1 above);
-  // undefined until one arrived.
-  let offset: number | undefined;
-  let probing: Promise<void> | undefined;
+  // A lower bound of (Redis ms - performance.now()) (see rule 1 above). The first fenced batch
+  // waits for one TIME: a fence cannot be sent in Redis time before the offset is known (guessed
+  // from the wall clock, a Redis clock behind this one would charge late commands). Shared by the
+  // batches sent meanwhile; a failure fails them (and is tried again).
+  const offset = new ClockOffset();
+  const readTime = async (): Promise<number> => {
+    const [seconds, micros] = (await redis.call('TIME')) as [string, string];
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
   let wasReady = false;
+  // Each call's prefixed key, built once per call object (the limiter keeps its calls per subject).
+  const keys = new WeakMap<LimitCall, KeyMemo>();
 
-  // Learns the offset from TIME read by Redis between `sent` and `received` (local times): the
-  // true offset lies in [serverMs - received, serverMs - sent]. The largest lower bound seen is
-  // kept, unless a reply shows it above what the offset can be now (Redis's clock stepped back):
-  // then this reply's lower bound replaces it.
-  const learn = (serverMs: number, sent: number, received: number) => {
-    const low = serverMs - received;
-    if (offset === undefined || offset > serverMs - sent || low > offset) offset = low;
-  };
-  // The first fenced batch waits for one TIME: a fence cannot be sent in Redis time before the
-  // offset is known (guessed from the wall clock, a Redis clock behind this one would charge late
-  // commands). Shared by the batches sent meanwhile; a failure fails them (and is tried again).
-  const probe = (): Promise<void> => {
-    probing ??= (async () => {
-      const sent = performance.now();
-      const [seconds, micros] = (await redis.call('TIME')) as [string, string];
-      learn(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), sent, performance.now());
-    })().finally(() => {
-      probing = undefined;
-    });
-    return probing;
-  };
   // The connection is known lost: an ioredis client that was ready and is not (reconnecting, or
   // ended). A client never seen ready (still connecting at startup) is not: its first commands
   // wait in the offline queue, fenced.
@@ -148,11 +135,11 @@ export function createRedisLimiterBackend(
     }
     return wasReady || status === 'end';
   };
-  const keyOf = (call: LimitCall): string => {
-    const memo = call.handle as KeyMemo | undefined;
-    if (memo !== undefined && memo.owner === self) return memo.key;
-    const key = prefix + call.key;
-    call.handle = { owner: self, key } satisfies KeyMemo;
+  const keyOf = (namespace: string, call: LimitCall): string => {
+    const memo = keys.get(call);
+    if (memo !== undefined && memo.namespace === namespace) return memo.key;
+    const key = prefix + limiterKey(namespaceTag(namespace), call);
+    keys.set(call, { namespace, key });
     return key;
   };
 
@@ -175,10 +162,10 @@ export function createRedisLimiterBackend(
     let fenceBase = 0;
     for (const item of items) {
       if (item.fence !== Number.POSITIVE_INFINITY) {
-        if (offset === undefined) {
+        if (offset.value === undefined) {
           // A failed TIME is a failed read: the script was not sent, nothing was charged.
           const closed = isClosedClient(client);
-          await probe().catch((err: unknown) => {
+          await offset.probe(readTime).catch((err: unknown) => {
             throw redisStoreError('limiterTake', err, closed, 'read');
           });
         }
@@ -194,7 +181,7 @@ export function createRedisLimiterBackend(
         const fence =
           item.fence === Number.POSITIVE_INFINITY
             ? 0
-            : Math.floor(item.fence + (offset as number) - FENCE_MARGIN_MS);
+            : Math.floor(item.fence + (offset.value as number) - FENCE_MARGIN_MS);
         fences.push(fence);
         if (fence !== 0 && fence - 1 < fenceBase) fenceBase = fence - 1;
       }
@@ -220,7 +207,7 @@ export function createRedisLimiterBackend(
         tail.push(index);
       }
     }
-    // Every key's TTL gets the stores' slack (src/limiter/time.ts; the memory store keeps a state as
+    // Every key's TTL gets the stores' slack (src/windows/limits/time.ts; the memory store keeps a state as
     // long): the TTL is garbage collection only, but a key dropped while a clock that stepped back
     // still counts its time would forget admissions.
     const args = JSON.stringify([
@@ -235,7 +222,7 @@ export function createRedisLimiterBackend(
     // limits values, in order.
     const sent = performance.now();
     const flat = (await evalScript(redis, scripts.limiterTake, keys, [args])) as number[];
-    if ((flat[0] as number) > 0) learn(flat[0] as number, sent, performance.now());
+    if ((flat[0] as number) > 0) offset.learn(flat[0] as number, sent, performance.now());
     const replies: LimiterTakeReply[] = [];
     let at = 1;
     for (const item of items) {
@@ -273,7 +260,7 @@ export function createRedisLimiterBackend(
   }
 
   return {
-    take({ limits, cost, now, timeoutMs }) {
+    take({ namespace, limits, cost, now, timeoutMs }) {
       // Checked before the call joins a batch: a time the script cannot number (see time.ts) or a
       // cost that is not a count would fail the script for every decision batched with it.
       const at = now === undefined ? '' : limiterTime(now, 'now');
@@ -282,7 +269,7 @@ export function createRedisLimiterBackend(
       for (let i = 0; i < limits.length; i++) {
         const call = limits[i] as LimitCall;
         argsOf(call.spec, `limits[${i}].spec`);
-        keys.push(keyOf(call));
+        keys.push(keyOf(namespace, call));
       }
       const waitMs = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs : Number.POSITIVE_INFINITY;
       const within = Math.min(waitMs, clientTimeoutMs, storeTimeoutMs);
@@ -323,13 +310,13 @@ export function createRedisLimiterBackend(
       );
     },
 
-    delete(keys) {
-      if (keys.length === 0) return Promise.resolve(0);
+    delete({ namespace, limits }) {
+      if (limits.length === 0) return Promise.resolve(0);
+      const tag = namespaceTag(namespace);
+      const keys = limits.map((call) => prefix + limiterKey(tag, call));
       // In call order with the takes (a barrier: after those called before, before those called
       // after), as the memory store does them; one UNLINK: a subject's keys share its hash tag.
-      return enqueue.barrier(undefined, async () =>
-        Number(await redis.call('UNLINK', ...keys.map((key) => prefix + key))),
-      );
+      return enqueue.barrier(undefined, async () => Number(await redis.call('UNLINK', ...keys)));
     },
 
     reset(namespace) {
@@ -347,12 +334,13 @@ export function createRedisLimiterBackend(
             .nodes('master')
             .map((node) => boundedClient(node, storeTimeoutMs))
         : [redis];
-    // `{<ns>:` (one subject per decision) and `{<ns>}` (several): exactly this namespace's keys,
-    // since escaped ids contain neither `:` nor `}` (src/limiter/keys.ts). A SCAN pattern is not
-    // prefixed by the client and a SCAN answers keys as stored: the pattern carries the client's
-    // keyPrefix, and the keys found lose it before the client prefixes them again in UNLINK.
+    // `{<tag>:` (one subject per decision) and `{<tag>}` (several): exactly this namespace's keys
+    // (see limiter-keys.ts). A SCAN pattern is not prefixed by the client and a SCAN answers keys
+    // as stored: the pattern carries the client's keyPrefix, and the keys found lose it before
+    // the client prefixes them again in UNLINK.
     const base = globEscape(keyPrefix + prefix);
-    const patterns = [`${base}{${namespace}:*`, `${base}{${namespace}}*`];
+    const tag = namespaceTag(namespace);
+    const patterns = [`${base}{${tag}:*`, `${base}{${tag}}*`];
     let removed = 0;
     for (const node of nodes) {
       for (const pattern of patterns) {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/clock.js';
-import type { Duration } from '../core/duration.js';
-import { memoryStore } from '../store/memory-store.js';
-import { createLimiter } from './limiter.js';
+import { FakeClock } from '../../core/clock.js';
+import type { Duration } from '../../core/duration.js';
+import { createLimiter } from '../../limiter/limiter.js';
+import { memoryStore } from '../../store/memory/memory-store.js';
 
 /**
  * A sliding-window limiter of 10 per 1 s on a fake clock, and `burst(t)`: at time t, how many

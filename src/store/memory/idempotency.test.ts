@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { rejected } from '../../test/support/thrown.js';
-import { FakeClock } from '../core/clock.js';
-import { isOnceflowError } from '../core/errors.js';
-import { MemoryIdempotencyRecords } from './memory-records.js';
+import { rejected } from '../../../test/support/thrown.js';
+import { FakeClock } from '../../core/clock.js';
+import { isOnceflowError } from '../../core/errors.js';
+import { MemoryIdempotencyRecords } from './idempotency.js';
 
 const begin = (r: MemoryIdempotencyRecords, key: string, token = 't', leaseMs = 1_000) =>
   r.idempotencyBegin({ name: 'n', key, payloadHash: 'h', token, leaseMs });

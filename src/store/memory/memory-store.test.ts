@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/clock.js';
-import { isOnceflowError } from '../core/errors.js';
-import { createLedger } from '../ledger/ledger.js';
+import { FakeClock } from '../../core/clock.js';
+import { isOnceflowError } from '../../core/errors.js';
+import { createLedger } from '../../ledger/ledger.js';
 import { DEFAULT_JOURNAL_ENTRIES, memoryStore } from './memory-store.js';
 
 describe('memoryStore', () => {

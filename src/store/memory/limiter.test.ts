@@ -2,14 +2,15 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/clock.js';
-import { memoryStore } from '../store/memory-store.js';
-import { MATH } from './algorithms.js';
-import { createLimiter } from './limiter.js';
-import { MemoryLimiterBackend } from './memory-backend.js';
-import { toSpec } from './options.js';
-import { STATE_SLACK_MS } from './time.js';
-import type { Algorithm, LimitCall, LimitSpec } from './types.js';
+import { FakeClock } from '../../core/clock.js';
+import { createLimiter } from '../../limiter/limiter.js';
+import { toSpec } from '../../limiter/options.js';
+import { MATH } from '../../windows/limits/algorithms.js';
+import { STATE_SLACK_MS } from '../../windows/limits/time.js';
+import type { Algorithm, LimitSpec, LimitVerdict } from '../../windows/limits/types.js';
+import type { LimitCall } from '../limiter.js';
+import { MemoryLimiterBackend } from './limiter.js';
+import { memoryStore } from './memory-store.js';
 
 // A full GC on demand (the test runner does not start Node with --expose-gc).
 setFlagsFromString('--expose-gc');
@@ -54,7 +55,8 @@ const spec = (algorithm: Algorithm, limit = 5): LimitSpec =>
     { algorithm, limit, window: WINDOW_MS, ...(algorithm === 'sliding-window' ? { granularity: 100 } : {}) },
     '',
   );
-const callOf = (s: LimitSpec, key: string): LimitCall => ({ spec: s, key: `{t:${key}}`, handle: undefined });
+const callOf = (s: LimitSpec, subject: string): LimitCall => ({ spec: s, subject });
+const namespace = '|t:test';
 
 describe('memory limiter state stays proportional to the keys live within a window', () => {
   // Keys charged within one window plus the slack are what a sweep must keep: for a fixed window
@@ -78,7 +80,7 @@ describe('memory limiter state stays proportional to the keys live within a wind
       let max = 0;
       for (let i = 0; i < keys; i++) {
         if (i % (perWindow / 100) === 0) clock.set(Math.floor((i / perWindow) * WINDOW_MS));
-        backend.decideOne(callOf(s, `new-${i}`), 1, undefined);
+        backend.take({ namespace, limits: [callOf(s, `new-${i}`)], cost: 1 });
         if (backend.size > max) max = backend.size;
         if ((i & 1023) === 0) expect(backend.size).toBeLessThanOrEqual(backend.sweepBound);
       }
@@ -96,16 +98,16 @@ describe('memory limiter state stays proportional to the keys live within a wind
     for (let i = 0; i < 200_000; i++) {
       if (i % 100 === 0) clock.advance(10); // 10,000 takes per window: 8,000 of new keys
       const calls = i % 5 === 0 ? (hot[i % 10] as LimitCall[]) : specs.map((s) => callOf(s, `new-${i}`));
-      backend.take({ limits: calls, cost: 1 });
+      backend.take({ namespace, limits: calls, cost: 1 });
       if (backend.size > max) max = backend.size;
       if ((i & 255) === 0) expect(backend.size).toBeLessThanOrEqual(backend.sweepBound + specs.length - 1);
     }
     // 8,000 new keys x 2 limits per window, 3 windows live: twice that, at most.
     expect(max).toBeLessThanOrEqual(2 * 3 * 8_000 * 2 + 1);
     // The hot keys were kept through every sweep.
-    expect(backend.take({ limits: hot[0] as LimitCall[], cost: 0 }).verdicts[0]?.remaining).toBeLessThan(
-      1000,
-    );
+    expect(
+      backend.take({ namespace, limits: hot[0] as LimitCall[], cost: 0 }).verdicts[0]?.remaining,
+    ).toBeLessThan(1000);
   });
 
   it('the sweep never drops a state that still counts: decisions equal a model that never sweeps', () => {
@@ -143,7 +145,8 @@ describe('memory limiter state stays proportional to the keys live within a wind
             const key = `k${step.key}`;
             let call = calls.get(key);
             if (call === undefined) calls.set(key, (call = callOf(s, key)));
-            const got = backend.decideOne(call, step.cost, undefined);
+            const got = backend.take({ namespace, limits: [call], cost: step.cost })
+              .verdicts[0] as LimitVerdict;
             const held = model.get(key);
             const live = held !== undefined && held.expiresAt > t ? held.state : undefined;
             const want = math.decide(s, live, t, step.cost);

@@ -1,16 +1,12 @@
-import { type Clock, systemClock, wholeMs } from '../core/clock.js';
-import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
-import { ownRecord } from '../core/own-record.js';
-import { isPlainObject, keysOf, knownKeys, nonNegativeInt, type Order } from '../core/validate.js';
-import { MemoryIdempotencyRecords } from '../idempotency/memory-records.js';
-import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency/store-ops.js';
-import { MemoryLimiterBackend } from '../limiter/memory-backend.js';
-import type { LimiterTakeCommand, LimiterTakeReply } from '../limiter/types.js';
-import type { LeaseReply, VersionUpsertReply } from '../ordering/store-ops.js';
-import { memoryOrderingOps } from '../ordering/store-ops.js';
-import { SignatureWindow } from '../windows/signature-window.js';
-import { checkCapacity, checkCommandSizes, checkDeltaPairs } from './apply-command.js';
-import { IN_PROCESS_LIMITER, type InProcessLimiter, type InProcessStore } from './in-process.js';
+import { type Clock, systemClock, wholeMs } from '../../core/clock.js';
+import { InvalidArgumentError, InvalidOptionError, StoreError } from '../../core/errors.js';
+import { ownRecord } from '../../core/own-record.js';
+import { isPlainObject, keysOf, knownKeys, nonNegativeInt, type Order } from '../../core/validate.js';
+import { SignatureWindow } from '../../windows/signature-window.js';
+import { checkCapacity, checkCommandSizes, checkDeltaPairs } from '../apply-command.js';
+import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency.js';
+import type { LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from '../limiter.js';
+import type { LeaseReply, VersionUpsertReply } from '../ordering.js';
 import type {
   Balances,
   JournalEntry,
@@ -21,7 +17,10 @@ import type {
   LedgerResolveResult,
   Store,
   WindowState,
-} from './store.js';
+} from '../store.js';
+import { MemoryIdempotencyRecords } from './idempotency.js';
+import { MemoryLimiterBackend } from './limiter.js';
+import { memoryOrderingOps } from './ordering.js';
 
 const STORE_OPTIONS = keysOf<MemoryStoreOptions>({ clock: true, journal: true });
 
@@ -126,11 +125,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
  * collected (seen on the limiter: a fresh one per run after a GC takes ~1.5x longer per take with
  * closures, scripts/limiter-memory-ab.mjs).
  */
-class MemoryStore implements InProcessStore {
+class MemoryStore implements Store {
   readonly kind = 'memory';
-  // The limiter's synchronous path (see in-process.ts): the backend itself, so a take reaches
-  // its state with no store method in between.
-  readonly [IN_PROCESS_LIMITER]: InProcessLimiter;
   readonly #clock: Clock;
   readonly #maxEntries: number;
   readonly #ledgers = new Map<string, LedgerState>();
@@ -165,7 +161,6 @@ class MemoryStore implements InProcessStore {
           ? Number.POSITIVE_INFINITY
           : nonNegativeInt('journal.maxEntries', options.journal.maxEntries);
     this.#limiter = new MemoryLimiterBackend(clock);
-    this[IN_PROCESS_LIMITER] = this.#limiter;
     this.#idempotency = new MemoryIdempotencyRecords(clock);
   }
 
@@ -195,9 +190,11 @@ class MemoryStore implements InProcessStore {
     }
   }
 
-  limiterTake(cmd: LimiterTakeCommand): Promise<LimiterTakeReply> {
+  // Answered synchronously (the contract allows it of a store deciding in this process): the
+  // limiter then builds its decision at once, with no promise per take. A failure still rejects.
+  limiterTake(cmd: LimiterTakeCommand): LimiterTakeReply | Promise<LimiterTakeReply> {
     try {
-      return Promise.resolve(this.#limiter.take(cmd));
+      return this.#limiter.take(cmd);
     } catch (err) {
       // A malformed command (a cost, a time out of range) is the caller's error; anything else
       // (the store's clock answering NaN is a StoreError already) the store's. Nothing was
@@ -214,8 +211,8 @@ class MemoryStore implements InProcessStore {
     return Promise.resolve(this.#limiter.reset(namespace));
   }
 
-  limiterDelete(keys: readonly string[]): Promise<number> {
-    return Promise.resolve(this.#limiter.delete(keys));
+  limiterDelete(cmd: LimiterDeleteCommand): Promise<number> {
+    return Promise.resolve(this.#limiter.delete(cmd));
   }
 
   async ledgerBalances(ledger: string, owner: string): Promise<Balances> {

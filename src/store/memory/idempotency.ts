@@ -1,6 +1,6 @@
-import { type Clock, wholeMs } from '../core/clock.js';
-import { InvalidArgumentError, StoreError } from '../core/errors.js';
-import type { IdempotencyBeginCommand, IdempotencyBeginReply, IdempotencyStoreOps } from './store-ops.js';
+import { type Clock, wholeMs } from '../../core/clock.js';
+import { InvalidArgumentError, StoreError } from '../../core/errors.js';
+import type { IdempotencyBeginCommand, IdempotencyBeginReply, IdempotencyStoreOps } from '../idempotency.js';
 
 interface IdemRecord {
   inProgress: boolean;
@@ -15,7 +15,7 @@ interface IdemRecord {
 }
 
 // Expired records go in a full pass over the map, no timer per key, as the limiter's states
-// (src/limiter/memory-backend.ts). A pass runs once the begins since the last pass reach
+// (src/store/memory/limiter.ts). A pass runs once the begins since the last pass reach
 // max(SWEEP_MIN, S), S the records that pass left (live then). Only a begin creates a record,
 // at most one, so between two passes fewer than max(SWEEP_MIN, S) were created:
 //   size <= S + max(SWEEP_MIN, S) <= 2 * max(SWEEP_MIN, S)

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../core/errors.js';
+import { InvalidArgumentError } from '../../core/errors.js';
 
 /**
  * A take's cost, checked wherever a take enters (the limiter, and each store for its direct

@@ -1,0 +1,69 @@
+// The limiter half of the Store contract (DESIGN §3.5): what a store receives and answers for
+// rate limiting. Stores get identities (a namespace, a subject, the limits) and build their own
+// keys from them; every decision is one atomic step of the store.
+import type { LimitSpec, LimitVerdict, Verdict } from '../windows/limits/types.js';
+
+/**
+ * One limit of a take, for one subject. A store keeps one state per (namespace, `by`, subject,
+ * `spec.id`, shape), the shape being what `specSuffix` in src/windows/limits/algorithms.ts names
+ * (algorithm, window, bucket or burst, the GCRA rate, the sliding log's representation): a limit
+ * whose shape changes starts on a fresh state instead of reading one of another shape.
+ *
+ * A store may keep what it derives from a call object (its key, its state) for as long as it
+ * sees that object: a caller never changes a call it has given to a store (the limiter makes a new
+ * one when anything in it changes).
+ */
+export interface LimitCall {
+  readonly spec: LimitSpec;
+  /** What the limit counts by: a user id, an API key, an IP address. */
+  readonly subject: string;
+  /**
+   * The subject's name (the limit's `by`; `'key'` for the plain key), given when the limits of
+   * one take count by different subjects, absent when they all count by this one. Given, the
+   * state is the same whichever other subjects a take names (a per-IP counter is one state,
+   * checked with any user), so a store must reach every such state of a namespace in one atomic
+   * step (on Redis: one hash tag per namespace, one slot). All limits of a take give it, or none.
+   */
+  readonly by?: string | undefined;
+}
+
+/** One multi-limit decision, as a store receives it: all limits admit the cost, or none is charged. */
+export interface LimiterTakeCommand {
+  /**
+   * The limiter's key space (opaque to the store): states of different namespaces never meet,
+   * and `limiterReset(namespace)` drops exactly one namespace's states.
+   */
+  readonly namespace: string;
+  readonly limits: readonly LimitCall[];
+  readonly cost: number;
+  /** Decision time; `undefined`: the store's own clock (Redis `TIME`, the memory store's clock). */
+  readonly now?: number | undefined;
+  /**
+   * How long the caller waits for the answer (ms from the call; `undefined`: as long as the
+   * store takes). Past it the caller answers without the store (its degraded policy), so a remote
+   * store must never charge the take later: the Redis store fences the command (see
+   * src/redis/limiter-ops.ts). A store that answers at once may ignore it.
+   */
+  readonly timeoutMs?: number | undefined;
+}
+
+/** The states to drop: these limits' for these subjects, in `namespace` (a `LimiterTakeCommand` without cost or time). */
+export interface LimiterDeleteCommand {
+  readonly namespace: string;
+  readonly limits: readonly LimitCall[];
+}
+
+/**
+ * The store's answer: the decision time and one verdict per limit, in order. When the decision is
+ * refused, nothing was charged, and every limit's verdict describes it as it is now (a limit that
+ * would have admitted answers as to a cost of 0).
+ */
+export interface LimiterTakeReply {
+  readonly now: number;
+  readonly allowed: boolean;
+  /**
+   * One per limit, in the command's order. The built-in stores answer whole {@link LimitVerdict}s
+   * (the limiter then lists them as they are); a plain verdict is completed from the spec.
+   */
+  readonly verdicts: readonly (Verdict | LimitVerdict)[];
+}
