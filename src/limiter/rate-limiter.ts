@@ -286,7 +286,7 @@ export class RateLimiter implements Limiter {
     for (let i = 0; i < forSpecs.length; i++) {
       const v = verdicts[i] as Verdict;
       // Field by field (verdict()): an object spread here makes every take ~7x slower in V8
-      // (scripts/limiter-memory-ab.mjs, against a build that spreads).
+      // (`node --expose-gc scripts/limiter-memory-ab.mjs`, a dist of each form).
       parts.push(verdict(forSpecs[i] as LimitSpec, v.allowed, v.remaining, v.resetAt, v.retryAfterMs));
     }
     return parts;

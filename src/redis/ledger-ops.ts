@@ -170,7 +170,7 @@ export function redisLedgerOps(ctx: RedisLedgerContext): RedisLedgerOps {
     ledgerScopeTotals: (ledger, scope) =>
       // Ledger-wide reads go owner by owner, so other processes' applies interleave with them
       // anyway: they wait for this process's earlier applies but do not hold its later ones
-      // (holding every apply for the length of a totals read halved a busy ledger's throughput).
+      // (holding them would stall every apply of this process for a read as long as its owners).
       guarded('ledgerScopeTotals', () =>
         enqueue.barrier(undefined, () => scopeTotals(redis, prefix, ledger, scope), false),
       ),

@@ -180,7 +180,7 @@ describe('ReorderBuffer', () => {
       t += 800;
     }
     expect(b.stats().adaptive?.samples).toBe(0);
-    // A fill by the stream afterwards is learned as before.
+    // A fill by the stream afterwards is learned: the recovered pushes left learning on.
     b.push(s + 1, 'x', t);
     b.push(s, 'x', t + 5);
     expect(b.stats().adaptive?.samples).toBe(1);

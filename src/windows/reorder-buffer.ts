@@ -155,7 +155,7 @@ export class ReorderBuffer<T> {
    */
   pushRecovered(seq: number, item: T, now?: number): PushResult<T> {
     // A flag, not a fourth argument of push: a parameter more makes every push ~20% slower in V8
-    // (`node bench/run.mjs ordering`, against a build with the parameter), and push calls no user
+    // (`node bench/run.mjs ordering`, with the flag passed as a parameter), and push calls no user
     // code, so the flag cannot leak into another call.
     this.#learn = false;
     try {
@@ -228,7 +228,7 @@ export class ReorderBuffer<T> {
       // The hole at `next` is filled: this item and the run behind it go out in one array sized
       // up front (growing it push by push costs more than the run itself; releasing it through
       // #releaseRun, which grows a one-item array once, makes a push ~20% slower:
-      // `node bench/run.mjs ordering`, against a build that does).
+      // `node bench/run.mjs ordering`, with the run released through #releaseRun).
       const items = this.#items;
       const mask = this.#mask;
       let end = seq + 1;

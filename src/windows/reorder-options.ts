@@ -65,8 +65,8 @@ export function resolveReorderOptions(options: ReorderBufferOptions): ReorderCon
   }
   // The slots are allocated up front, 16 bytes each (an element and a Float64 time): 2^24 slots
   // are 268 MB, already far beyond any source's displacement bound (a capacity is derived from
-  // it); past that a typo would be an out-of-memory crash, not an error. Checked last, as it
-  // always was: with several bad options, the same one is reported as before.
+  // it); past that a typo would be an out-of-memory crash, not an error. Checked last: with
+  // several bad options, one of the wrong form is reported before a capacity that is only too large.
   if (capacity > MAX_CAPACITY) {
     throw new InvalidOptionError('capacity', `at most 2^24 (${MAX_CAPACITY})`, options.capacity);
   }

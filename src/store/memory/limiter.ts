@@ -48,7 +48,7 @@ const checkedSpecs = new WeakSet<LimitSpec>();
  * callers, and a prototype method lives as long as the module. Closures made per backend are
  * inlined as objects of that backend: once a backend is collected, every caller optimised with it
  * is thrown away and recompiled (with closures, a fresh memory limiter per run after a GC takes
- * ~1.5x longer per take: scripts/limiter-memory-ab.mjs against a build of closures).
+ * ~1.5x longer per take: `node --expose-gc scripts/limiter-memory-ab.mjs`, a dist of each form).
  */
 export class MemoryLimiterBackend {
   readonly #clock: Clock;

@@ -16,7 +16,7 @@
 -- the first's. Deltas keep entries short (a delta is below the window: `12,` where an absolute
 -- time would be `1733222333444:1,`; 100 entries take 360 B instead of ~1.9 KB): the log is copied
 -- whole on every admitted request, and absolute times add ~0.3-0.5 µs to a ~4.6 µs decision at
--- limit 50 (scripts/limiter-lua-ab.mjs, against a build that writes them). Expired
+-- limit 50 (`node scripts/limiter-lua-ab.mjs <dist> <dist>`, a dist of each form). Expired
 -- entries are found from the header alone while none has expired (the common case), and dropped
 -- from the front by the next write. A clock that stepped back behind the newest entry decides and
 -- records at the newest entry's time (`at`), like the memory model: the log's timeline never
