@@ -22,6 +22,12 @@ interface Barrier {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// A pause of `turns` event-loop turns (the batcher flushes on setImmediate): what the property is
+// about is the order in which sends, barriers and calls interleave, not wall time, so a random
+// number of turns gives the same interleavings as a random sleep without waiting milliseconds.
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+};
 
 async function trial(seed: number, ordered: boolean, bySlot: boolean): Promise<string[]> {
   let state = seed >>> 0 || 1;
@@ -45,7 +51,7 @@ async function trial(seed: number, ordered: boolean, bySlot: boolean): Promise<s
         item.sentAt = at;
         sent.set(item.id, (sent.get(item.id) ?? 0) + 1);
       }
-      await sleep(random() * 3);
+      await turns(Math.floor(random() * 4));
       if (random() < 0.1) throw new Error('batch failed');
       return batch.map((item) => item.id);
     },
@@ -77,7 +83,7 @@ async function trial(seed: number, ordered: boolean, bySlot: boolean): Promise<s
         barrier.key,
         async () => {
           barrier.startAt = tick();
-          await sleep(random() * 3);
+          await turns(Math.floor(random() * 4));
           barrier.endAt = tick();
           if (random() < 0.2) throw new Error('read failed');
         },
@@ -86,10 +92,13 @@ async function trial(seed: number, ordered: boolean, bySlot: boolean): Promise<s
       all.push(done.then(nothing, nothing));
     }
     const pause = random(); // a macrotask, a microtask, or none before the next call
-    if (pause < 0.3) await sleep(random() * 2);
+    if (pause < 0.3) await turns(Math.floor(random() * 3));
     else if (pause < 0.5) await Promise.resolve();
   }
-  const outcome = await Promise.race([Promise.all(all).then(() => 'ok'), sleep(3000).then(() => 'hang')]);
+  let timer: NodeJS.Timeout | undefined;
+  const hang = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('hang'), 3000)));
+  const outcome = await Promise.race([Promise.all(all).then(() => 'ok'), hang]);
+  clearTimeout(timer);
   if (outcome === 'hang') violations.push('a call or barrier never settled');
   for (const item of items) {
     if (sent.get(item.id) !== 1) violations.push(`call ${item.id} sent ${sent.get(item.id) ?? 0} times`);
