@@ -284,9 +284,12 @@ describe('leases: renewal, a holder that dies, fencing', () => {
         ++calls <= 2 ? Promise.reject(new Error('lost reply')) : base.idempotencyRenew!(...args),
     });
     const idem = createIdempotency({ store, lease: 150 });
-    const holder = idem.run({ key: 'k' }, () => sleep(200).then(() => 'ok'));
+    // The holder runs until the check is done: on a loaded machine a timed fn could finish first.
+    const finish = gate<string>();
+    const holder = idem.run({ key: 'k' }, () => finish.promise);
     await sleep(170); // past the lease: the third renewal (at ~100 ms) kept it
     expect((await idem.run({ key: 'k' }, () => 'x')).outcome).toBe('in-progress');
+    finish.open('ok');
     expect(await holder).toEqual({ outcome: 'executed', value: 'ok' });
   });
 
