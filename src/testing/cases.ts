@@ -2,6 +2,9 @@
  * The ledger and window conformance cases, as plain data: every store must give these outcomes.
  * Amounts are decimal strings (JSON has no bigint); they are turned into bigints when run.
  * Signatures are short opaque strings here: a store must not care what they look like.
+ *
+ * Long by design: a data table, one case after another, read case by case rather than top to
+ * bottom; splitting it would only scatter the cases.
  */
 
 /** One step of a case. */
