@@ -58,9 +58,13 @@ export default defineConfig({
         globalSetup: [...p.globalSetup],
         // Unit files share no server, so they take every core (Vitest's default leaves one free:
         // one worker on a 2-core machine) and run first, in a group of their own: the projects
-        // of one group must share a worker count.
+        // of one group must share a worker count. They run in worker threads, still one fresh
+        // module graph per file (isolated): a thread starts and imports faster than a child
+        // process (`npx vitest run --project unit` on 2 cores: ~70 s in forks, ~37 s in threads,
+        // at a load average of ~5). The other projects stay in forks: their fault tests start
+        // and kill servers and workers, which child processes keep apart.
         ...(name === 'unit'
-          ? { maxWorkers: availableParallelism(), sequence: { groupOrder: 0 } }
+          ? { pool: 'threads' as const, maxWorkers: availableParallelism(), sequence: { groupOrder: 0 } }
           : { sequence: { groupOrder: 1 } }),
       },
     })),
