@@ -4,6 +4,7 @@ import { pinShapes } from '../core/pin-shapes.js';
 import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
 import { MissingSet } from './missing-set.js';
 import { resolveReorderOptions } from './reorder-options.js';
+import { pinnedBuffers } from './reorder-pin.js';
 import { BUFFERED, DUPLICATE, NO_GAPS, REJECTED, result, STALE } from './reorder-result.js';
 import { SNAPSHOT_FORMAT, validateSaved } from './reorder-snapshot.js';
 import type {
@@ -78,7 +79,7 @@ export class ReorderBuffer<T> {
   #lastNow = Number.NEGATIVE_INFINITY;
 
   constructor(options: ReorderBufferOptions) {
-    pinShapes(ReorderBuffer, pinnedBuffers);
+    pinShapes(ReorderBuffer, pinBuffers);
     const config = resolveReorderOptions(options);
     this.#capacity = config.capacity;
     this.#next = config.next;
@@ -412,18 +413,6 @@ export class ReorderBuffer<T> {
   }
 }
 
-// V8 gives an object's hidden class (its "map") a weak life: once no object of a shape is alive, a
-// full GC frees the map, and every optimized function that embedded it is thrown away. A consumer
-// between two bursts can hold no result array at all, so the maps of result arrays (and of a
-// buffer, for a program that makes buffers per stream) would die at each full GC, and each burst
-// would start in the interpreter (without the pin, 22 such deoptimisations in 15 runs of the
-// ordering bench and ~15% more time per push: `node --expose-gc --trace-deopt bench/lib/child.mjs
-// bench/ordering.bench.mjs`). One small buffer and one result of each path pin those shapes, held
-// by the class itself (a symbol-keyed property): a module-level constant that no function reads
-// is not kept by V8 after the module ran, so a `const` of them would pin nothing.
-function pinnedBuffers(): unknown[] {
-  const b = new ReorderBuffer<number>({ capacity: 4, gapTimeout: 0, clock: { now: () => 0 } });
-  const kept: unknown[] = [b, b.push(0, 0, 0), b.push(2, 2, 0), b.push(1, 1, 0)];
-  kept.push(b.push(5, 5, 0), b.push(9, 9, 0), b.tick(1), b.push(4, 4, 2), b.push(6, 6, 3));
-  return kept;
-}
+// The buffers and results whose shapes a ReorderBuffer keeps alive (see reorder-pin.ts), made by
+// this class: module-level, so a constructor call allocates no closure.
+const pinBuffers = () => pinnedBuffers(ReorderBuffer);
