@@ -53,6 +53,8 @@ describe('report', () => {
     ]) {
       expect(text).toMatch(new RegExp(`^${word}\\s{2,}\\S`, 'm'));
     }
+    // No meaning wraps: a continuation would be indented past the longest word.
+    expect(text).not.toMatch(/^ {15}\S/m);
     for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
   });
 
@@ -63,7 +65,7 @@ describe('report', () => {
     expect(text).toMatch(/SET NX EX forgets by time: at 60 s the [\d,]+ repeats that came later/);
     // The TTL's peak holds on the log's simulated rate, and the report says so.
     expect(text.replace(/\n\s*/g, ' ')).toMatch(
-      /at its peak \([\d,]+ keys: at this log's simulated 100 deliveries\/s, about TTL x rate keys/,
+      /at its peak \([\d,]+ keys: at most TTL x rate, at this log's simulated 100 deliveries\/s/,
     );
     const unique = r.rows.find((x) => x.id === 'unique-index') as StrategyRow;
     const c4 = r.rows.find((x) => x.id === 'onceflow-c4') as StrategyRow;

@@ -85,7 +85,7 @@ export function wrap(text: string, width = WIDTH, indent = '  '): string[] {
 // The words a newcomer meets in the table and below it, one line each.
 const WORDS: readonly [string, string][] = [
   ['window', 'the last C signatures (dedup keys) onceflow remembers per player; C is its capacity'],
-  ['horizon', 'the newest order the window has forgotten: a signature older than it is answered stale'],
+  ['horizon', 'the newest order the window has forgotten: an older signature is answered stale'],
   ['stale', 'not applied and not doubled: a repeat from beyond the window, left to reconciliation'],
   ['overlap', "how many of a player's rounds can be open at once (--overlap); C is derived from it"],
   ['blocked', 'refused as a repeat (by the sequence guard: as "past")'],
@@ -155,8 +155,8 @@ function whyNotAUniqueIndex(result: DemoResult): string[] {
         : `SET NX EX forgets by time: at ${ttl} s the ${fmt(short.doubledCount)} repeats that came later ` +
           `were applied again (${fmt(short.moneyDoubled)} doubled). `) +
         `${result.coveringTtl} s is the TTL this log needed; it held ${formatBytes(long.heldBytes)} at its peak ` +
-        `(${plural(long.heldKeys, 'key')}: at this log's simulated ${fmt(DELIVERIES_PER_SECOND)} deliveries/s, ` +
-        `about TTL x rate keys, so a faster consumer holds more), and a replay later than that still doubles.`,
+        `(${plural(long.heldKeys, 'key')}: at most TTL x rate, at this log's simulated ${fmt(DELIVERIES_PER_SECOND)} ` +
+        'deliveries/s, so a faster consumer holds more), and a replay later than that still doubles.',
     );
   }
   if (c3 && c3n) {
