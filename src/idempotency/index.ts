@@ -1,10 +1,4 @@
 // Idempotent calls (DESIGN §3.6): re-exports only.
-
-export type {
-  IdempotencyBeginCommand,
-  IdempotencyBeginReply,
-  IdempotencyStoreOps,
-} from '../store/idempotency.js';
 export {
   createIdempotency,
   type Idempotency,

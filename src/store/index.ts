@@ -8,8 +8,6 @@
  *
  * @module
  */
-import type { Store } from './store.js';
-
 export {
   ErrorCode,
   InvalidArgumentError,
@@ -19,33 +17,29 @@ export {
   StoreError,
   type StoreOutcome,
 } from '../core/errors.js';
+// What a limit is and what a store answers per limit (the math itself is the store's, see
+// docs/testing.md: the memory store is the reference model).
+export type { Algorithm, LimitSpec, LimitVerdict, Verdict } from '../windows/limits/types.js';
 export type {
   ApplyOutcome,
   Balances,
+  IdempotencyBeginCommand,
+  IdempotencyBeginReply,
+  IdempotencyStoreOps,
   JournalEntry,
   JournalQuery,
   JsonValue,
+  LeaseReply,
   LedgerApplyCommand,
   LedgerApplyResult,
   LedgerResolveResult,
+  LimitCall,
+  LimiterDeleteCommand,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+  OrderingStoreOps,
   ResolveOutcome,
   Store,
+  VersionUpsertReply,
   WindowState,
 } from './store.js';
-
-// The optional capabilities' commands and replies, named by the Store method that takes or
-// answers them: each resolves to the contract's own type.
-type Op<K extends keyof Store> = Extract<NonNullable<Store[K]>, (...args: never[]) => unknown>;
-
-/** A multi-limit take as {@link Store.limiterTake} receives it: every limit admits the cost, or none is charged. */
-export type LimiterTakeCommand = Parameters<Op<'limiterTake'>>[0];
-/** What {@link Store.limiterTake} answers: the decision time and one verdict per limit. */
-export type LimiterTakeReply = Awaited<ReturnType<Op<'limiterTake'>>>;
-/** What {@link Store.versionUpsert} answers. */
-export type VersionUpsertReply = Awaited<ReturnType<Op<'versionUpsert'>>>;
-/** What {@link Store.leaseRenew} answers: whether the run holds the name, and its timestamp. */
-export type LeaseReply = Awaited<ReturnType<Op<'leaseRenew'>>>;
-/** An idempotency record's begin, as {@link Store.idempotencyBegin} receives it. */
-export type IdempotencyBeginCommand = Parameters<Op<'idempotencyBegin'>>[0];
-/** What {@link Store.idempotencyBegin} answers: acquired, completed, in progress or mismatch. */
-export type IdempotencyBeginReply = Awaited<ReturnType<Op<'idempotencyBegin'>>>;

@@ -29,13 +29,16 @@ export const uniqueIndex: Strategy = {
 
 /**
  * `SET signature 1 NX EX ttl`: a repeat within `ttlMs` of the key's last setting is refused, one
- * after it is applied again. Held: the most keys alive at once (on the log's arrival clock).
+ * after it is applied again. Held: the most keys alive at once on the log's arrival clock, so it
+ * depends on the log's simulated rate (log.ts DELIVERIES_PER_SECOND): about one key per
+ * delivery of the last `ttlMs`. `covering`: the row of the TTL that refuses every repeat of the
+ * log, with an id of its own (`set-nx-ex-covering`), which a `--ttl` of the same value keeps apart.
  */
-export function setNxEx(ttlMs: number): Strategy {
+export function setNxEx(ttlMs: number, covering = false): Strategy {
   const seconds = Math.ceil(ttlMs / 1000);
   return {
-    id: `set-nx-ex-${seconds}`,
-    name: `SET NX EX ${seconds}`,
+    id: covering ? 'set-nx-ex-covering' : `set-nx-ex-${seconds}`,
+    name: covering ? `SET NX EX ${seconds} (covering)` : `SET NX EX ${seconds}`,
     run(log) {
       const expires = new Map<string, number>();
       // Arrival times only grow and every key lives ttlMs, so keys expire in the order they were

@@ -1,5 +1,3 @@
-import type { DemoResult } from './run.js';
-
 /** Exit codes of the `onceflow` command: 0 ok, 1 the onceflow reference row failed (or the demo crashed), 2 invalid usage. */
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -17,6 +15,6 @@ export const EXIT_SIGTERM = 143;
  *
  *     process.exitCode = demoExitCode(await runDemo(config));
  */
-export function demoExitCode(result: Pick<DemoResult, 'ok'>): number {
+export function demoExitCode(result: { readonly ok: boolean }): number {
   return result.ok ? EXIT_OK : EXIT_FAILED;
 }

@@ -112,8 +112,12 @@ const NET_MAX = 5_000;
 // whose counter is lower is exactly what breaks a per-player sequence guard.
 const ROUND_COUNTER_START_MAX = 99_999;
 // The consumer takes 100 deliveries a second; a late replay comes 5 to 15 minutes after its
-// round, as a recovery from a checkpoint taken before an outage would re-deliver it.
+// round, as a recovery from a checkpoint taken before an outage would re-deliver it. The rate is
+// an assumption of the simulation: only the TTL rows depend on it (a key lives TTL seconds of
+// this clock, so a TTL's peak is about TTL x rate keys); the window's keys do not.
 const MS_PER_DELIVERY = 10;
+/** The log's simulated consumer rate: deliveries a second on the arrival clock (`Delivery.at`). */
+export const DELIVERIES_PER_SECOND = 1000 / MS_PER_DELIVERY;
 const LATE_REPLAY_MS: readonly [number, number] = [5 * 60_000, 15 * 60_000];
 
 interface Player {

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { createLedger } from '../../index.js';
 import { setNxEx, ttlCoveringEveryRepeat, uniqueIndex } from './defences.js';
-import type { Delivery, DemoLog, Settlement } from './log.js';
-import { isExact, measure, type Run } from './measure.js';
+import {
+  DEFAULT_SCENARIO,
+  type Delivery,
+  type DemoLog,
+  generateLog,
+  playerName,
+  type Settlement,
+} from './log.js';
+import { heldBytes, isExact, measure, type Run } from './measure.js';
 import { noDedup, perTypeFlags, sequenceGuard } from './naive.js';
 import { onceflowRow } from './onceflow.js';
 import { openStore } from './store.js';
@@ -106,5 +114,29 @@ describe('the strategies, on a hand-made log', () => {
     // the replay of round 1 is "past" for the guard (round 1 < 2) and doubled by the flags.
     expect(await row(sequenceGuard)).toMatchObject({ blocked: 1, doubledCount: 0 });
     expect(await row(perTypeFlags)).toMatchObject({ doubledCount: 1 });
+  });
+});
+
+describe('onceflow on a generated log', () => {
+  it("onceflow's memory is what its windows hold at the end: each player's last C signatures", async () => {
+    const generated = generateLog({ ...DEFAULT_SCENARIO, settlements: 2_000, players: 20 });
+    const store = await openStore(undefined);
+    for (const [capacity, withOrder] of [
+      [3, true],
+      [3, false],
+      [4, true],
+    ] as const) {
+      const strategy = onceflowRow(capacity, withOrder, store);
+      const r = measure(generated, await strategy.run(generated), meta);
+      const ledger = createLedger({ store: store.store, name: strategy.id, capacity, horizon: withOrder });
+      let keys = 0;
+      let names = 0;
+      for (let p = 0; p < generated.players; p++) {
+        const { signatures } = await ledger.window(playerName(p));
+        keys += signatures.length;
+        for (const sig of signatures) names += sig.length;
+      }
+      expect({ keys: r.heldKeys, bytes: r.heldBytes }).toEqual({ keys, bytes: heldBytes(names, keys) });
+    }
   });
 });

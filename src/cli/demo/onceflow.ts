@@ -1,6 +1,6 @@
 import { createLedger, type Ledger } from '../../index.js';
 import { type DemoLog, playerName, roomName } from './log.js';
-import { heldBytes, type Outcome, type Strategy } from './measure.js';
+import { type Held, heldBytes, type Outcome, type Strategy } from './measure.js';
 import type { DemoStore } from './store.js';
 
 // 4 = 2 settlements per round (instant + final) x 2 rounds that can overlap. DESIGN §3.2: if
@@ -46,27 +46,40 @@ export function onceflowRow(
       const outcome = await applyAll(ledger, log, withOrder, stop, progress);
       const totals: number[] = [];
       for (let r = 0; r < log.rooms; r++) totals.push(Number((await ledger.totals(roomName(r))).coins ?? 0));
-      // The window holds the last `capacity` signatures per player: at most that many keys each.
-      const distinct = new Map<number, Set<string>>();
-      for (const s of log.settlements) {
-        let set = distinct.get(s.player);
-        if (!set) distinct.set(s.player, (set = new Set()));
-        if (set.size < capacity) set.add(s.signature);
-      }
-      let keys = 0;
-      let names = 0;
-      for (const set of distinct.values()) {
-        keys += set.size;
-        for (const sig of set) names += sig.length;
-      }
       return {
         outcome,
         room: log.deliveries.map((d) => d.settlement?.room ?? -1),
         totals,
-        held: { keys, bytes: heldBytes(names, keys) },
+        held: windowsHeld(log, outcome, capacity),
       };
     },
   };
+}
+
+/**
+ * What the players' windows hold after the run, from the outcomes alone (no read of a network
+ * store): each `applied` signature enters its player's window as the newest, evicting the oldest
+ * beyond `capacity`, and nothing else enters it (a duplicate or a stale answer changes nothing).
+ * A player's deliveries are applied in log order (one lane per player), so this is the window's
+ * content: the last `capacity` signatures each player booked.
+ */
+export function windowsHeld(log: DemoLog, outcome: readonly Outcome[], capacity: number): Held {
+  const windows = new Map<number, string[]>();
+  log.deliveries.forEach((d, i) => {
+    const s = d.settlement;
+    if (s === undefined || outcome[i] !== 'applied') return;
+    let window = windows.get(s.player);
+    if (!window) windows.set(s.player, (window = []));
+    window.push(s.signature);
+    if (window.length > capacity) window.shift();
+  });
+  let keys = 0;
+  let names = 0;
+  for (const window of windows.values()) {
+    keys += window.length;
+    for (const sig of window) names += sig.length;
+  }
+  return { keys, bytes: heldBytes(names, keys) };
 }
 
 /**

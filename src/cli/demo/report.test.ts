@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { ttlCoveringEveryRepeat } from './defences.js';
+import { generateLog } from './log.js';
 import type { StrategyRow } from './measure.js';
 import { DEFAULT_DEMO } from './options.js';
 import { formatBytes, formatReport, formatTable, toJson, wrap } from './report.js';
@@ -18,6 +20,25 @@ describe('report', () => {
     expect(narrow[0]).toMatch(/^strategy\s+stale\s+lost\s+doubled\s+misbooked\s+memory$/);
   });
 
+  it('keeps the table inside 100 columns on a terminal wider than that', async () => {
+    for (const line of formatReport(await result, 200).split('\n'))
+      expect(line.length).toBeLessThanOrEqual(100);
+  });
+
+  it('gives the covering SET NX EX row an id of its own, also when --ttl is the covering TTL', async () => {
+    const small = { ...DEFAULT_DEMO, settlements: 2_000, players: 20 };
+    const ttl = ttlCoveringEveryRepeat(generateLog(small)) / 1000;
+    const r = await runDemo({ ...small, ttl });
+    const ids = r.rows.map((x) => x.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toContain(`set-nx-ex-${ttl}`);
+    expect(r.rows.find((x) => x.id === 'set-nx-ex-covering')?.strategy).toBe(`SET NX EX ${ttl} (covering)`);
+    const text = formatReport(r).replace(/\n\s*/g, ' '); // the paragraphs unwrapped
+    expect(text).toContain(
+      `at ${ttl} s no repeat of this log came later. ${ttl} s is the TTL this log needed`,
+    );
+  });
+
   it('explains every word a newcomer meets, in one line each at 100 columns', async () => {
     const text = formatReport(await result);
     for (const word of [
@@ -32,6 +53,8 @@ describe('report', () => {
     ]) {
       expect(text).toMatch(new RegExp(`^${word}\\s{2,}\\S`, 'm'));
     }
+    // No meaning wraps: a continuation would be indented past the longest word.
+    expect(text).not.toMatch(/^ {15}\S/m);
     for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
   });
 
@@ -40,6 +63,10 @@ describe('report', () => {
     const text = formatReport(r);
     expect(text).toContain('Why not a unique index? It is exact too');
     expect(text).toMatch(/SET NX EX forgets by time: at 60 s the [\d,]+ repeats that came later/);
+    // The TTL's peak holds on the log's simulated rate, and the report says so.
+    expect(text.replace(/\n\s*/g, ' ')).toMatch(
+      /at its peak \([\d,]+ keys: at most TTL x rate, at this log's simulated 100 deliveries\/s/,
+    );
     const unique = r.rows.find((x) => x.id === 'unique-index') as StrategyRow;
     const c4 = r.rows.find((x) => x.id === 'onceflow-c4') as StrategyRow;
     expect(unique.heldKeys).toBe(10_000);

@@ -1,4 +1,5 @@
 import { redactUrl } from '../redact-url.js';
+import { DELIVERIES_PER_SECOND } from './log.js';
 import { isExact, type StrategyRow } from './measure.js';
 import { SETTLEMENT_CAPACITY, TOO_SMALL_CAPACITY } from './onceflow.js';
 import { CAPACITY_RULE } from './required-capacity.js';
@@ -84,7 +85,7 @@ export function wrap(text: string, width = WIDTH, indent = '  '): string[] {
 // The words a newcomer meets in the table and below it, one line each.
 const WORDS: readonly [string, string][] = [
   ['window', 'the last C signatures (dedup keys) onceflow remembers per player; C is its capacity'],
-  ['horizon', 'the newest order the window has forgotten: a signature older than it is answered stale'],
+  ['horizon', 'the newest order the window has forgotten: an older signature is answered stale'],
   ['stale', 'not applied and not doubled: a repeat from beyond the window, left to reconciliation'],
   ['overlap', "how many of a player's rounds can be open at once (--overlap); C is derived from it"],
   ['blocked', 'refused as a repeat (by the sequence guard: as "past")'],
@@ -116,7 +117,7 @@ export function formatReport(result: DemoResult, width = WIDTH): string {
       w,
     ),
     '',
-    formatTable(rows, width),
+    formatTable(rows, w),
     '',
   ];
   const pad = Math.max(...WORDS.map(([word]) => word.length));
@@ -133,7 +134,7 @@ function whyNotAUniqueIndex(result: DemoResult): string[] {
   const c4 = row(result, `onceflow-c${SETTLEMENT_CAPACITY}`);
   const unique = row(result, 'unique-index');
   const short = row(result, `set-nx-ex-${result.config.ttl}`);
-  const long = row(result, `set-nx-ex-${result.coveringTtl}`);
+  const long = row(result, 'set-nx-ex-covering');
   const c3 = row(result, `onceflow-c${TOO_SMALL_CAPACITY}`);
   const c3n = row(result, `onceflow-c${TOO_SMALL_CAPACITY}-no-order`);
   const out: string[] = [];
@@ -147,10 +148,15 @@ function whyNotAUniqueIndex(result: DemoResult): string[] {
     );
   }
   if (short && long) {
+    const ttl = result.config.ttl;
     out.push(
-      `SET NX EX forgets by time: at ${result.config.ttl} s the ${fmt(short.doubledCount)} repeats that came later ` +
-        `were applied again (${fmt(short.moneyDoubled)} doubled). ${result.coveringTtl} s is the TTL this log needed; ` +
-        `it held ${formatBytes(long.heldBytes)} at its peak, and a replay later than that still doubles.`,
+      (short.doubledCount === 0
+        ? `SET NX EX forgets by time: at ${ttl} s no repeat of this log came later. `
+        : `SET NX EX forgets by time: at ${ttl} s the ${fmt(short.doubledCount)} repeats that came later ` +
+          `were applied again (${fmt(short.moneyDoubled)} doubled). `) +
+        `${result.coveringTtl} s is the TTL this log needed; it held ${formatBytes(long.heldBytes)} at its peak ` +
+        `(${plural(long.heldKeys, 'key')}: at most TTL x rate, at this log's simulated ${fmt(DELIVERIES_PER_SECOND)} ` +
+        'deliveries/s, so a faster consumer holds more), and a replay later than that still doubles.',
     );
   }
   if (c3 && c3n) {

@@ -7,7 +7,7 @@ import { isExact, measure, type Strategy, type StrategyRow } from './measure.js'
 import { noDedup, perTypeFlags, sequenceGuard } from './naive.js';
 import { onceflowRow, SETTLEMENT_CAPACITY, TOO_SMALL_CAPACITY } from './onceflow.js';
 import { type RequiredCapacity, requiredCapacityOf } from './required-capacity.js';
-import { openStore } from './store.js';
+import { type DemoStore, openStore } from './store.js';
 
 /** Progress of a demo run: a phase label and how many of its steps are done. */
 export interface DemoProgress {
@@ -56,18 +56,24 @@ export async function runDemo(
   onProgress({ phase: 'generating log', done: 0, total: config.settlements });
   const log = generateLog(config);
   const coveringTtl = ttlCoveringEveryRepeat(log);
-  const store = await openStore(config.store);
+  const opening = openStore(config.store);
   // Once, whoever asks first (the run's end or an interrupt): the other waits for it. An interrupt
-  // removes the run's keys or schema before exiting, as a finished run does.
+  // removes the run's keys or schema before exiting, as a finished run does. It waits for the
+  // store to be open: an interrupt while PostgreSQL's schema is being made drops it once made
+  // (dropped before, the migration would make it again). A store that failed to open removed
+  // what it made itself.
   const release = once(async () => {
+    const opened = await opening.catch(() => undefined);
+    if (opened === undefined) return;
     try {
-      await store.cleanup();
+      await opened.cleanup();
     } finally {
-      await store.close();
+      await opened.close();
     }
   });
-  // An interrupt stops the rows' applies first: none may write after the clean-up. With the
-  // memory store there is nothing to remove, and a signal ends the process at once.
+  // Registered before the store opens, so no moment of the run is without it. An interrupt stops
+  // the rows' applies first: none may write after the clean-up. With the memory store there is
+  // nothing to remove, and a signal ends the process at once.
   const stop = new AbortController();
   let running: Promise<unknown> = Promise.resolve();
   const forget =
@@ -78,13 +84,20 @@ export async function runDemo(
           await running.catch(() => {});
           await release();
         });
+  let store: DemoStore;
+  try {
+    store = await opening;
+  } catch (err) {
+    forget();
+    throw err;
+  }
   const strategies: Strategy[] = [
     onceflowRow(SETTLEMENT_CAPACITY, true, store, stop.signal),
     onceflowRow(TOO_SMALL_CAPACITY, true, store, stop.signal),
     onceflowRow(TOO_SMALL_CAPACITY, false, store, stop.signal),
     uniqueIndex,
     setNxEx(config.ttl * 1000),
-    setNxEx(coveringTtl),
+    setNxEx(coveringTtl, true),
     sequenceGuard,
     perTypeFlags,
     noDedup,
