@@ -6,7 +6,7 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { createLedger, defineSignature } from '../dist/index.js';
 import { createRedisStore } from '../dist/redis/index.js';
 import { unlinkPrefix } from './lib/redis.mjs';
-import { playerLanes, registerRooms, settlementStream } from './lib/workload.mjs';
+import { playerLanes, registerRooms, runLanes, settlementStream } from './lib/workload.mjs';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PLAYERS = 2_000;
@@ -32,13 +32,9 @@ let minimalSha;
 const prefix = `bench-redis:${process.pid}:`;
 let runs = 0;
 
-/** Runs `step(i)` for every delivery, CONCURRENCY lanes in parallel, each lane in order. */
+/** Runs `step(i)` for every delivery, in the lanes of playerLanes; resolves to how many ran. */
 async function inLanes(step) {
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const i of lane) await step(i);
-    }),
-  );
+  await runLanes(lanes, step);
   return stream.length;
 }
 

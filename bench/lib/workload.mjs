@@ -97,6 +97,15 @@ export function playerLanes(stream, n) {
   return lanes;
 }
 
+/** Runs `step(i)` for every delivery index of `lanes`: the lanes in parallel, each lane in order. */
+export async function runLanes(lanes, step) {
+  await Promise.all(
+    lanes.map(async (lane) => {
+      for (const i of lane) await step(i);
+    }),
+  );
+}
+
 /**
  * Applies one empty entry per (player, room) pair of the stream, so a ledger's owner and scope
  * registrations are made before a timed run (as in a long-running process): the run then measures
@@ -145,10 +154,6 @@ export function settlementEntry(stream, i) {
 }
 
 /** Applies every delivery of `stream` to `ledger`, the lanes in parallel, each lane in order. */
-export async function applyInLanes(ledger, stream, lanes) {
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const i of lane) await ledger.apply(settlementEntry(stream, i));
-    }),
-  );
+export function applyInLanes(ledger, stream, lanes) {
+  return runLanes(lanes, (i) => ledger.apply(settlementEntry(stream, i)));
 }
