@@ -153,6 +153,16 @@ export function settlementEntry(stream, i) {
   };
 }
 
+/**
+ * Throws unless a ledger's outcome `counts` ({ applied, duplicate, stale }) over one pass of
+ * `stream` are what the stream holds: every fresh delivery applied, every repeat a duplicate.
+ */
+export function checkOutcomes(stream, counts) {
+  if (counts.applied !== stream.fresh || counts.duplicate !== stream.duplicates) {
+    throw new Error(`ledger outcomes ${JSON.stringify(counts)}, expected ${stream.fresh} applied`);
+  }
+}
+
 /** Applies every delivery of `stream` to `ledger`, the lanes in parallel, each lane in order. */
 export function applyInLanes(ledger, stream, lanes) {
   return runLanes(lanes, (i) => ledger.apply(settlementEntry(stream, i)));
