@@ -9,7 +9,7 @@ import { createIdempotency, createLedger, defineSignature } from '../dist/index.
 import { createPostgresStore, migrate } from '../dist/postgres/index.js';
 import { createRedisStore } from '../dist/redis/index.js';
 import { unlinkPrefix } from './lib/redis.mjs';
-import { playerLanes, settlementStream } from './lib/workload.mjs';
+import { checkOutcomes, playerLanes, runLanes, settlementStream } from './lib/workload.mjs';
 
 const PG_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -41,12 +41,9 @@ let stream;
 let lanes;
 let runs = 0;
 
+/** Runs `step(i)` for every delivery, in the lanes of playerLanes; resolves to how many ran. */
 async function inLanes(step) {
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const i of lane) await step(i);
-    }),
-  );
+  await runLanes(lanes, step);
   return stream.length;
 }
 
@@ -77,9 +74,7 @@ function postgresLedgerSide(connections) {
       await inLanes(async (i) => {
         counts[(await ledger.apply(entry(i))).outcome]++;
       });
-      if (counts.applied !== stream.fresh || counts.duplicate !== stream.duplicates) {
-        throw new Error(`ledger outcomes ${JSON.stringify(counts)}, expected ${stream.fresh} applied`);
-      }
+      checkOutcomes(stream, counts);
     },
   };
 }

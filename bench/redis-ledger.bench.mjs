@@ -6,7 +6,14 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { createLedger, defineSignature } from '../dist/index.js';
 import { createRedisStore } from '../dist/redis/index.js';
 import { unlinkPrefix } from './lib/redis.mjs';
-import { playerLanes, registerRooms, settlementStream } from './lib/workload.mjs';
+import {
+  checkOutcomes,
+  playerLanes,
+  registerRooms,
+  runLanes,
+  settlementEntry,
+  settlementStream,
+} from './lib/workload.mjs';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PLAYERS = 2_000;
@@ -32,13 +39,9 @@ let minimalSha;
 const prefix = `bench-redis:${process.pid}:`;
 let runs = 0;
 
-/** Runs `step(i)` for every delivery, CONCURRENCY lanes in parallel, each lane in order. */
+/** Runs `step(i)` for every delivery, in the lanes of playerLanes; resolves to how many ran. */
 async function inLanes(step) {
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const i of lane) await step(i);
-    }),
-  );
+  await runLanes(lanes, step);
   return stream.length;
 }
 
@@ -73,17 +76,9 @@ const onceflowSide = {
     const ledger = await newLedger();
     const counts = { applied: 0, duplicate: 0, stale: 0 };
     await inLanes(async (i) => {
-      const r = await ledger.apply({
-        owner: stream.owners[i],
-        signature: stream.signatures[i],
-        deltas: { coins: stream.nets[i] },
-        scope: stream.rooms[i],
-      });
-      counts[r.outcome]++;
+      counts[(await ledger.apply(settlementEntry(stream, i))).outcome]++;
     });
-    if (counts.applied !== stream.fresh || counts.duplicate !== stream.duplicates) {
-      throw new Error(`ledger outcomes ${JSON.stringify(counts)}, expected ${stream.fresh} applied`);
-    }
+    checkOutcomes(stream, counts);
   },
 };
 

@@ -2,14 +2,7 @@
 import { CLIENT_STATE_SLACK_MS, STATE_SLACK_MS } from '../../dist/windows/limits/time.js';
 
 /** Removes every key under `prefix` (SCAN + UNLINK, a page at a time; one standalone server). */
-export async function unlinkPrefix(client, prefix) {
-  let cursor = '0';
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await client.unlink(...keys);
-  } while (cursor !== '0');
-}
+export { unlinkPrefix } from '../../dist/redis/unlink-prefix.js';
 
 /**
  * The server's EVALSHA totals since its last stats reset (INFO commandstats): a measurement is the

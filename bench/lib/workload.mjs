@@ -97,6 +97,15 @@ export function playerLanes(stream, n) {
   return lanes;
 }
 
+/** Runs `step(i)` for every delivery index of `lanes`: the lanes in parallel, each lane in order. */
+export async function runLanes(lanes, step) {
+  await Promise.all(
+    lanes.map(async (lane) => {
+      for (const i of lane) await step(i);
+    }),
+  );
+}
+
 /**
  * Applies one empty entry per (player, room) pair of the stream, so a ledger's owner and scope
  * registrations are made before a timed run (as in a long-running process): the run then measures
@@ -144,11 +153,17 @@ export function settlementEntry(stream, i) {
   };
 }
 
+/**
+ * Throws unless a ledger's outcome `counts` ({ applied, duplicate, stale }) over one pass of
+ * `stream` are what the stream holds: every fresh delivery applied, every repeat a duplicate.
+ */
+export function checkOutcomes(stream, counts) {
+  if (counts.applied !== stream.fresh || counts.duplicate !== stream.duplicates) {
+    throw new Error(`ledger outcomes ${JSON.stringify(counts)}, expected ${stream.fresh} applied`);
+  }
+}
+
 /** Applies every delivery of `stream` to `ledger`, the lanes in parallel, each lane in order. */
-export async function applyInLanes(ledger, stream, lanes) {
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const i of lane) await ledger.apply(settlementEntry(stream, i));
-    }),
-  );
+export function applyInLanes(ledger, stream, lanes) {
+  return runLanes(lanes, (i) => ledger.apply(settlementEntry(stream, i)));
 }

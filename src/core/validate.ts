@@ -21,13 +21,7 @@ export function nonNegativeInt(option: string, value: unknown): number {
  * or headers): a lone surrogate is refused for the reason {@link nonEmptyStringArg} gives.
  */
 export function nonEmptyString(option: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0 || !isWellFormed(value)) {
-    throw new InvalidOptionError(
-      option,
-      'a non-empty, well-formed Unicode string (no lone surrogate)',
-      value,
-    );
-  }
+  if (!isNonEmptyWellFormed(value)) throw new InvalidOptionError(option, NON_EMPTY_STRING, value);
   return value;
 }
 
@@ -37,14 +31,14 @@ export function nonEmptyString(option: string, value: unknown): string {
  * into U+FFFD, so two different ids would meet. It is refused in every store alike.
  */
 export function nonEmptyStringArg(path: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0 || !isWellFormed(value)) {
-    throw new InvalidArgumentError(
-      path,
-      'a non-empty, well-formed Unicode string (no lone surrogate)',
-      value,
-    );
-  }
+  if (!isNonEmptyWellFormed(value)) throw new InvalidArgumentError(path, NON_EMPTY_STRING, value);
   return value;
+}
+
+const NON_EMPTY_STRING = 'a non-empty, well-formed Unicode string (no lone surrogate)';
+
+function isNonEmptyWellFormed(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && isWellFormed(value);
 }
 
 /** `String.prototype.isWellFormed` (Node >= 20; the compile target's lib does not declare it yet). */
@@ -136,9 +130,13 @@ export function keysOf<T extends object>(
   return Object.freeze(Object.keys(keys));
 }
 
-// A key within a third of its length (at least 2) edits of a known one is taken for a typo of it;
-// further off, the message lists every known key instead of guessing.
-function closest(key: string, known: readonly string[]): string | undefined {
+/**
+ * The known name `key` is most likely a typo of, case-insensitively, or `undefined`: a name within
+ * a third of its length (at least 2) edits of a known one is taken for a typo of it; further off,
+ * callers list every known name instead of guessing. Internal (options objects and CLI flags):
+ * `closest('capacty', ['capacity', 'store'])` is `'capacity'`.
+ */
+export function closest(key: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = Math.max(2, Math.floor(key.length / 3)) + 1;
   const lower = key.toLowerCase();

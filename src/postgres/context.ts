@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isOnceflowError, StoreError } from '../core/errors.js';
-import { deadlineIn, PgTimeoutError, timeLeft, within } from './deadline.js';
+import { type Deadline, deadlineIn, PgTimeoutError, timeLeft, within } from './deadline.js';
 import {
   connectionLost,
   type PgCallKind,
@@ -39,6 +39,22 @@ export interface PgContext {
   query(operation: string, kind: PgCallKind, config: PgQueryConfig): Promise<Record<string, unknown>[]>;
 }
 
+// Waits for the schema's migrations within an operation's deadline: an error of onceflow's (the
+// migration's own) passes as it is, any other failure (the deadline, the connection) is `fail`ed
+// into the operation's StoreError.
+async function schemaReady(
+  ready: () => Promise<void>,
+  deadline: Deadline,
+  fail: (err: unknown) => StoreError,
+): Promise<void> {
+  try {
+    await within(ready(), deadline, 'the schema was not migrated');
+  } catch (err) {
+    if (isOnceflowError(err)) throw err;
+    throw fail(err);
+  }
+}
+
 /**
  * The context of a store on a pool: each statement on a client checked out for it (one round
  * trip: the statement is its own transaction), after `ready` (the schema's migrations). A
@@ -59,12 +75,7 @@ export function poolContext(
     bound: false,
     async query(operation, kind, config) {
       const deadline = deadlineIn(timeoutMs);
-      try {
-        await within(ready(), deadline, 'the schema was not migrated');
-      } catch (err) {
-        if (isOnceflowError(err)) throw err;
-        throw pgStoreError(operation, err, kind, false);
-      }
+      await schemaReady(ready, deadline, (err) => pgStoreError(operation, err, kind, false));
       for (let attempt = 1; ; attempt++) {
         let client: PgPoolClientLike;
         try {
@@ -142,13 +153,12 @@ export function boundContext(
           { outcome: 'not-applied', retriable: true },
         );
       }
-      try {
-        // Nothing is sent on the client before the schema is ready (the migration has its own).
-        await within(ready(), deadline, 'the schema was not migrated');
-      } catch (err) {
-        if (isOnceflowError(err)) throw err;
-        throw new StoreError(operation, err, { outcome: 'not-applied', retriable: true });
-      }
+      // Nothing is sent on the client before the schema is ready (the migration has its own).
+      await schemaReady(
+        ready,
+        deadline,
+        (err) => new StoreError(operation, err, { outcome: 'not-applied', retriable: true }),
+      );
       try {
         return (await within(client.query(config), deadline, 'no answer from PostgreSQL')).rows;
       } catch (err) {

@@ -116,22 +116,8 @@ export function postgresLedgerOps(ctx: PgContext, options: CheckedLedgerOptions)
   }
 
   return {
-    ledgerApply: async (cmd) => {
-      const row = await write('ledgerApply', cmd);
-      const balances = balancesOf(row['balances']);
-      const outcome = row['outcome'] as LedgerApplyResult['outcome'];
-      return outcome === 'applied'
-        ? { outcome, balances, seq: Number(row['seq']) }
-        : ({ outcome, balances } as LedgerApplyResult);
-    },
-    ledgerResolve: async (cmd) => {
-      const row = await write('ledgerResolve', cmd);
-      const balances = balancesOf(row['balances']);
-      const outcome = row['outcome'] as LedgerResolveResult['outcome'];
-      return outcome === 'applied'
-        ? { outcome, balances, seq: Number(row['seq']) }
-        : ({ outcome, balances } as LedgerResolveResult);
-    },
+    ledgerApply: async (cmd) => resultOf<LedgerApplyResult>(await write('ledgerApply', cmd)),
+    ledgerResolve: async (cmd) => resultOf<LedgerResolveResult>(await write('ledgerResolve', cmd)),
     ledgerBalances: async (ledger, owner) => {
       const values = [nameArg('ledger', ledger), ownerArg('owner', owner)];
       const rows = await ctx.query('ledgerBalances', 'read', balancesQuery(values));
@@ -262,6 +248,16 @@ function journalEntry(row: Record<string, unknown>): JournalEntry {
  * Balances from their JSON text (field -> decimal string; NULL or absent: none), as own data
  * properties whatever the field names (JSON.parse makes `__proto__` an own key too, see setOwn).
  */
+// A ledger_apply or ledger_resolve row as the contract's reply: the two functions answer the same
+// columns, and only an applied event has a journal seq.
+function resultOf<R extends LedgerApplyResult | LedgerResolveResult>(row: Record<string, unknown>): R {
+  const balances = balancesOf(row['balances']);
+  const outcome = row['outcome'] as R['outcome'];
+  return (
+    outcome === 'applied' ? { outcome, balances, seq: Number(row['seq']) } : { outcome, balances }
+  ) as R;
+}
+
 function balancesOf(json: unknown): Balances {
   const balances: Balances = {};
   if (typeof json !== 'string') return balances;

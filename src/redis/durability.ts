@@ -222,17 +222,9 @@ export async function evalWaited(
   return { reply, short: shortfall(durability, operation, calls, waited) };
 }
 
-/** {@link evalWaited}, throwing its shortfall (`onShort: 'throw'`) at once. */
-export async function evalDurable(
-  client: RedisLike,
-  durability: Durability | undefined,
-  operation: string,
-  calls: number,
-  script: LuaScript,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  const { reply, short } = await evalWaited(client, durability, operation, calls, script, keys, args);
+/** {@link evalWaited}, with its parameters, throwing its shortfall (`onShort: 'throw'`) at once. */
+export async function evalDurable(...call: Parameters<typeof evalWaited>): Promise<unknown> {
+  const { reply, short } = await evalWaited(...call);
   if (short) throw short;
   return reply;
 }

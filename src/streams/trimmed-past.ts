@@ -7,7 +7,7 @@ import { storeTimeout } from '../redis/redis-store.js';
 import { scripts } from '../redis/scripts.generated.js';
 import { redisStoreError } from '../redis/store-error.js';
 import { compareStreamIds, parseStreamId } from './stream-id.js';
-import { readStreamInfo } from './stream-info.js';
+import { firstEntryId, readStreamInfo } from './stream-info.js';
 
 /**
  * A reader whose position is behind the stream's first entry: entries it had not read were
@@ -237,15 +237,9 @@ export async function checkReaderPosition(
   if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object { timeout }', options);
   knownKeys('options', options, ['timeout']);
   const redis = boundedClient(client, storeTimeout((options as CheckReaderPositionOptions).timeout));
-  let fields: Map<string, unknown> | undefined;
-  try {
-    fields = await readStreamInfo(redis, stream);
-  } catch (err) {
-    throw redisStoreError('checkReaderPosition', err, false, 'read');
-  }
+  const fields = await readStreamInfo(redis, stream, 'checkReaderPosition');
   if (fields === undefined) return NOT_FOUND;
-  const firstEntry = fields.get('first-entry');
-  const firstId = Array.isArray(firstEntry) ? String(firstEntry[0]) : undefined;
+  const firstId = firstEntryId(fields);
   const lastGenerated = String(fields.get('last-generated-id'));
   const added = Number(fields.get('entries-added'));
   const length = Number(fields.get('length'));

@@ -7,7 +7,7 @@ import type { RedisLike } from '../redis/eval.js';
 import { storeTimeout } from '../redis/redis-store.js';
 import { redisStoreError } from '../redis/store-error.js';
 import { compareStreamIds, parseStreamId } from './stream-id.js';
-import { readStreamInfo } from './stream-info.js';
+import { firstEntryId, readStreamInfo } from './stream-info.js';
 import type { TrimmedPastEvent } from './trimmed-past.js';
 
 /** What every entry of a window has, decoded or not. */
@@ -179,15 +179,9 @@ async function wholeSince(
   from: number,
   onTrimmedPast: ((event: TrimmedPastEvent) => void) | undefined,
 ): Promise<boolean> {
-  let fields: Map<string, unknown> | undefined;
-  try {
-    fields = await readStreamInfo(client, stream);
-  } catch (err) {
-    throw redisStoreError('readWindow', err, false, 'read');
-  }
+  const fields = await readStreamInfo(client, stream, 'readWindow');
   if (fields === undefined) return true;
-  const first = fields.get('first-entry');
-  const firstId = Array.isArray(first) ? String(first[0]) : undefined;
+  const firstId = firstEntryId(fields);
   const position = `${from}-0`;
   if (firstId !== undefined && compareStreamIds(parseStreamId(firstId), parseStreamId(position)) <= 0)
     return true;

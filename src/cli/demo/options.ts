@@ -1,3 +1,4 @@
+import { closest } from '../../core/validate.js';
 import { InvalidOptionError } from '../../index.js';
 import { redactUrl } from '../redact-url.js';
 import { DEFAULT_SCENARIO } from './log.js';
@@ -112,34 +113,6 @@ export function refuseUnknown(args: readonly string[]): void {
           : `did you mean --${near}?`;
     throw new InvalidOptionError(`--${name}`, `a known option (${hint})`, arg);
   }
-}
-
-// A name within a third of its length (at least 2) edits of an option is taken for a typo of it.
-function closest(name: string, known: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
-  for (const candidate of known) {
-    const distance = editDistance(name.toLowerCase(), candidate);
-    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  if (a.length > 64) return Number.POSITIVE_INFINITY; // no option name is half as long
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(
-        (prev[j] as number) + 1,
-        (row[j - 1] as number) + 1,
-        (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    }
-    prev = row;
-  }
-  return prev[b.length] as number;
 }
 
 /**

@@ -1,7 +1,9 @@
 // The store the onceflow rows run on, from `--store URL`: the memory store (the default), Redis or
-// PostgreSQL, through the package's public entries only. Each client package is an optional peer
+// PostgreSQL, opened through the package's public entries only (removing a run's Redis keys is the
+// internal unlinkPrefix, shared with the benchmarks). Each client package is an optional peer
 // dependency, loaded only when its URL is given.
 import { memoryStore, type Store } from '../../index.js';
+import { unlinkPrefix } from '../../redis/unlink-prefix.js';
 import { DemoFailure } from '../failure.js';
 import { redactUrl } from '../redact-url.js';
 
@@ -84,14 +86,7 @@ async function openRedis(url: string): Promise<DemoStore> {
   return {
     label: 'Redis',
     store: createRedisStore({ client, prefix, journal: { maxEntriesPerOwner: 0 } }),
-    async cleanup() {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) await client.unlink(...keys);
-      } while (cursor !== '0');
-    },
+    cleanup: () => unlinkPrefix(client, prefix),
     async close() {
       await client.quit();
     },

@@ -292,13 +292,9 @@ class MemoryStore implements Store {
   }
 
   idempotencyComplete(
-    name: string,
-    key: string,
-    token: string,
-    value: string,
-    ttlMs: number,
+    ...call: Parameters<MemoryIdempotencyRecords['idempotencyComplete']>
   ): Promise<boolean> {
-    return this.#idempotency.idempotencyComplete(name, key, token, value, ttlMs);
+    return this.#idempotency.idempotencyComplete(...call);
   }
 
   idempotencyRelease(name: string, key: string, token: string): Promise<boolean> {
