@@ -8,7 +8,13 @@
 //   git stash && npm run build && cp -r dist /tmp/before && git stash pop && npm run build
 // With --floors, the bare limiters of bench/lib/limiter-floors.mjs run beside them (a fixed window;
 // the same behind a store's layout; a sliding log; a ring log): what the 2x target asks.
-// Usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15] [--floors]
+// With --lockstep, each round's sides take the same keys together, 500 at a time, the order flipped
+// every 500: a change of the machine's load within a round then falls on every side alike (on a
+// loaded machine, whole runs one after the other swing by 1.5x between rounds; 500-take slices
+// taken in turn agree within a few percent). It prints the median ns of a slice and the median
+// per-slice ratio. The sides share one heap, so a side's garbage is collected in any side's slice:
+// it compares the work of a take, not its share of the collector.
+// Usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15] [--floors] [--lockstep]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -33,6 +39,9 @@ const option = (name, fallback) =>
 const dists = args.filter((a) => !a.startsWith('--'));
 const algorithms = option('algorithms', 'sliding-log,sliding-window,fixed-window,gcra').split(',');
 const rounds = Number(option('rounds', '15'));
+const lockstep = args.includes('--lockstep');
+// Takes per lockstep slice: ~0.5 ms of work, long enough for the clock, short against load changes.
+const SLICE = 500;
 if (
   dists.length === 0 ||
   !Number.isSafeInteger(rounds) ||
@@ -40,7 +49,7 @@ if (
   typeof globalThis.gc !== 'function'
 ) {
   console.error(
-    'usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15] [--floors]',
+    'usage: node --expose-gc scripts/limiter-memory-ab.mjs <dist> [<dist> ...] [--algorithms=a,b] [--rounds=15] [--floors] [--lockstep]',
   );
   process.exit(2);
 }
@@ -55,6 +64,23 @@ async function sequential(take) {
   let allowed = 0;
   for (let i = 0; i < N; i++) if (await take(keys[i])) allowed++;
   return allowed;
+}
+
+// The sides take the workload's keys together, SLICE at a time, the order flipped every slice;
+// returns each side's ns per take of every slice.
+async function inLockstep(takes) {
+  const slices = takes.map(() => []);
+  for (let from = 0; from < N; from += SLICE) {
+    const order = takes.map((_, i) => i);
+    if ((from / SLICE) % 2 === 1) order.reverse();
+    for (const i of order) {
+      const take = takes[i];
+      const t0 = process.hrtime.bigint();
+      for (let k = from; k < from + SLICE; k++) await take(keys[k]);
+      slices[i].push(Number(process.hrtime.bigint() - t0) / SLICE);
+    }
+  }
+  return slices;
 }
 
 // Every limiter stays alive to the end, as a service's would (see bench/limiter.bench.mjs).
@@ -94,6 +120,14 @@ for (const algorithm of algorithms) {
   for (let r = 0; r < WARMUP + rounds; r++) {
     const order = sides.map((_, i) => i);
     if (r % 2 === 1) order.reverse();
+    if (lockstep) {
+      const takes = sides.map(([, make]) => make());
+      kept.push(takes);
+      globalThis.gc();
+      const slices = await inLockstep(takes);
+      if (r >= WARMUP) slices.forEach((xs, i) => ns[i].push(...xs));
+      continue;
+    }
     for (const i of order) {
       const take = sides[i][1]();
       kept.push(take);
