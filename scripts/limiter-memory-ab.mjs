@@ -125,7 +125,7 @@ for (const algorithm of algorithms) {
       kept.push(takes);
       globalThis.gc();
       const slices = await inLockstep(takes);
-      if (r >= WARMUP) slices.forEach((xs, i) => ns[i].push(...xs));
+      if (r >= WARMUP) for (const [i, xs] of slices.entries()) ns[i].push(...xs);
       continue;
     }
     for (const i of order) {

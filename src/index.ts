@@ -57,7 +57,11 @@ export {
   type SignatureOptions,
   type SignatureSchema,
 } from './signature/define-signature.js';
-export { DEFAULT_JOURNAL_ENTRIES, type MemoryStoreOptions, memoryStore } from './store/memory/memory-store.js';
+export {
+  DEFAULT_JOURNAL_ENTRIES,
+  type MemoryStoreOptions,
+  memoryStore,
+} from './store/memory/memory-store.js';
 // The results of ledger calls and the store a caller passes; the rest of the store contract is in
 // onceflow/store.
 export type { Balances, JournalEntry, JournalQuery, JsonValue, Store, WindowState } from './store/store.js';

@@ -31,8 +31,8 @@ import {
   VersionGate,
   type VersionGateResult,
 } from '../../src/index.js';
-import type { Verdict } from '../../src/windows/limits/types.js';
 import type { LedgerApplyResult } from '../../src/store/index.js';
+import type { Verdict } from '../../src/windows/limits/types.js';
 
 /** Fails to compile when a switch over a union forgot a member. */
 function exhaustive(value: never): never {
