@@ -67,11 +67,20 @@ async function trial(seed: number, ordered: boolean, bySlot: boolean): Promise<s
       } as unknown as Item;
       items.push(item);
       const settled = new Promise<number>((resolve, reject) => {
-        item.resolve = resolve;
-        item.reject = reject;
+        // Settled is when the batcher settles the call (resolve or reject), not when a
+        // continuation of the caller's promise runs a microtask or two later: a barrier may rightly
+        // start in between.
+        item.resolve = (value: number) => {
+          item.settledAt ??= tick();
+          resolve(value);
+        };
+        item.reject = (err: unknown) => {
+          item.settledAt ??= tick();
+          reject(err);
+        };
         batcher(item);
       });
-      all.push(settled.then(nothing, nothing).then(() => (item.settledAt = tick())));
+      all.push(settled.then(nothing, nothing));
     } else {
       const barrier: Barrier = {
         key: random() < 0.5 ? keys[Math.floor(random() * keys.length)] : undefined,
