@@ -136,7 +136,14 @@ export class RateLimiter implements Limiter {
   #forgetLocally(subjects: Subjects, command: LimiterDeleteCommand): void {
     if (typeof subjects === 'string') this.#cache?.delete(subjects);
     else this.#cache?.clear();
-    this.#config.fallback?.backend.delete(command);
+    // The local fallback counts with its own scaled limits (a share of each), whose state shapes
+    // may differ from the store's (a GCRA's limit, a sliding log's form past 512): its states are
+    // named by its own specs.
+    const fallback = this.#config.fallback;
+    fallback?.backend.delete({
+      namespace: command.namespace,
+      limits: this.#callsFor(subjects, fallback.specs),
+    });
   }
 
   take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
@@ -195,13 +202,13 @@ export class RateLimiter implements Limiter {
     if (typeof (answer as Partial<PromiseLike<unknown>> | undefined)?.then !== 'function') {
       // Answered in this process (the memory store): the reply is the decision at once, with no
       // promise of the store's; a reply that is none is a store failure, handled on a microtask.
-      this.#decidesHere = true;
       let decision: Decision;
       try {
         decision = this.#decisionOf(answer as LimiterTakeReply);
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
+      this.#decidesHere = true;
       if (cache !== undefined && this.#passIn !== undefined) this.#remember(cacheKey, cost, asked, decision);
       return Promise.resolve(decision);
     }

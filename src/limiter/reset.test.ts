@@ -60,24 +60,51 @@ describe('limiter.reset(key)', () => {
     expect(await limiter.take({ user: 'u2', ip: 'X' })).toMatchObject({ allowed: true, reason: 'allowed' });
   });
 
-  it('clears the degraded-local counters of the key', async () => {
+  // The local fallback counts with scaled limits, whose state shapes may differ from the store's
+  // (a GCRA's limit, a sliding log's form past 512): every one of them is cleared.
+  for (const [algorithm, limit] of [
+    ['fixed-window', 8],
+    ['sliding-window', 8],
+    ['gcra', 8],
+    ['sliding-log', 8],
+    ['sliding-log', 1200],
+  ] as const) {
+    it(`clears the degraded-local counters of the key (${algorithm}, limit ${limit})`, async () => {
+      const inner = memoryStore();
+      let down = false;
+      const store = wrapStore(inner, {
+        limiterTake: (cmd) => (down ? Promise.reject(new Error('down')) : inner.limiterTake!(cmd)),
+      });
+      const limiter = createLimiter({
+        store,
+        algorithm,
+        limit,
+        window: '1m',
+        degraded: { mode: 'local', share: 0.25 },
+      });
+      down = true;
+      // A quarter: 300 of 1200 puts the sliding log's local state in its other form (512).
+      const share = limit / 4;
+      for (let i = 0; i < share; i++) expect((await limiter.take('k')).reason).toBe('degraded-local');
+      expect((await limiter.take('k')).allowed).toBe(false);
+      await limiter.reset('k');
+      expect(await limiter.take('k')).toMatchObject({ allowed: true, reason: 'degraded-local' });
+    });
+  }
+
+  it('a spy on limiterTake over the memory store is a remote store: the block cache answers repeats', async () => {
     const inner = memoryStore();
-    let down = false;
-    const store = wrapStore(inner, {
-      limiterTake: (cmd) => (down ? Promise.reject(new Error('down')) : inner.limiterTake!(cmd)),
+    let calls = 0;
+    const spy = wrapStore(inner, {
+      limiterTake: (cmd) => {
+        calls++;
+        return inner.limiterTake!(cmd);
+      },
     });
-    const limiter = createLimiter({
-      store,
-      algorithm: 'fixed-window',
-      limit: 4,
-      window: '1m',
-      degraded: { mode: 'local', share: 0.5 },
-    });
-    down = true;
-    for (let i = 0; i < 2; i++) expect((await limiter.take('k')).reason).toBe('degraded-local');
-    expect((await limiter.take('k')).allowed).toBe(false);
-    await limiter.reset('k');
-    expect(await limiter.take('k')).toMatchObject({ allowed: true, reason: 'degraded-local' });
+    const limiter = createLimiter({ store: spy, algorithm: 'fixed-window', limit: 1, window: '1m' });
+    for (let i = 0; i < 5; i++) await limiter.take('k');
+    // The first take is admitted, the second refused and cached as a block: the rest never reach it.
+    expect(calls).toBe(2);
   });
 
   it('bad keys and a store without limiterDelete are typed errors that change nothing', async () => {

@@ -34,8 +34,8 @@ const CONTRACT: Record<keyof Store, true> = {
  * copy none of its methods; this delegates every other member to `store` (methods called on it). An
  * override set to `undefined` hides that member. The wrapped store answers as a remote store
  * does: its own `limiterTake` always answers with a promise (a memory store's synchronous answer
- * is not passed on), so a limiter over it treats it as any remote store (block cache, default
- * timeout); an override of `limiterTake` answers as it is written.
+ * is not passed on, nor an override's), so a limiter over it treats it as any remote store (block
+ * cache, default timeout).
  *
  * @example
  * ```ts
@@ -62,7 +62,14 @@ export function wrapStore(store: Store, given: { [K in keyof Store]?: Store[K] |
   const overrides: { [K in keyof Store]?: Store[K] | undefined } = { ...given };
   return new Proxy(store, {
     get(target, name) {
-      if (Object.hasOwn(overrides, name)) return overrides[name as keyof Store];
+      if (Object.hasOwn(overrides, name)) {
+        const given = overrides[name as keyof Store];
+        // An override of limiterTake answers with a promise too (a spy that calls the memory
+        // store's own answers synchronously), so a limiter sees the wrapped store as remote.
+        return name === 'limiterTake' && typeof given === 'function'
+          ? asPromise(target, given as NonNullable<Store['limiterTake']>)
+          : given;
+      }
       // The store itself as `this`: its private fields are not on the proxy.
       const value = Reflect.get(target, name, target);
       if (name === 'limiterTake' && typeof value === 'function') return asPromise(target, value);

@@ -69,18 +69,51 @@ function nodeOf(absolute: string): Node {
   return { file, folder, layer };
 }
 
+/** Every module specifier a file names: imports, re-exports (`export * as ns` too), `import()` and `import('…')` types. */
+function specifiers(absolute: string): string[] {
+  const source = ts.createSourceFile(absolute, readFileSync(absolute, 'utf8'), ts.ScriptTarget.Latest, true);
+  const out: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier !== undefined &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      out.push(node.moduleSpecifier.text);
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
+      out.push(node.argument.literal.text);
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] !== undefined &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
+      out.push(node.arguments[0].text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+// The package's own name or an import map (`#…`) would reach a module by a path this walk cannot
+// place in a layer: every import inside src/ is relative.
+const SELF = /^(onceflow(\/|$)|#)/;
+
 /** Every relative import of every source file, resolved to a file under src/. */
 function imports(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const absolute of sourceFiles(SRC)) {
     const from = nodeOf(absolute).file;
     const targets: string[] = [];
-    // preProcessFile lists import and export declarations (type-only ones too), import() calls
-    // and import('...') types, without a full parse.
-    const info = ts.preProcessFile(readFileSync(absolute, 'utf8'), true, true);
-    for (const { fileName } of info.importedFiles) {
-      if (!fileName.startsWith('.')) continue;
-      const target = normalize(join(dirname(absolute), fileName.replace(/\.js$/, '.ts')));
+    for (const name of specifiers(absolute)) {
+      if (SELF.test(name)) throw new Error(`src/${from} imports ${name}: imports inside src/ are relative`);
+      if (!name.startsWith('.')) continue;
+      const target = normalize(join(dirname(absolute), name.replace(/\.js$/, '.ts')));
       targets.push(nodeOf(target).file);
     }
     graph.set(from, targets);
@@ -95,8 +128,8 @@ function upward(graph: Map<string, string[]>): string[] {
     for (const to of targets) {
       const b = nodeOf(join(SRC, to));
       if (a.folder === b.folder) continue;
-      // The root entry re-exports the library, never a program.
-      if (a.layer === ROOT_LAYER ? b.layer > ROOT_LAYER : b.layer > a.layer) {
+      // The root entry re-exports the core library (layers 0-3), never an adapter or a program.
+      if (a.layer === ROOT_LAYER ? b.layer > 3 : b.layer > a.layer) {
         out.push(
           `src/${from} (${a.folder || 'root'}, layer ${a.layer}) imports src/${to} (${b.folder || 'root'}, layer ${b.layer})`,
         );
