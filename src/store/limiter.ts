@@ -5,9 +5,11 @@ import type { LimitSpec, LimitVerdict, Verdict } from '../windows/limits/types.j
 
 /**
  * One limit of a take, for one subject. A store keeps one state per (namespace, `by`, subject,
- * `spec.id`, shape), the shape being what `specSuffix` in src/windows/limits/algorithms.ts names
- * (algorithm, window, bucket or burst, the GCRA rate, the sliding log's representation): a limit
- * whose shape changes starts on a fresh state instead of reading one of another shape.
+ * `spec.id`, shape). The shape is the algorithm, `windowMs` and `param` (bucket or burst), and
+ * for `gcra` also `limit` (its state is a time in units of window / limit); a store may add its own
+ * representation (the built-in ones keep a sliding log above limit 512 in another form). A limit
+ * whose shape changes starts on a fresh state instead of reading one of another shape; the old
+ * state runs out on its own expiry.
  *
  * A store may keep what it derives from a call object (its key, its state) for as long as it
  * sees that object: a caller never changes a call it has given to a store (the limiter makes a new
