@@ -136,10 +136,11 @@ async function runOp(ledger: ReturnType<typeof createLedger>, o: Op): Promise<un
 }
 
 /**
- * How many times an answer must be seen in `numRuns` runs to count as often: 10 in the full 80;
- * fewer runs (the Cluster's) need only reach it.
+ * How many times an answer must be seen in `numRuns` runs to count as often: more than 3 in the
+ * full 80 (a rarer answer such as a resolve's `duplicate` lands near 10 on some seeds, so a bound
+ * of 10 fails by chance); fewer runs (the Cluster's) need only reach it.
  */
-const often = (numRuns: number) => (numRuns >= 80 ? 10 : 0);
+const often = (numRuns: number) => (numRuns >= 80 ? 3 : 0);
 
 /** How often each operation answered each outcome, over a whole property. */
 type Tally = Record<string, number>;
