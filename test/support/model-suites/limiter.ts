@@ -2,7 +2,7 @@
 // single and multi-limit, every algorithm), one fake clock passed to both (the time in each
 // command), and every decision must be identical, field by field.
 import fc from 'fast-check';
-import { describe, expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createLimiter,
   type Decision,
@@ -11,9 +11,7 @@ import {
   memoryStore,
 } from '../../../src/index.js';
 import { limitSets, type Step, steps, WINDOW } from '../../property/limiter-sequences.js';
-import { runsFor, type StoreTarget, storeCase } from './target.js';
-
-export type LimiterCase = 'sequences' | 'far-clocks' | 'time-range' | 'log-edges' | 'large' | 'concurrent';
+import { runsFor, type StoreTarget } from './target.js';
 
 /** A decision without its functions: what two stores must agree on. */
 export const view = (d: Decision) => ({
@@ -27,7 +25,7 @@ export const view = (d: Decision) => ({
   limits: d.limits,
 });
 
-export function limiterModelSuite(target: StoreTarget<LimiterCase>, extra?: () => void): void {
+export function limiterModelSuite(target: StoreTarget, extra?: () => void): void {
   describe(`limiter on ${target.label} = memory model`, () => {
     let run = 0;
 
@@ -53,68 +51,53 @@ export function limiterModelSuite(target: StoreTarget<LimiterCase>, extra?: () =
       }
     }
 
-    storeCase(
-      target,
-      'sequences',
-      'gives identical decisions for the same sequence and clock (clock rollbacks too)',
-      () =>
-        fc.assert(
-          fc.asyncProperty(limitSets, steps(['a', 'b:c', '{x}'], true), (limits, seq) =>
-            sameDecisions(limits, seq),
-          ),
-          { numRuns: runsFor(target, 60) },
+    it('gives identical decisions for the same sequence and clock (clock rollbacks too)', () =>
+      fc.assert(
+        fc.asyncProperty(limitSets, steps(['a', 'b:c', '{x}'], true), (limits, seq) =>
+          sameDecisions(limits, seq),
         ),
-    );
+        { numRuns: runsFor(target, 60) },
+      ));
 
-    storeCase(
-      target,
-      'far-clocks',
-      'clocks far from today match the model too: near 0, past 1e14 ms (a store writes every number whole), near 2^52',
-      () =>
-        fc.assert(
-          fc.asyncProperty(
-            limitSets,
-            steps(['a', 'b'], true),
-            // 40 steps back of at most a window each stay above 0 from 50 000.
-            fc.constantFrom(50_000, 100_000_000_000_007, 2 ** 50, 2 ** 52 - 10_000_000),
-            (limits, seq, start) => sameDecisions(limits, seq, 1, start),
-          ),
-          { numRuns: runsFor(target, 30) },
+    it('clocks far from today match the model too: near 0, past 1e14 ms (a store writes every number whole), near 2^52', () =>
+      fc.assert(
+        fc.asyncProperty(
+          limitSets,
+          steps(['a', 'b'], true),
+          // 40 steps back of at most a window each stay above 0 from 50 000.
+          fc.constantFrom(50_000, 100_000_000_000_007, 2 ** 50, 2 ** 52 - 10_000_000),
+          (limits, seq, start) => sameDecisions(limits, seq, 1, start),
         ),
-    );
+        { numRuns: runsFor(target, 30) },
+      ));
 
-    storeCase(
-      target,
-      'time-range',
-      'a time outside [0, 2^52) is a typed error on both stores, and changes nothing',
-      async () => {
-        for (const algorithm of ['sliding-log', 'gcra'] as const) {
-          const clock = new FakeClock(1_000);
-          const name = `range-${run++}`;
-          // 600: above 512, where a sliding log is a sorted set on Redis, its scores at 2^52 + value.
-          const limits: LimitOptions[] = [{ algorithm, limit: 600, window: 1000 }];
-          const both = [
-            createLimiter({ store: memoryStore({ clock }), clock, limits, name, blockCache: false }),
-            createLimiter({ store: target.store(), clock, limits, name, blockCache: false }),
-          ];
-          for (const limiter of both) await limiter.take('k', { cost: 5 });
-          for (const bad of [-1, 2 ** 52, 2 ** 52 + 5000]) {
-            clock.set(bad);
-            for (const limiter of both) {
-              await expect(limiter.take('k', { cost: 1 })).rejects.toMatchObject({
-                code: 'ERR_INVALID_ARGUMENT',
-              });
-            }
+    it('a time outside [0, 2^52) is a typed error on both stores, and changes nothing', async () => {
+      for (const algorithm of ['sliding-log', 'gcra'] as const) {
+        const clock = new FakeClock(1_000);
+        const name = `range-${run++}`;
+        // 600: above 512, where a sliding log is a sorted set on Redis, its scores at 2^52 + value.
+        const limits: LimitOptions[] = [{ algorithm, limit: 600, window: 1000 }];
+        const both = [
+          createLimiter({ store: memoryStore({ clock }), clock, limits, name, blockCache: false }),
+          createLimiter({ store: target.store(), clock, limits, name, blockCache: false }),
+        ];
+        for (const limiter of both) await limiter.take('k', { cost: 5 });
+        for (const bad of [-1, 2 ** 52, 2 ** 52 + 5000]) {
+          clock.set(bad);
+          for (const limiter of both) {
+            await expect(limiter.take('k', { cost: 1 })).rejects.toMatchObject({
+              code: 'ERR_INVALID_ARGUMENT',
+            });
           }
-          clock.set(1_001);
-          const [m, r] = await Promise.all(both.map((l) => l.take('k', { cost: 0 })));
-          expect(m?.remaining).toBe(595);
-          expect(view(r as Decision)).toEqual(view(m as Decision));
         }
-      },
-    );
+        clock.set(1_001);
+        const [m, r] = await Promise.all(both.map((l) => l.take('k', { cost: 0 })));
+        expect(m?.remaining).toBe(595);
+        expect(view(r as Decision)).toEqual(view(m as Decision));
+      }
+    });
 
-    storeCase(target, 'log-edges', "a sliding log matches the model at every entry's own window edge", () => {
+    it("a sliding log matches the model at every entry's own window edge", () => {
       // Several entries live at once, the clock stepping by a few ms and by W - 2 .. W + 1, lands
       // on the edge of each entry in turn (drops of one entry, of several, of all; refusals that
       // need several entries freed). On Redis a log of up to 512 is a string of deltas.
@@ -140,50 +123,40 @@ export function limiterModelSuite(target: StoreTarget<LimiterCase>, extra?: () =
       );
     });
 
-    storeCase(
-      target,
-      'large',
-      'large limits and costs (a sliding log above 512 entries: a sorted set on Redis; scaled costs) match the model',
-      () =>
-        fc.assert(
-          fc.asyncProperty(
-            fc.constantFrom('sliding-log', 'gcra', 'sliding-window', 'fixed-window') as fc.Arbitrary<
-              LimitOptions['algorithm']
-            >,
-            fc.integer({ min: 513, max: 700 }),
-            steps(['a', 'b'], true),
-            // Costs scaled up so that a few requests fill the limit and refusals happen.
-            fc.integer({ min: 40, max: 120 }),
-            (algorithm, limit, seq, scale) =>
-              sameDecisions(
-                [
-                  algorithm === 'sliding-window'
-                    ? { algorithm, limit, window: 1000, granularity: 100 }
-                    : { algorithm, limit, window: 1000 },
-                ],
-                seq,
-                scale,
-              ),
-          ),
-          { numRuns: runsFor(target, 30) },
+    it('large limits and costs (a sliding log above 512 entries: a sorted set on Redis; scaled costs) match the model', () =>
+      fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom('sliding-log', 'gcra', 'sliding-window', 'fixed-window') as fc.Arbitrary<
+            LimitOptions['algorithm']
+          >,
+          fc.integer({ min: 513, max: 700 }),
+          steps(['a', 'b'], true),
+          // Costs scaled up so that a few requests fill the limit and refusals happen.
+          fc.integer({ min: 40, max: 120 }),
+          (algorithm, limit, seq, scale) =>
+            sameDecisions(
+              [
+                algorithm === 'sliding-window'
+                  ? { algorithm, limit, window: 1000, granularity: 100 }
+                  : { algorithm, limit, window: 1000 },
+              ],
+              seq,
+              scale,
+            ),
         ),
-    );
+        { numRuns: runsFor(target, 30) },
+      ));
 
-    storeCase(
-      target,
-      'concurrent',
-      'concurrent decisions (batched where the store batches) come out in call order',
-      async () => {
-        const clock = new FakeClock(5_000_000);
-        const limits: LimitOptions[] = [{ algorithm: 'sliding-log', limit: 50, window: '1s' }];
-        const name = `batch-${run++}`;
-        const { memory, real } = pair(limits, name, clock);
-        const calls = Array.from({ length: 300 }, (_, i) => ({ key: `k${i % 7}`, cost: (i % 5) + 1 }));
-        const got = await Promise.all(calls.map((c) => real.take(c.key, { cost: c.cost })));
-        for (const [i, c] of calls.entries())
-          expect(view(got[i] as Decision)).toEqual(view(await memory.take(c.key, { cost: c.cost })));
-      },
-    );
+    it('concurrent decisions (batched where the store batches) come out in call order', async () => {
+      const clock = new FakeClock(5_000_000);
+      const limits: LimitOptions[] = [{ algorithm: 'sliding-log', limit: 50, window: '1s' }];
+      const name = `batch-${run++}`;
+      const { memory, real } = pair(limits, name, clock);
+      const calls = Array.from({ length: 300 }, (_, i) => ({ key: `k${i % 7}`, cost: (i % 5) + 1 }));
+      const got = await Promise.all(calls.map((c) => real.take(c.key, { cost: c.cost })));
+      for (const [i, c] of calls.entries())
+        expect(view(got[i] as Decision)).toEqual(view(await memory.take(c.key, { cost: c.cost })));
+    });
 
     extra?.();
   });

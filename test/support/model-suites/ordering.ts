@@ -6,12 +6,10 @@
 // lease renewed, refused, taken over from a stale or the current value. Each store names its
 // gates, keys, checkpoints and clocks with the text that stresses its own encoding.
 import fc from 'fast-check';
-import { describe, expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { memoryOrderingOps } from '../../../src/store/memory/ordering.js';
 import type { Store } from '../../../src/store/store.js';
-import { runsFor, type StoreTarget, storeCase } from './target.js';
-
-export type OrderingCase = 'sequences';
+import { runsFor, type StoreTarget } from './target.js';
 
 /** Two names of each kind (the generated commands pick one by index). */
 export interface OrderingNames {
@@ -100,103 +98,86 @@ type OrderingStore = Required<
   >
 >;
 
-export function orderingModelSuite(
-  target: StoreTarget<OrderingCase>,
-  names: OrderingNames,
-  extra?: () => void,
-): void {
+export function orderingModelSuite(target: StoreTarget, names: OrderingNames, extra?: () => void): void {
   describe(`ordering operations on ${target.label}, against the memory model`, () => {
-    storeCase(
-      target,
-      'sequences',
-      'every step answers as memoryOrderingOps does',
-      async () => {
-        let runs = 0;
-        const seen = new Set<string>();
-        await fc.assert(
-          fc.asyncProperty(commands, async (cmds) => {
-            const prefix = `m${runs++}/`;
-            const store = target.store() as OrderingStore;
-            const memory = memoryOrderingOps();
-            for (const c of cmds) {
-              let got: unknown;
-              let want: unknown;
-              switch (c.op) {
-                case 'upsert': {
-                  const args = [
-                    `${prefix}${names.gates[c.gate]}`,
-                    names.keys[c.key] as string,
-                    c.version.toString(),
-                    c.value,
-                  ] as const;
-                  got = await store.versionUpsert(...args);
-                  want = await memory.versionUpsert(...args);
-                  seen.add(`upsert:${(want as { outcome: string }).outcome}`);
-                  break;
-                }
-                case 'get':
-                  got = await store.versionGet(
-                    `${prefix}${names.gates[c.gate]}`,
-                    names.keys[c.key] as string,
-                  );
-                  want = await memory.versionGet(
-                    `${prefix}${names.gates[c.gate]}`,
-                    names.keys[c.key] as string,
-                  );
-                  break;
-                case 'save':
-                  got = await store.checkpointSave(
-                    `${prefix}${names.checkpoints[c.name]}`,
-                    c.revision,
-                    c.data,
-                  );
-                  want = await memory.checkpointSave(
-                    `${prefix}${names.checkpoints[c.name]}`,
-                    c.revision,
-                    c.data,
-                  );
-                  seen.add(`save:${want}`);
-                  break;
-                case 'load':
-                  got = await store.checkpointLoad(`${prefix}${names.checkpoints[c.name]}`);
-                  want = await memory.checkpointLoad(`${prefix}${names.checkpoints[c.name]}`);
-                  break;
-                case 'advance':
-                  got = await store.timestampAdvance(`${prefix}${names.clocks[c.name]}`, c.ms);
-                  want = await memory.timestampAdvance(`${prefix}${names.clocks[c.name]}`, c.ms);
-                  break;
-                case 'renew': {
-                  const args = [`${prefix}${names.clocks[c.name]}`, c.run, c.ms, c.takeover] as const;
-                  got = await store.leaseRenew(...args);
-                  want = await memory.leaseRenew(...args);
-                  seen.add(
-                    `renew:${(want as { held: boolean }).held}:${c.takeover === undefined ? 'renew' : 'take'}`,
-                  );
-                  break;
-                }
+    it('every step answers as memoryOrderingOps does', async () => {
+      let runs = 0;
+      const seen = new Set<string>();
+      await fc.assert(
+        fc.asyncProperty(commands, async (cmds) => {
+          const prefix = `m${runs++}/`;
+          const store = target.store() as OrderingStore;
+          const memory = memoryOrderingOps();
+          for (const c of cmds) {
+            let got: unknown;
+            let want: unknown;
+            switch (c.op) {
+              case 'upsert': {
+                const args = [
+                  `${prefix}${names.gates[c.gate]}`,
+                  names.keys[c.key] as string,
+                  c.version.toString(),
+                  c.value,
+                ] as const;
+                got = await store.versionUpsert(...args);
+                want = await memory.versionUpsert(...args);
+                seen.add(`upsert:${(want as { outcome: string }).outcome}`);
+                break;
               }
-              expect({ step: c, got }).toEqual({ step: c, got: want });
+              case 'get':
+                got = await store.versionGet(`${prefix}${names.gates[c.gate]}`, names.keys[c.key] as string);
+                want = await memory.versionGet(
+                  `${prefix}${names.gates[c.gate]}`,
+                  names.keys[c.key] as string,
+                );
+                break;
+              case 'save':
+                got = await store.checkpointSave(`${prefix}${names.checkpoints[c.name]}`, c.revision, c.data);
+                want = await memory.checkpointSave(
+                  `${prefix}${names.checkpoints[c.name]}`,
+                  c.revision,
+                  c.data,
+                );
+                seen.add(`save:${want}`);
+                break;
+              case 'load':
+                got = await store.checkpointLoad(`${prefix}${names.checkpoints[c.name]}`);
+                want = await memory.checkpointLoad(`${prefix}${names.checkpoints[c.name]}`);
+                break;
+              case 'advance':
+                got = await store.timestampAdvance(`${prefix}${names.clocks[c.name]}`, c.ms);
+                want = await memory.timestampAdvance(`${prefix}${names.clocks[c.name]}`, c.ms);
+                break;
+              case 'renew': {
+                const args = [`${prefix}${names.clocks[c.name]}`, c.run, c.ms, c.takeover] as const;
+                got = await store.leaseRenew(...args);
+                want = await memory.leaseRenew(...args);
+                seen.add(
+                  `renew:${(want as { held: boolean }).held}:${c.takeover === undefined ? 'renew' : 'take'}`,
+                );
+                break;
+              }
             }
-          }),
-          // One sequence reaching every answer runs first, so the coverage check below does not rest on
-          // what 120 random sequences happened to reach.
-          { numRuns: runsFor(target, 120), examples: [[everyAnswer]] },
-        );
-        for (const answer of [
-          'upsert:applied',
-          'upsert:duplicate',
-          'upsert:stale',
-          'save:saved',
-          'save:stale',
-          'renew:true:renew',
-          'renew:false:renew',
-          'renew:true:take',
-          'renew:false:take',
-        ])
-          expect(seen).toContain(answer);
-      },
-      120_000,
-    );
+            expect({ step: c, got }).toEqual({ step: c, got: want });
+          }
+        }),
+        // One sequence reaching every answer runs first, so the coverage check below does not rest on
+        // what 120 random sequences happened to reach.
+        { numRuns: runsFor(target, 120), examples: [[everyAnswer]] },
+      );
+      for (const answer of [
+        'upsert:applied',
+        'upsert:duplicate',
+        'upsert:stale',
+        'save:saved',
+        'save:stale',
+        'renew:true:renew',
+        'renew:false:renew',
+        'renew:true:take',
+        'renew:false:take',
+      ])
+        expect(seen).toContain(answer);
+    }, 120_000);
     extra?.();
   });
 }

@@ -1,11 +1,10 @@
-// What a model suite needs of a store, and how a binding says what its store lacks. A suite in
-// this folder is written once and bound per store by a small test file (memory, Redis standalone
-// and Cluster, PostgreSQL); a case a store cannot run is skipped with its written reason, so a
-// skip is visible in the report and says why.
-import { it } from 'vitest';
+// What a model suite needs of a store. A suite in this folder is written once and bound per store
+// by a small test file (memory, Redis standalone and Cluster, PostgreSQL); where a store promises
+// less (no call order for concurrent calls), the binding says so and the suite checks what it
+// does promise instead.
 import type { Store } from '../../../src/store/store.js';
 
-export interface StoreTarget<Case extends string = string> {
+export interface StoreTarget {
   /** Names the store in test titles, e.g. `Redis (cluster)`. */
   readonly label: string;
   /**
@@ -16,24 +15,14 @@ export interface StoreTarget<Case extends string = string> {
   store(keep?: number): Store;
   /** Each property's run count is multiplied by this (under 1 where a run is slower: the Cluster). */
   readonly runScale?: number;
-  /** Cases this store cannot run, each with the reason. */
-  readonly skip?: Partial<Record<Case, string>>;
+  /**
+   * Whether concurrent calls take effect in call order (default true: one process's calls are
+   * batched or queued in order). `false`: they race (PostgreSQL: separate pool connections).
+   */
+  readonly inCallOrder?: boolean;
 }
 
 /** A property's run count for `target`. */
 export function runsFor(target: StoreTarget, runs: number): number {
   return Math.max(1, Math.round(runs * (target.runScale ?? 1)));
-}
-
-/** Declares case `id` of a suite, or skips it with the binding's reason. */
-export function storeCase<Case extends string>(
-  target: StoreTarget<Case>,
-  id: Case,
-  title: string,
-  fn: () => Promise<void>,
-  timeout?: number,
-): void {
-  const reason = target.skip?.[id];
-  if (reason !== undefined) it.skip(`${title} (skipped on ${target.label}: ${reason})`, fn);
-  else it(title, fn, timeout);
 }
