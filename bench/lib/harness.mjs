@@ -6,11 +6,17 @@
  * @property {string} id         Short name: 'onceflow' or the baseline's.
  * @property {string} label      What exactly is called.
  * @property {(shared: any) => any} prepare   Fresh state for one timed run (not timed).
- * @property {(state: any) => number | Promise<number>} run  The timed run; returns the op count.
+ * @property {(state: any) => number | Promise<number> | RunResult | Promise<RunResult>} run  The timed
+ *   run; returns the op count (or a RunResult, when the work ran in other processes too).
  * @property {(state: any) => void | Promise<void>} [dispose]  Releases a run's state after it
  *   was timed (e.g. a limiter's pending timers, which would keep it and its Map alive).
  * @property {(shared: any) => void | Promise<void>} [verify]  One untimed pass that checks the
  *   side did the work it claims (e.g. every repeat answered `duplicate`); throws otherwise.
+ *
+ * @typedef {object} RunResult
+ * @property {number} ops
+ * @property {number} cpuUs  CPU time (µs) the run spent in processes other than this one (the
+ *   client processes it drove), added to this process's.
  *
  * @typedef {object} Comparison
  * @property {string} name
@@ -43,12 +49,13 @@ async function timed(side, shared) {
   collect();
   const c0 = process.cpuUsage();
   const t0 = now();
-  const ops = await side.run(state);
+  const result = await side.run(state);
   const ns = Number(now() - t0);
   const cpu = process.cpuUsage(c0);
+  const ops = typeof result === 'number' ? result : result.ops;
   // CPU time of the whole process (every thread: GC helpers included). Unlike wall time it does
   // not count the time other processes held the CPU, so it stays meaningful on a busy machine.
-  const cpuUs = cpu.user + cpu.system;
+  const cpuUs = cpu.user + cpu.system + (typeof result === 'number' ? 0 : result.cpuUs);
   await side.dispose?.(state);
   return { ops, ns, opsPerSec: (ops * 1e9) / ns, opsPerCpuSec: (ops * 1e6) / cpuUs };
 }

@@ -167,3 +167,13 @@ export function checkOutcomes(stream, counts) {
 export function applyInLanes(ledger, stream, lanes) {
   return runLanes(lanes, (i) => ledger.apply(settlementEntry(stream, i)));
 }
+
+/**
+ * The redis-cluster suite's workload: the redis-ledger suite's stream, in `processes` x
+ * `perProcess` lanes partitioned by player (lane l holds the players p with p % lanes === l, so
+ * process w, taking the lanes with l % processes === w, owns the players p % processes === w).
+ */
+export function clusterWorkload(sign, processes, perProcess) {
+  const stream = settlementStream({ sign, players: 2000, rounds: 6, dupRate: 0.22 });
+  return { stream, lanes: playerLanes(stream, processes * perProcess) };
+}
