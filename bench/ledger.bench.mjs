@@ -2,6 +2,7 @@
 // both are "one async call per incoming event, keyed by player, state in a Map".
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { createLedger, defineSignature, memoryStore } from '../dist/index.js';
+import { BareLedger } from './lib/ledger-floor.mjs';
 import { checkOutcomes, settlementStream } from './lib/workload.mjs';
 
 const PLAYERS = 10_000;
@@ -182,6 +183,28 @@ const minimalSide = {
   verify: (s) => verifyLedger(s, () => new MinimalLedger()),
 };
 
+// applySequential's loop again, for the bare ledger's call site (see applyMinimal).
+async function applyBare(ledger, s) {
+  const { length, owners, signatures, nets, rooms } = s;
+  for (let i = 0; i < length; i++) {
+    await ledger.apply({
+      owner: owners[i],
+      signature: signatures[i],
+      deltas: { coins: nets[i] },
+      scope: rooms[i],
+    });
+  }
+  return length;
+}
+
+const bareSide = {
+  id: 'bare',
+  label: 'a bare ledger doing the same work (bench/lib/ledger-floor.mjs)',
+  prepare: () => new BareLedger(),
+  run: (ledger) => applyBare(ledger, stream),
+  verify: (s) => verifyLedger(s, () => new BareLedger()),
+};
+
 /** The rate-limiter-flexible side: `points` 1e6 never rejects (verified); 1 rejects after a key's first. */
 const rlfSide = (run, points = RLF_POINTS) => ({
   id: 'rlf',
@@ -217,6 +240,12 @@ export default {
       note: `batches of ${IN_FLIGHT} calls, then await Promise.all(batch)`,
       target: 3,
       sides: [onceflowSide(applyConcurrent), rlfSide(consumeConcurrent)],
+    },
+    {
+      name: 'vs a bare ledger doing the same work',
+      note: 'one call awaited at a time; the floor checks, books, journals and answers as the memory store',
+      target: 0.6,
+      sides: [onceflowSide(applySequential), bareSide],
     },
     {
       name: 'sequential await, journal off',
