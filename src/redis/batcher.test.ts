@@ -230,6 +230,35 @@ describe('createBatcher grouped by node', () => {
     ]);
   });
 
+  it('ordered: each owner applying then repeating in one turn makes two batches per node, not one per owner', async () => {
+    const batches: string[][] = [];
+    const batcher = createBatcher<number, Item>({
+      ordered: true,
+      groupOf: nodeOf,
+      maxBatch: 128,
+      send: async (batch) => {
+        batches.push(batch.map((item) => item.keys[0] as string));
+        return batch.map(() => 0);
+      },
+    });
+    const calls: Promise<number>[] = [];
+    for (const owner of owners) {
+      for (let i = 0; i < 2; i++)
+        calls.push(
+          new Promise((resolve, reject) =>
+            batcher({ keys: [`${owner}x`], resolve, reject } as unknown as Item),
+          ),
+        );
+    }
+    await Promise.all(calls);
+    expect(batches).toEqual([
+      ['{a}x', '{c}x', '{e}x'],
+      ['{b}x', '{d}x', '{f}x'],
+      ['{a}x', '{c}x', '{e}x'],
+      ['{b}x', '{d}x', '{f}x'],
+    ]);
+  });
+
   it('maxBatch bounds a node batch', async () => {
     const batches = await sent(false, 4);
     expect(batches.map((b) => b.length)).toEqual([4, 4, 1, 4, 4, 1]);

@@ -119,19 +119,22 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
       // batch, which waits for this one). A batch that runs twice (a client re-sending a command
       // whose reply was lost in a reconnect) then finds each of its signatures newest in its
       // owner's window and answers `duplicate`: nothing is applied twice, whatever the capacity.
-      let batch: I[] = [];
-      let owners = new Set<string>();
+      // An owner's n-th call of the flush goes to layer n, and layers are sent in order: the
+      // batches are as few as the busiest owner's calls (cutting the queue at each owner met twice
+      // made one batch per owner of a turn where each owner applies then repeats).
+      const layers: I[][][] = [];
+      const calls = new Map<string, number>();
       for (const item of group) {
         const owner = item.keys[0] as string;
-        if (batch.length === options.maxBatch || owners.has(owner)) {
-          run(batch);
-          batch = [];
-          owners = new Set();
-        }
-        batch.push(item);
-        owners.add(owner);
+        const n = calls.get(owner) ?? 0;
+        calls.set(owner, n + 1);
+        let batches = layers[n];
+        if (batches === undefined) layers.push((batches = [[]]));
+        let last = batches[batches.length - 1] as I[];
+        if (last.length === options.maxBatch) batches.push((last = []));
+        last.push(item);
       }
-      if (batch.length > 0) run(batch);
+      for (const batches of layers) for (const batch of batches) run(batch);
     }
   };
 

@@ -238,7 +238,8 @@ export function redisLimiterOps(
     const flat = (
       node === undefined || nodes === undefined
         ? await evalScript(redis, scripts.limiterTake, keys, [args])
-        : (await nodes.eval(node, undefined, 'limiterTake', items.length, scripts.limiterTake, keys, [args])).reply
+        : (await nodes.eval(node, undefined, 'limiterTake', items.length, scripts.limiterTake, keys, [args]))
+            .reply
     ) as number[];
     if ((flat[0] as number) > 0) offset.learn(flat[0] as number, sent, performance.now());
     const replies: LimiterTakeReply[] = [];

@@ -5,8 +5,7 @@
 // `run` sends a group of several slots as one call of the script's node variant
 // (lib/node-batch.lua) on that master's own connection; a group the node variant cannot run whole
 // goes as one script per slot through the Cluster client, as before.
-import { NotSentError } from './bounded-client.js';
-import { boundedClient } from './bounded-client.js';
+import { boundedClient, NotSentError } from './bounded-client.js';
 import { clientKeyPrefix } from './client-options.js';
 import { type Durability, evalWaited } from './durability.js';
 import type { RedisLike } from './eval.js';
@@ -117,7 +116,8 @@ export function nodeRouter(client: RedisLike, timeoutMs: number): NodeRouter | u
     let node = connections.get(key);
     if (node === undefined || node.status === 'end') {
       connections.clear();
-      for (const n of cluster.nodes?.('master') ?? []) connections.set(`${n.options?.host}:${n.options?.port}`, n);
+      for (const n of cluster.nodes?.('master') ?? [])
+        connections.set(`${n.options?.host}:${n.options?.port}`, n);
       node = connections.get(key);
     }
     // Only a connected one: the Cluster client connects a master when it first sends it a command
@@ -159,7 +159,10 @@ export function nodeRouter(client: RedisLike, timeoutMs: number): NodeRouter | u
       // batcher grouped them): a group it splits goes per slot.
       const owner = ownerOf(keySlot(items[0]?.keys[0] as string));
       const node = owner === undefined ? undefined : connectionOf(owner);
-      if (node === undefined || slots.some((group) => ownerOf(keySlot(group[0]?.keys[0] as string)) !== owner)) {
+      if (
+        node === undefined ||
+        slots.some((group) => ownerOf(keySlot(group[0]?.keys[0] as string)) !== owner)
+      ) {
         return perSlotOf(items, slots, perSlot);
       }
       try {
@@ -179,7 +182,15 @@ export function nodeRouter(client: RedisLike, timeoutMs: number): NodeRouter | u
       for (const key of keys) argv.push(keyPrefix + key);
       for (const arg of args) argv.push(arg);
       try {
-        return await evalWaited(node.client, durability, operation, calls, variant, [node.keyPrefix + keys[0]], argv);
+        return await evalWaited(
+          node.client,
+          durability,
+          operation,
+          calls,
+          variant,
+          [node.keyPrefix + keys[0]],
+          argv,
+        );
       } catch (err) {
         const message = err instanceof Error ? err.message : '';
         if (err instanceof Error && err.name === 'ReplyError' && NO_SHEBANG.test(message)) {
@@ -187,7 +198,10 @@ export function nodeRouter(client: RedisLike, timeoutMs: number): NodeRouter | u
           throw new NodeBatchRefused(message, { cause: err });
         }
         // Never given to the connection, or refused before it ran: nothing happened.
-        if (err instanceof NotSentError || (err instanceof Error && err.name === 'ReplyError' && REFUSED.test(message)))
+        if (
+          err instanceof NotSentError ||
+          (err instanceof Error && err.name === 'ReplyError' && REFUSED.test(message))
+        )
           throw new NodeBatchRefused(message, { cause: err });
         // The connection closed with the script in flight: the Cluster client sends such a command
         // again (it reconnects, or asks another node), and so the batch goes again per slot. A

@@ -5,12 +5,12 @@ import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { boundedClient } from './bounded-client.js';
 import { clientKeyPrefix } from './client-options.js';
-import { nodeRouter } from './node-batch.js';
 import { type DurabilityOptions, durabilityOption } from './durability.js';
 import type { RedisLike } from './eval.js';
 import { redisIdempotencyOps } from './idempotency-ops.js';
 import { journalLimit, redisLedgerOps } from './ledger-ops.js';
 import { redisLimiterOps } from './limiter-ops.js';
+import { nodeRouter } from './node-batch.js';
 import { redisOrderingOps } from './ordering-ops.js';
 import { guardedCalls } from './store-error.js';
 
