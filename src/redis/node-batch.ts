@@ -45,8 +45,11 @@ const NO_SHEBANG = /Error compiling script|Unexpected flag|Unknown lua shebang|s
 // ioredis's rejection of a command in flight when its connection closed: the script may have run.
 const CONNECTION_CLOSED = 'Connection is closed.';
 
-/** How often node variants ran and how often a group of several slots went per slot instead. */
-export const nodeBatchCounts = { node: 0, perSlot: 0 };
+/**
+ * How often node variants ran, how often a group of several slots went per slot instead, and how
+ * many of those after a closed connection (the node variant may have run): for the tests.
+ */
+export const nodeBatchCounts = { node: 0, perSlot: 0, closed: 0 };
 
 /**
  * Internal switch for scripts/cluster-batch-cost.mjs and the tests: false sends every group of
@@ -208,7 +211,10 @@ export function nodeRouter(client: RedisLike, timeoutMs: number): NodeRouter | u
         // ledger entry that had run is answered as it ran (its run and call number), as after any
         // lost reply; a limiter take or an idempotency entry is run again, as the Cluster client
         // does to a per-slot script.
-        if (message === CONNECTION_CLOSED) throw new NodeBatchRefused(message, { cause: err });
+        if (message === CONNECTION_CLOSED) {
+          nodeBatchCounts.closed++;
+          throw new NodeBatchRefused(message, { cause: err });
+        }
         throw err;
       }
     },

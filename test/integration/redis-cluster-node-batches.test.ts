@@ -17,6 +17,7 @@ import { nodeBatchCounts } from '../../src/redis/node-batch.js';
 import { keySlot } from '../../src/redis/slot.js';
 import { memoryStore } from '../../src/store/memory/memory-store.js';
 import type { Store } from '../../src/store/store.js';
+import { killClients } from '../support/durable-redis.js';
 import { type StartedCluster, startCluster } from '../support/redis-servers.js';
 
 const exec = promisify(execFile);
@@ -63,6 +64,18 @@ async function slotOwners(): Promise<number[]> {
     for (let s = from; s <= to; s++) owners[s] = cluster.ports.indexOf(port);
   }
   return owners;
+}
+
+/** Every key of one node that matches `pattern`. */
+async function scanAll(node: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== '0');
+  return keys;
 }
 
 /** Moves `slot` from master `from` to master `to` as redis-cli does, a key at a time, slowly. */
@@ -143,6 +156,16 @@ describe('Redis Cluster node batches', () => {
     expect(perApply).toBeLessThan(0.5);
   });
 
+  /** The model: owner o's entries f0 .. f<n-1>, each once, k + 1 coins each. */
+  async function expectModel(l: ReturnType<typeof ledger>): Promise<void> {
+    for (const owner of owners) {
+      const n = fresh.get(owner) as number;
+      expect(await l.balances(owner)).toEqual(n === 0 ? {} : { coins: BigInt((n * (n + 1)) / 2) });
+      const journal = await l.journal({ owner });
+      expect(journal.map((e) => e.signature)).toEqual(Array.from({ length: n }, (_, k) => `f${k}`));
+    }
+  }
+
   it("while slots move (reshard, then a MOVED/ASK storm on the owners' slots): exactly once, as the model", async () => {
     const l = ledger();
     const fallbacks = nodeBatchCounts.perSlot;
@@ -177,31 +200,113 @@ describe('Redis Cluster node batches', () => {
     }
     expect(failures).toEqual([]);
     expect(nodeBatchCounts.perSlot).toBeGreaterThan(fallbacks);
-
-    // The model: owner o's entries f0 .. f<n-1>, each once, k + 1 coins each.
-    for (const owner of owners) {
-      const n = fresh.get(owner) as number;
-      expect(await l.balances(owner)).toEqual(n === 0 ? {} : { coins: BigInt((n * (n + 1)) / 2) });
-      const journal = await l.journal({ owner });
-      expect(journal.map((e) => e.signature)).toEqual(Array.from({ length: n }, (_, k) => `f${k}`));
-    }
+    await expectModel(l);
 
     // Every key on the master of its slot, and on no other.
     const where = await slotOwners();
     let keys = 0;
     for (const [i, admin] of admins.entries()) {
-      let cursor = '0';
-      do {
-        const [next, found] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        for (const key of found) {
-          keys++;
-          expect({ key, on: i }).toEqual({ key, on: where[keySlot(key)] });
-        }
-      } while (cursor !== '0');
+      for (const key of await scanAll(admin, `${prefix}*`)) {
+        keys++;
+        expect({ key, on: i }).toEqual({ key, on: where[keySlot(key)] });
+      }
     }
     expect(keys).toBeGreaterThan(2 * OWNERS);
   }, 240_000);
+
+  it('connections killed with node batches in flight: sent again per slot, still exactly once', async () => {
+    const killed = new Cluster(
+      cluster.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })),
+      { redisOptions: { connectionName: 'nb-killed', maxRetriesPerRequest: 20 }, retryDelayOnFailover: 20 },
+    );
+    try {
+      const l = createLedger({
+        store: createRedisStore({ client: killed, prefix }),
+        capacity: 8,
+        name: 'nb',
+      });
+      const before = nodeBatchCounts.closed;
+      let running = true;
+      const driving = drive(l, () => running);
+      try {
+        // Until a node batch was in flight when its connection died (each kill has a fair chance;
+        // the bound only keeps a broken build from looping for ever).
+        const until = Date.now() + 60_000;
+        while (nodeBatchCounts.closed === before && Date.now() < until) {
+          await sleep(40);
+          for (const admin of admins) await killClients(admin, 'nb-killed');
+        }
+        await sleep(200);
+      } finally {
+        running = false;
+        await driving;
+      }
+      expect(nodeBatchCounts.closed).toBeGreaterThan(before);
+      expect(failures).toEqual([]);
+      await expectModel(l);
+    } finally {
+      killed.disconnect();
+    }
+  }, 120_000);
+
+  it("a client's keyPrefix (the Cluster's own, or its nodes'): node batches write the prefixed keys", async () => {
+    for (const [name, options] of [
+      ['kp1:', { keyPrefix: 'kp1:' }],
+      ['kp2:', { redisOptions: { keyPrefix: 'kp2:' } }],
+    ] as const) {
+      const prefixed = new Cluster(
+        cluster.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })),
+        options,
+      );
+      try {
+        const l = createLedger({
+          store: createRedisStore({ client: prefixed, prefix }),
+          capacity: 8,
+          name: 'kp',
+        });
+        const before = nodeBatchCounts.node;
+        for (let round = 0; round < 3; round++) {
+          const outcomes = await Promise.all(
+            owners.map((owner) => l.apply({ owner, signature: `s${round}`, deltas: { coins: 1 } })),
+          );
+          expect(outcomes.every((o) => o.outcome === 'applied')).toBe(true);
+        }
+        expect(nodeBatchCounts.node).toBeGreaterThan(before);
+        expect(await l.balances('o7')).toEqual({ coins: 3n });
+        const where = await slotOwners();
+        let found = 0;
+        for (const [i, admin] of admins.entries()) {
+          const keys = await scanAll(admin, `${name}${prefix}{kp:*`);
+          for (const key of keys) expect({ key, on: i }).toEqual({ key, on: where[keySlot(key)] });
+          found += keys.length;
+        }
+        expect(found).toBe(2 * OWNERS); // per owner, its state hash and its journal stream
+      } finally {
+        prefixed.disconnect();
+      }
+    }
+  });
+
+  it('durability: each node batch is followed by its own WAIT on that master', async () => {
+    const shortfalls: number[] = [];
+    const durable = createRedisStore({
+      client,
+      prefix,
+      // No replicas in this cluster: every wait falls short, and reports how many calls it covered.
+      durability: { replicas: 1, timeout: '20ms', onShort: (s) => shortfalls.push(s.calls) },
+    });
+    const l = createLedger({ store: durable, capacity: 8, name: 'dur' });
+    await Promise.all(owners.map((owner) => l.apply({ owner, signature: 'w', deltas: { coins: 1 } })));
+    const before = nodeBatchCounts.node;
+    const outcomes = await Promise.all(
+      owners.map((owner) => l.apply({ owner, signature: 'x', deltas: { coins: 1 } })),
+    );
+    expect(outcomes.every((o) => o.outcome === 'applied')).toBe(true);
+    expect(nodeBatchCounts.node).toBeGreaterThan(before);
+    // Every apply covered by a wait, and a wait covering the calls of many slots.
+    expect(shortfalls.reduce((a, b) => a + b, 0)).toBe(2 * OWNERS);
+    expect(Math.max(...shortfalls)).toBeGreaterThan(10);
+  });
 
   it('the limiter answers as the memory store, concurrent takes over many slots', async () => {
     const clock = new FakeClock(1_000_000);
