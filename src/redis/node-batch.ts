@@ -181,7 +181,8 @@ export function nodeRouter(client: RedisLike, timeoutMs: number): NodeRouter | u
 
     async eval(node, durability, operation, calls, script, keys, args) {
       const variant = variants.get(script.name) as LuaScript;
-      const argv: (string | number)[] = [keys.length];
+      // Each entry's keys share a slot: checked in one EXISTS when their number is fixed.
+      const argv: (string | number)[] = [keys.length, script.batched ? script.numberOfKeys : 1];
       for (const key of keys) argv.push(keyPrefix + key);
       for (const arg of args) argv.push(arg);
       try {

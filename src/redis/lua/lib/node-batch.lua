@@ -12,18 +12,21 @@
 -- imported would pass for local while it still lives on the old master.
 --
 -- KEYS[1]   one key of the batch (the first entry's): the slot the client routes by
--- ARGV[1]   n, the number of keys of the batch; ARGV[2 .. n + 1] the keys, as the body's KEYS
---           (with the client's keyPrefix); ARGV[n + 2 ..] the body's ARGV
+-- ARGV[1]   n, the number of keys of the batch; ARGV[2] g, how many consecutive keys share a slot
+--           (an entry's keys: 2 for ledger-apply, else 1); ARGV[3 .. n + 2] the keys, as the body's
+--           KEYS (with the client's keyPrefix); ARGV[n + 3 ..] the body's ARGV
 -- The body that follows sees these KEYS and ARGV, as the per-slot script sees its own.
-local KEYS, ARGV = (function(argv)
+local KEYS, ARGV, g = (function(argv)
   local n = tonumber(argv[1])
   local keys, rest = {}, {}
-  for i = 1, n do keys[i] = argv[i + 1] end
-  for i = n + 2, #argv do rest[#rest + 1] = argv[i] end
-  return keys, rest
+  for i = 1, n do keys[i] = argv[i + 2] end
+  for i = n + 3, #argv do rest[#rest + 1] = argv[i] end
+  return keys, rest, tonumber(argv[2])
 end)(ARGV)
-for i = 1, #KEYS do
-  local r = redis.pcall('EXISTS', KEYS[i])
+-- One EXISTS per entry: keys of one slot in one command, which a slot half moved refuses
+-- (TRYAGAIN) as it refuses a key gone (ASK).
+for i = 1, #KEYS, g do
+  local r = redis.pcall('EXISTS', unpack(KEYS, i, i + g - 1))
   if type(r) == 'table' then
     return redis.error_reply('ONCEFLOW-NONLOCAL ' .. KEYS[i] .. ': ' .. tostring(r.err) .. ' (nothing written)')
   end
