@@ -308,6 +308,31 @@ describe('Redis Cluster node batches', () => {
     expect(Math.max(...shortfalls)).toBeGreaterThan(10);
   });
 
+  it('maxmemory reached: the node variant (a script with flags) is refused whole, and each entry answers as per slot', async () => {
+    const redis = store();
+    const keys = Array.from({ length: 60 }, (_, i) => `oom${i}`);
+    const begin = (key: string, token: string) =>
+      redis.idempotencyBegin!({ name: 'nb', key, payloadHash: '', token, leaseMs: 60_000 });
+    const held = await Promise.all(keys.map((key, i) => begin(key, `t${i}`)));
+    expect(held.every((r) => r.outcome === 'acquired')).toBe(true);
+    const before = nodeBatchCounts.perSlot;
+    for (const admin of admins) await admin.config('SET', 'maxmemory', '1');
+    try {
+      // In one turn: a begin (a write that grows memory: refused) and a release (a DEL: allowed).
+      const answers = await Promise.allSettled(
+        keys.flatMap((key, i) => [begin(`${key}:new`, 'x'), redis.idempotencyRelease!('nb', key, `t${i}`)]),
+      );
+      const begins = answers.filter((_, j) => j % 2 === 0);
+      const releases = answers.filter((_, j) => j % 2 === 1);
+      for (const b of begins) expect(b).toMatchObject({ status: 'rejected', reason: { code: 'ERR_STORE' } });
+      expect((begins[0] as PromiseRejectedResult).reason.cause.message).toMatch(/^OOM/);
+      for (const r of releases) expect(r).toEqual({ status: 'fulfilled', value: true });
+    } finally {
+      for (const admin of admins) await admin.config('SET', 'maxmemory', '0');
+    }
+    expect(nodeBatchCounts.perSlot).toBeGreaterThan(before);
+  });
+
   it('the limiter answers as the memory store, concurrent takes over many slots', async () => {
     const clock = new FakeClock(1_000_000);
     const spec = { algorithm: 'sliding-window', limit: 3, window: '1s', blockCache: false } as const;
