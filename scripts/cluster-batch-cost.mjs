@@ -12,13 +12,13 @@ import { Cluster, Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
 import { startCluster, startRedis } from 'onceflow/testing';
-import { nodeBatching } from '../dist/redis/node-batch.js';
 import {
   applyInLanes,
   redisLedgerWorkload,
   registerRooms,
   SETTLEMENT_FIELDS,
 } from '../bench/lib/workload.mjs';
+import { nodeBatching } from '../dist/redis/node-batch.js';
 
 const ROUNDS = 4;
 const { stream, lanes } = redisLedgerWorkload(defineSignature(SETTLEMENT_FIELDS));
