@@ -1,5 +1,3 @@
-import { groupBySlot } from './slot.js';
-
 /** One queued call: its keys (whatever else it carries, its `send` reads), and how to settle it. */
 export interface BatchItem<R> {
   readonly keys: readonly string[];
@@ -30,13 +28,16 @@ const nothing = (): void => {};
  * one round trip and one script start
  * (on a local Redis the per-call overhead of EVALSHA is larger than a ledger step itself), while
  * a lone sequential caller still sends one call per apply with one `setImmediate` of delay.
- * On a cluster, a batch holds the calls of one hash slot only.
+ * On a cluster, a batch holds the calls of one group only (`groupOf`: their master, node-batch.ts).
  */
 export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options: {
   /** Runs one batch; resolves to one reply per item, in order. */
   send(items: readonly I[]): Promise<R[]>;
-  /** Group by cluster slot of each item's first key. */
-  bySlot: boolean;
+  /**
+   * The group of an item, by its first key (on a cluster, the master of its slot): a batch holds
+   * items of one group. Absent: one group.
+   */
+  groupOf?: ((key: string) => string | number) | undefined;
   /**
    * Keep each owner's call order across batches: a batch holding an owner of a batch still in
    * flight is sent once that one settled (the ledger: call order is part of its contract).
@@ -108,7 +109,7 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
     const items = queue;
     if (items.length === 0) return; // flushed early by a barrier
     queue = [];
-    const groups = options.bySlot ? groupBySlot(items, (item) => item.keys[0] as string) : [items];
+    const groups = options.groupOf === undefined ? [items] : groupBy(items, options.groupOf);
     for (const group of groups) {
       if (!options.ordered) {
         for (let i = 0; i < group.length; i += options.maxBatch) run(group.slice(i, i + options.maxBatch));
@@ -118,19 +119,22 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
       // batch, which waits for this one). A batch that runs twice (a client re-sending a command
       // whose reply was lost in a reconnect) then finds each of its signatures newest in its
       // owner's window and answers `duplicate`: nothing is applied twice, whatever the capacity.
-      let batch: I[] = [];
-      let owners = new Set<string>();
+      // An owner's n-th call of the flush goes to layer n, and layers are sent in order: the
+      // batches are as few as the busiest owner's calls (cutting the queue at each owner met twice
+      // made one batch per owner of a turn where each owner applies then repeats).
+      const layers: I[][][] = [];
+      const calls = new Map<string, number>();
       for (const item of group) {
         const owner = item.keys[0] as string;
-        if (batch.length === options.maxBatch || owners.has(owner)) {
-          run(batch);
-          batch = [];
-          owners = new Set();
-        }
-        batch.push(item);
-        owners.add(owner);
+        const n = calls.get(owner) ?? 0;
+        calls.set(owner, n + 1);
+        let batches = layers[n];
+        if (batches === undefined) layers.push((batches = [[]]));
+        let last = batches[batches.length - 1] as I[];
+        if (last.length === options.maxBatch) batches.push((last = []));
+        last.push(item);
       }
-      if (batch.length > 0) run(batch);
+      for (const batches of layers) for (const batch of batches) run(batch);
     }
   };
 
@@ -175,4 +179,19 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
     return done;
   };
   return batcher;
+}
+
+/** `items` grouped by `groupOf` of their first key, in first-seen order within each group. */
+export function groupBy<I extends { readonly keys: readonly string[] }>(
+  items: readonly I[],
+  groupOf: (key: string) => string | number,
+): I[][] {
+  const groups = new Map<string | number, I[]>();
+  for (const item of items) {
+    const group = groupOf(item.keys[0] as string);
+    const list = groups.get(group);
+    if (list === undefined) groups.set(group, [item]);
+    else list.push(item);
+  }
+  return [...groups.values()];
 }

@@ -9,6 +9,7 @@ import { type BatchItem, createBatcher } from './batcher.js';
 import { type Durability, evalWaited } from './durability.js';
 import type { RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
+import { NodeBatchRefused, type NodeClient, type NodeRouter } from './node-batch.js';
 import { scripts } from './scripts.generated.js';
 import { isClosedClient, redisStoreError } from './store-error.js';
 
@@ -62,7 +63,7 @@ interface IdemItem extends BatchItem<unknown> {
  *
  * Batched as ledger applies are: the operations called in one turn of the event loop (begins,
  * completes, renews and releases alike: the callers of one turn are in every phase of `run`) go
- * in one script call per hash slot, in call order, at most IDEMPOTENCY_MAX_BATCH entries (and
+ * in one script call per hash slot (on a cluster, per master: node-batch.ts), in call order, at most IDEMPOTENCY_MAX_BATCH entries (and
  * IDEMPOTENCY_MAX_BATCH_BYTES) each; a lone caller pays one `setImmediate`. Each entry has its own
  * reply or error. Batches are pipelined, not ordered against each other: a caller sends its next
  * operation on a record only after the previous one answered, so two operations in flight at once
@@ -81,13 +82,14 @@ export function redisIdempotencyOps(
   client: RedisLike,
   prefix: string,
   durability?: Durability,
+  nodes?: NodeRouter,
 ): Required<IdempotencyStoreOps> {
   // Longer than most functions: its four operations share one batcher and its queue; the script call
   // and the replies are sendChunk and settleEntry below.
   const recordKey = (name: string, key: string) => `${prefix}{idem:${escapeId(name)}:${escapeId(key)}}:r`;
 
   const enqueue = createBatcher<unknown, IdemItem>({
-    bySlot: (client as { isCluster?: unknown }).isCluster === true,
+    groupOf: nodes?.groupOf,
     // See above: no call order to keep between batches, so they are pipelined.
     ordered: false,
     maxBatch: IDEMPOTENCY_MAX_BATCH,
@@ -95,18 +97,26 @@ export function redisIdempotencyOps(
       // Chunks by bytes (most batches are one chunk); each chunk one script call, all pipelined.
       let from = 0;
       let bytes = 0;
-      const calls: Promise<void>[] = [];
+      const calls: Promise<unknown>[] = [];
+      const chunk = (items: readonly IdemItem[]) =>
+        nodes === undefined
+          ? sendChunk(client, durability, items, releaseAcquired)
+          : nodes.run(
+              items,
+              (slot) => sendChunk(client, durability, slot, releaseAcquired),
+              (node, all) => sendChunk(client, durability, all, releaseAcquired, nodes, node),
+            );
       for (let i = 0; i < items.length; i++) {
         const item = items[i] as IdemItem;
         const size = 3 * ((item.keys[0] as string).length + item.a.length + item.b.length + item.c.length);
         if (i > from && bytes + size > IDEMPOTENCY_MAX_BATCH_BYTES) {
-          calls.push(sendChunk(client, durability, items.slice(from, i), releaseAcquired));
+          calls.push(chunk(items.slice(from, i)));
           from = i;
           bytes = 0;
         }
         bytes += size;
       }
-      calls.push(sendChunk(client, durability, from === 0 ? items : items.slice(from), releaseAcquired));
+      calls.push(chunk(from === 0 ? items : items.slice(from)));
       await Promise.all(calls);
       // Every item is settled already (by sendChunk): the batcher's own resolve is then a no-op.
       return [];
@@ -177,12 +187,16 @@ export function redisIdempotencyOps(
 }
 
 // One script call: settles each item with its entry's reply, or every item with the call's failure.
+// With `node`, the node variant's call on that master, which throws NodeBatchRefused (settling
+// nothing) when it did not run. Resolves to one (empty) reply per item: the items are settled.
 async function sendChunk(
   client: RedisLike,
   durability: Durability | undefined,
   items: readonly IdemItem[],
   releaseAcquired: (items: readonly IdemItem[], reply: unknown) => Promise<void>,
-): Promise<void> {
+  nodes?: NodeRouter,
+  node?: NodeClient,
+): Promise<undefined[]> {
   const keys: string[] = new Array(items.length);
   const args: string[] = new Array(items.length * 4);
   for (let i = 0; i < items.length; i++) {
@@ -198,25 +212,23 @@ async function sendChunk(
   let reply: unknown;
   try {
     // With durability, answered once enough replicas have the records (else ERR_STORE `unknown`).
-    const waited = await evalWaited(
-      client,
-      durability,
-      'idempotency',
-      items.length,
-      scripts.idempotencyBatch,
-      keys,
-      args,
-    );
+    const script = scripts.idempotencyBatch;
+    const waited =
+      node === undefined || nodes === undefined
+        ? await evalWaited(client, durability, 'idempotency', items.length, script, keys, args)
+        : await nodes.eval(node, durability, 'idempotency', items.length, script, keys, args);
     reply = waited.reply;
     if (waited.short) {
       await releaseAcquired(items, reply);
       throw waited.short;
     }
   } catch (err) {
+    // Nothing ran: the chunk goes per slot (node-batch.ts).
+    if (err instanceof NodeBatchRefused) throw err;
     // The script may have run (a lost reply) or stopped part-way, or its replicas fell short:
     // each entry's failure is what that call alone would have got (see redisFailure).
     for (const item of items) item.reject(redisStoreError(OPERATION[item.op], err, closed, 'script'));
-    return;
+    return new Array(items.length);
   }
   if (!Array.isArray(reply) || reply.length !== 1 + 3 * items.length) {
     // Not the shape this script answers in: what ran, if anything, is unknown.
@@ -224,7 +236,7 @@ async function sendChunk(
     for (const item of items) {
       item.reject(new StoreError(OPERATION[item.op], err, { outcome: 'unknown', retriable: false }));
     }
-    return;
+    return new Array(items.length);
   }
   const now = reply[0] as number;
   for (let i = 0; i < items.length; i++) {
@@ -232,6 +244,7 @@ async function sendChunk(
     const j = 3 * i + 1;
     settleEntry(item, reply, j, now);
   }
+  return new Array(items.length);
 }
 
 /**

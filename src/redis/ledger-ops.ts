@@ -1,5 +1,5 @@
 // The ledger operations of the Redis store: applies batched into ledger-apply.lua calls (one per
-// hash slot and turn of the event loop), resolves in ledger-resolve.lua steps (resolve.ts), the
+// turn of the event loop, on a cluster one per master: node-batch.ts), resolves in ledger-resolve.lua steps (resolve.ts), the
 // owner reads of ledger-read.lua, journals (journal-reader.ts) and scope totals. An owner is
 // registered before a script books under it (owner-registry.ts).
 import { randomBytes } from 'node:crypto';
@@ -21,6 +21,7 @@ import { type Durability, evalWaited, type NotReplicatedError } from './durabili
 import { evalScript, type RedisLike } from './eval.js';
 import { readJournal } from './journal-reader.js';
 import { ownerKeys, scopeField, scopeOwnersKey } from './keys.js';
+import { NodeBatchRefused, type NodeClient, type NodeRouter } from './node-batch.js';
 import { type OwnerRegistry, ownerRegistry, type Registration } from './owner-registry.js';
 import { pushEntryFields, resolveEntry, resolveSteps, toResolveResult } from './resolve.js';
 import { type LuaScript, scripts } from './scripts.generated.js';
@@ -62,6 +63,8 @@ export interface RedisLedgerContext {
   readonly redis: RedisLike;
   readonly prefix: string;
   readonly durability: Durability | undefined;
+  /** On a Cluster: batches by master (node-batch.ts). */
+  readonly nodes: NodeRouter | undefined;
   /** The scripts' journal limit (see {@link journalLimit}). */
   readonly journalLimit: string;
   readonly guarded: GuardedCall;
@@ -99,10 +102,17 @@ export function redisLedgerOps(ctx: RedisLedgerContext): RedisLedgerOps {
   const run = randomBytes(9).toString('base64url');
   let calls = 0;
   const enqueue = createBatcher<LedgerApplyResult, ApplyItem>({
-    bySlot: (ctx.client as { isCluster?: unknown }).isCluster === true,
+    groupOf: ctx.nodes?.groupOf,
     ordered: true,
     maxBatch: MAX_BATCH,
-    send: (items) => sendApplies(ctx, registry, run, items),
+    send: (items) =>
+      ctx.nodes === undefined
+        ? sendApplies(ctx, registry, run, items)
+        : ctx.nodes.run(
+            items,
+            (slot) => sendApplies(ctx, registry, run, slot),
+            (node, all) => sendApplies(ctx, registry, run, all, node),
+          ),
   });
 
   /** The owner's balances JSON, horizon and window (see ledger-read.lua); [] when it has none. */
@@ -187,12 +197,16 @@ function refused(operation: string, err: unknown): unknown {
     : new StoreError(operation, err, { outcome: 'not-applied', retriable: false });
 }
 
-/** One batch of applies: its owners registered, then one ledger-apply.lua call. */
+/**
+ * One batch of applies: its owners registered, then one ledger-apply.lua call, or with `node` one
+ * call of its node variant on that master (throws NodeBatchRefused when it did not run).
+ */
 async function sendApplies(
-  { client, redis, durability, journalLimit }: RedisLedgerContext,
+  { client, redis, durability, journalLimit, nodes }: RedisLedgerContext,
   registry: OwnerRegistry,
   run: string,
   items: readonly ApplyItem[],
+  node?: NodeClient,
 ): Promise<LedgerApplyResult[]> {
   // Whether the script was given to the client, and whether the client was closed then (it
   // refuses a command in the same synchronous run, never sends it): what a failure means.
@@ -216,15 +230,11 @@ async function sendApplies(
     // One JSON argument in, one JSON string out (see ledger-apply.lua).
     closed = isClosedClient(client);
     sent = true;
-    const { reply, short } = await evalWaited(
-      redis,
-      durability,
-      'ledgerApply',
-      items.length,
-      scripts.ledgerApply,
-      keys,
-      [JSON.stringify(entries), journalLimit, run],
-    );
+    const args = [JSON.stringify(entries), journalLimit, run];
+    const { reply, short } =
+      node === undefined || nodes === undefined
+        ? await evalWaited(redis, durability, 'ledgerApply', items.length, scripts.ledgerApply, keys, args)
+        : await nodes.eval(node, durability, 'ledgerApply', items.length, scripts.ledgerApply, keys, args);
     const replies = JSON.parse(reply as string) as ApplyReply[];
     // The connection dropped between the SADDs and the script's answer: the Redis that ran the
     // script may have lost them (a restart, a failover), so they are written again.
@@ -238,6 +248,8 @@ async function sendApplies(
     if (short) throw short;
     return replies.map(toApplyResult);
   } catch (err) {
+    // Nothing ran: the batch goes per slot (node-batch.ts).
+    if (err instanceof NodeBatchRefused) throw err;
     if (sent) throw redisStoreError('ledgerApply', err, closed, 'script');
     // The registration (or the batch's encoding) failed: the script never went out.
     const { retriable } = redisFailure(err, closed, 'write');

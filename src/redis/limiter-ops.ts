@@ -17,6 +17,7 @@ import { boundedClient, NotSentError } from './bounded-client.js';
 import { clientCommandTimeout } from './client-options.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { limiterKey, namespaceTag } from './limiter-keys.js';
+import type { NodeClient, NodeRouter } from './node-batch.js';
 import { scripts } from './scripts.generated.js';
 import { groupBySlot } from './slot.js';
 import { isClosedClient, redisStoreError } from './store-error.js';
@@ -100,11 +101,18 @@ function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | num
   return args;
 }
 
-/** Internal: one decision per queued item; decisions of one hash slot share a script call. */
+/**
+ * Internal: one decision per queued item; decisions of one hash slot share a script call (on a
+ * cluster, decisions of one master: `nodes`, node-batch.ts).
+ */
 export function redisLimiterOps(
   client: RedisLike,
   prefix: string,
-  { keyPrefix, timeoutMs: storeTimeoutMs }: { readonly keyPrefix: string; readonly timeoutMs: number },
+  {
+    keyPrefix,
+    timeoutMs: storeTimeoutMs,
+    nodes,
+  }: { readonly keyPrefix: string; readonly timeoutMs: number; readonly nodes?: NodeRouter | undefined },
 ): RedisLimiterOps {
   // Every command's wait bounded by the store's timeout (see bounded-client.ts).
   const redis = boundedClient(client, storeTimeoutMs);
@@ -146,19 +154,25 @@ export function redisLimiterOps(
   const enqueue = createBatcher<LimiterTakeReply, TakeItem>({
     // Decisions need no order between batches (each is exact whenever it runs): pipelined.
     ordered: false,
-    bySlot: (client as { isCluster?: unknown }).isCluster === true,
+    groupOf: nodes?.groupOf,
     maxBatch: MAX_BATCH,
     send(items) {
       // One StoreError for the batch, whatever failed (encoding, the script, the reply): each
       // caller's promise is settled straight from it, with no wrapper per take.
       const closed = isClosedClient(client);
-      return sendBatch(items).catch((err: unknown) => {
+      const sent =
+        nodes === undefined
+          ? sendBatch(items)
+          : nodes.run(items, sendBatch, (node, all) => sendBatch(all, node));
+      return sent.catch((err: unknown) => {
         throw err instanceof StoreError ? err : redisStoreError('limiterTake', err, closed, 'script');
       });
     },
   });
 
-  async function sendBatch(items: readonly TakeItem[]): Promise<LimiterTakeReply[]> {
+  // One script call for `items`: limiter-take.lua, or with `node` its node variant on that master
+  // (which throws NodeBatchRefused, settling nothing, when it did not run).
+  async function sendBatch(items: readonly TakeItem[], node?: NodeClient): Promise<LimiterTakeReply[]> {
     let fenceBase = 0;
     for (const item of items) {
       if (item.fence !== Number.POSITIVE_INFINITY) {
@@ -221,7 +235,12 @@ export function redisLimiterOps(
     // One flat array of integers: the server's TIME (0: not read), then each entry's 2 + 4 x
     // limits values, in order.
     const sent = performance.now();
-    const flat = (await evalScript(redis, scripts.limiterTake, keys, [args])) as number[];
+    const flat = (
+      node === undefined || nodes === undefined
+        ? await evalScript(redis, scripts.limiterTake, keys, [args])
+        : (await nodes.eval(node, undefined, 'limiterTake', items.length, scripts.limiterTake, keys, [args]))
+            .reply
+    ) as number[];
     if ((flat[0] as number) > 0) offset.learn(flat[0] as number, sent, performance.now());
     const replies: LimiterTakeReply[] = [];
     let at = 1;

@@ -10,6 +10,7 @@ import type { RedisLike } from './eval.js';
 import { redisIdempotencyOps } from './idempotency-ops.js';
 import { journalLimit, redisLedgerOps } from './ledger-ops.js';
 import { redisLimiterOps } from './limiter-ops.js';
+import { nodeRouter } from './node-batch.js';
 import { redisOrderingOps } from './ordering-ops.js';
 import { guardedCalls } from './store-error.js';
 
@@ -122,7 +123,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const redis = boundedClient(client, timeoutMs);
   const guarded = guardedCalls(client);
 
-  const limiter = redisLimiterOps(client, prefix, { keyPrefix, timeoutMs });
+  // On a Cluster: a turn's calls of one master in one script call (node-batch.ts).
+  const nodes = nodeRouter(client, timeoutMs);
+  const limiter = redisLimiterOps(client, prefix, { keyPrefix, timeoutMs, nodes });
 
   return {
     kind: 'redis',
@@ -143,7 +146,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
     limiterDelete: (cmd) => guarded('limiterDelete', () => limiter.delete(cmd), 'write'),
     ...redisOrderingOps(redis, prefix),
-    ...redisIdempotencyOps(redis, prefix, durability),
-    ...redisLedgerOps({ client, redis, prefix, durability, journalLimit: maxEntries, guarded }),
+    ...redisIdempotencyOps(redis, prefix, durability, nodes),
+    ...redisLedgerOps({ client, redis, prefix, durability, nodes, journalLimit: maxEntries, guarded }),
   };
 }

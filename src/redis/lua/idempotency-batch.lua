@@ -1,8 +1,9 @@
 --[[
   idempotency-batch: the idempotency operations (DESIGN §3.6, IdempotencyStoreOps) of a batch of
   concurrent calls, in one script: each entry is one begin, complete, renew or release, run in
-  order exactly as if the calls had run one after the other. On Redis Cluster a batch only holds
-  entries of one hash slot (every record is its own {hash tag}, so there, mostly of one key).
+  order exactly as if the calls had run one after the other. On Redis Cluster a batch holds
+  entries of one hash slot (every record is its own {hash tag}), or of one master in the node
+  variant (lib/node-batch.lua).
 
   KEYS[1i]  entry i's record   hash   s: state ('p' in progress | 'c' completed)
                                       h: payload hash   e: expiry ms (the lease's while in

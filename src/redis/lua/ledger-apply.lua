@@ -2,7 +2,7 @@
   ledger-apply: for each entry, admit its signature into the owner's window and apply its deltas,
   atomically; several entries (a batch of concurrent calls) run in one script, in order, exactly as
   if applied one after the other. Both keys of one entry share the owner's {hash tag}; on Redis
-  Cluster a batch only holds entries of one hash slot.
+  Cluster a batch holds entries of one slot, or of one master in the node variant (lib/node-batch.lua).
 
   Entry i (1-based) uses KEYS[2i-1 .. 2i]:
   KEYS[2i-1]  state     hash    s: the owner's balances and window, in one string (format below)

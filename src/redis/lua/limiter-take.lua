@@ -6,7 +6,8 @@
   a property test runs both on the same sequences and requires identical answers.
 
   KEYS[1i]   the keys of entry i's limits, in order, one key per limit. All keys of one entry
-             share one {hash tag}, so on Redis Cluster a batch only holds entries of one slot.
+             share one {hash tag}; on Redis Cluster a batch holds entries of one slot, or of one
+             master in the node variant (lib/node-batch.lua).
              fixed-window    string  '<window start>:<count>'
              sliding-window  string  (code 'w') '<newest bucket index>|' then '<j>=<count>,' per
                                      bucket with a count (j: 0 the oldest of B + 1, B the newest)
