@@ -127,6 +127,15 @@ async function trial(seed: number, ordered: boolean, grouping: Grouping): Promis
   for (const item of items) {
     if (sent.get(item.id) !== 1) violations.push(`call ${item.id} sent ${sent.get(item.id) ?? 0} times`);
   }
+  if (ordered) {
+    // Each owner's calls in call order: a call is sent once the owner's previous one has settled.
+    for (const [i, item] of items.entries()) {
+      const next = items.slice(i + 1).find((later) => later.keys[0] === item.keys[0]);
+      if (next !== undefined && !((next.sentAt ?? Infinity) > (item.settledAt ?? Infinity))) {
+        violations.push(`call ${next.q} was sent before call ${item.q} of its owner settled`);
+      }
+    }
+  }
   for (const barrier of barriers) {
     const inScope = (item: Item) => !(ordered && barrier.key !== undefined) || item.keys[0] === barrier.key;
     for (const item of items) {
