@@ -14,6 +14,7 @@ import {
 } from './consumer-options.js';
 import { decodeDelivery, parseEntries, type RawEntry } from './delivery.js';
 import { createKeyScheduler, type ScheduledJob } from './key-scheduler.js';
+import { batchable, runBatch } from './ledger-batch.js';
 import { createLedgerPath, type LedgerPath } from './ledger-path.js';
 import { claimLoop, type Held } from './reclaim.js';
 import { createSpill, type SpillPass } from './spill.js';
@@ -96,7 +97,7 @@ export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions
           o.group,
           o.consumer,
           // As holdLimits's maxHeld: what the consumer holds at most.
-          o.concurrency + o.batch,
+          runningBound(o, true) + o.batch,
         );
   const stats: StreamConsumerStats = { delivered: 0, acked: 0, failed: 0, deadLettered: 0, fenced: 0 };
   let started = false;
@@ -121,8 +122,8 @@ async function runConsumer<E>(
   // the blocked read, the waiters), which the read loop, the read-back, finish and the reclaim loop
   // share; what a job does once it runs is consumer-jobs.ts.
   const { client, stream, group, consumer, signal } = o;
-  const scheduler = createKeyScheduler<Held<E>>(o.concurrency);
-  const { maxHeld, keyCap, readAtLeast } = holdLimits(o);
+  const scheduler = createKeyScheduler<Held<E>>(runningBound(o, ledger !== undefined));
+  const { maxHeld, keyCap, readAtLeast } = holdLimits(o, ledger !== undefined);
   // Reads go on while a key is at its cap (as a paused partition): its newer entries are left in
   // this consumer's pending list (XREADGROUP '>' delivered them to it), its key marked spilled, and
   // read back in id order once it has room again, before any newer entry of it runs. Memory stays
@@ -148,7 +149,7 @@ async function runConsumer<E>(
     }
   };
 
-  const jobs = jobContext<E>({ o, ledger, stats, errors, emit, finish });
+  const jobs = jobContext<E>({ o, ledger, stats, errors, emit, finish, finishAll });
 
   function prepare(entry: RawEntry, token: number): { key: string; held: Held<E> } {
     const decoded = decodeDelivery<E>(entry, token, o.serializer);
@@ -212,12 +213,46 @@ async function runConsumer<E>(
     } else pass.start = `(${pass.cursor}`;
   }
 
+  // On the ledger path, entries are booked a batch per script call (ledger-batch.ts): a key's
+  // first deliveries go together, in id order, in one call; a redelivery or an entry that cannot be
+  // decoded runs alone (runJob: its attempt is counted first, or it is dead-lettered).
+  const runs = { max: o.batch, joins: batchable };
   function pump(): void {
     if (signal.aborted) return;
-    for (const job of scheduler.take()) void runJob(jobs, job);
+    if (ledger === undefined) {
+      for (const job of scheduler.take()) void runJob(jobs, job);
+      return;
+    }
+    for (;;) {
+      const taken = scheduler.take(runs);
+      if (taken.length === 0) return;
+      const batch: ScheduledJob<Held<E>>[] = [];
+      for (const job of taken) {
+        if (batchable(job)) batch.push(job);
+        else void runJob(jobs, job);
+      }
+      if (batch.length > 0) void runBatch(jobs, batch);
+    }
   }
 
   function finish(job: ScheduledJob<Held<E>>, outcome: JobOutcome): void {
+    settle(job, outcome);
+    pump();
+    wake();
+  }
+
+  // Every job of a batch settled before the next take: its freed places make one batch, not many.
+  function finishAll(settled: readonly (readonly [ScheduledJob<Held<E>>, JobOutcome])[]): void {
+    for (const [job, outcome] of settled) settle(job, outcome);
+    pump();
+    wake();
+  }
+
+  function settle(job: ScheduledJob<Held<E>>, outcome: JobOutcome): void {
+    if (outcome === 'held') {
+      scheduler.release(job.id);
+      return;
+    }
     if (outcome === 'done') {
       scheduler.complete(job.id);
       errors.delete(job.id);
@@ -232,8 +267,6 @@ async function runConsumer<E>(
         emit({ type: 'fenced', id: job.id, deliveries: job.token });
       }
     }
-    pump();
-    wake();
     // A spilled key has room again: a blocked read is ended so that its entries are read back.
     if (blocked && spill.has(job.key) && hasRoom(job.key)) unblock();
   }
@@ -352,10 +385,27 @@ async function runConsumer<E>(
   }
 }
 
+// Script calls of the ledger path in flight at once: one being run by Redis while the next batch
+// is prepared (its entries decoded, their ledger entries made), so neither side waits for the
+// other; a third would only queue behind them on the one connection.
+const LEDGER_BATCHES_IN_FLIGHT = 2;
+
+/**
+ * Entries running at once: `concurrency` handlers, or on the ledger path (the booking is the
+ * script's: no handler runs) two batches of `batch` entries being booked.
+ */
+function runningBound<E>(o: ResolvedOptions<E>, ledger: boolean): number {
+  return ledger ? LEDGER_BATCHES_IN_FLIGHT * o.batch : o.concurrency;
+}
+
 /** How many entries a consumer holds at most, per key at most, and reads at least at a time. */
-function holdLimits<E>(o: ResolvedOptions<E>): { maxHeld: number; keyCap: number; readAtLeast: number } {
+function holdLimits<E>(
+  o: ResolvedOptions<E>,
+  ledger: boolean,
+): { maxHeld: number; keyCap: number; readAtLeast: number } {
   // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
-  const maxHeld = o.concurrency + o.batch;
+  // With the defaults: 16 + 64 = 80 entries (handlers), 2 x 64 + 64 = 192 (ledger path).
+  const maxHeld = runningBound(o, ledger) + o.batch;
   // At most max(batch, concurrency) entries held per key, always less than maxHeld (both are at
   // least 1): a key whose head failed waits for it (claimIdle, up to maxDeliveries times), and its
   // newer entries never take every place; the rest stay for other keys and for reclaims. Not
