@@ -94,10 +94,7 @@ try {
     ],
     [
       'the fence and one XACK, no booking',
-      cut(
-        'reply, a = book(KEYS[k], KEYS[k + 1], a + 2)',
-        'reply, a = \'["applied","",{}]\', skip_entry(a + 2)',
-      ),
+      cut('reply = book(KEYS[k], KEYS[k + 1], a + 3)', 'reply = \'["applied","",{}]\''),
     ],
     [
       'without the fence',
@@ -106,9 +103,18 @@ try {
         '{}',
         'if count == nil then',
         'if false then',
-        'fenced = count ~= tonumber(token)',
+        'fenced = count ~= token',
         'fenced = false',
       ),
+    ],
+    [
+      'without the HMGET (every owner new)',
+      cut("or redis.call('HMGET', state_key, 's', 'r')", 'or { false, false }'),
+    ],
+    ['without the HSET', cut("        redis.call('HSET', state_key, 's', state, 'r', runs)\n", '')],
+    [
+      'a journal row of 2 fields',
+      cut("'seq', reply_seq, 'sig', signature, 's', seconds, 'us', us,", "'sig', signature,"),
     ],
     ['without the replay marks', cut("runs = remember(runs, at, call, 'a', reply_seq)", 'runs = runs')],
     [
