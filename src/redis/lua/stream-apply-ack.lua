@@ -82,7 +82,7 @@ while a <= n do
       reply, held = '["fenced"]', true
     elseif books then
       reply = book(KEYS[k], KEYS[k + 1], a + 3)
-      held = sub(reply, 1, 8) == '["stale"'
+      held = byte(reply, 3) == 115 -- 's': ["stale", ...] (applied, duplicate, stale)
     else
       reply = '["acked"]'
     end
