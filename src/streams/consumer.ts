@@ -405,16 +405,20 @@ function holdLimits<E>(
 ): { maxHeld: number; keyCap: number; readAtLeast: number } {
   // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
   // With the defaults: 16 + 64 = 80 entries (handlers), 2 x 64 + 64 = 192 (ledger path).
-  const maxHeld = runningBound(o, ledger) + o.batch;
-  // At most max(batch, concurrency) entries held per key, always less than maxHeld (both are at
-  // least 1): a key whose head failed waits for it (claimIdle, up to maxDeliveries times), and its
-  // newer entries never take every place; the rest stay for other keys and for reclaims. Not
-  // `batch` alone: with a small batch, a key holding `batch` entries would be spilled while
-  // `concurrency` allows far more keys at once. Without `key` every entry is its own key: no cap.
-  const keyCap = o.key === undefined ? Number.POSITIVE_INFINITY : Math.max(o.batch, o.concurrency);
+  const running = runningBound(o, ledger);
+  const maxHeld = running + o.batch;
+  // At most max(batch, running) entries held per key, `running` being what runs at once
+  // (runningBound: 16 handlers, or two batches on the ledger path), always less than maxHeld =
+  // running + batch (both are at least 1): a key whose head failed waits for it (claimIdle, up to
+  // maxDeliveries times), and its newer entries never take every place; the rest stay for other
+  // keys and for reclaims. Not `batch` alone: with a small batch, a key holding `batch` entries
+  // would be spilled while `concurrency` allows far more keys at once; on the ledger path a key's
+  // next run is held while its run is booked. With the defaults: 64 (handlers), 128 (ledger path).
+  // Without `key` every entry is its own key: no cap.
+  const keyCap = o.key === undefined ? Number.POSITIVE_INFINITY : Math.max(o.batch, running);
   // A read waits for a quarter of a key's cap (at most one batch, at least one entry) to be free
   // again, and never for more than one key at its cap leaves (maxHeld - keyCap = min(batch,
-  // concurrency)): a key that stays near its cap is read in quarters, not one round trip per entry.
+  // running)): a key that stays near its cap is read in quarters, not one round trip per entry.
   const readAtLeast = Math.max(
     1,
     Math.min(

@@ -143,6 +143,37 @@ describe('stream consumer batches', () => {
     expect(await client.call('XPENDING', stream, 'g')).toEqual([0, null, null, null]);
   });
 
+  it('ledger path with a small batch: a key whose head failed never takes every place', async () => {
+    // batch 2: 4 entries booked at once (two calls), 6 held at most, at most 4 of one key. The
+    // hot key's head fails once and waits for its redelivery (claimIdle); its 20 newer entries
+    // would fill every place if a key could hold them all, and the other keys' entries would then
+    // wait for that redelivery too. They must be booked before it.
+    const base = `${prefix}${n++}:`;
+    const stream = `${base}{s}events`;
+    const events: Payment[] = [{ owner: 'hot', amount: 1, fail: true }];
+    for (let i = 0; i < 20; i++) events.push({ owner: 'hot', amount: 1 });
+    for (let i = 0; i < 10; i++) events.push({ owner: `k${i}`, amount: 1 });
+    await publish(stream, events);
+    const run = startConsumer<Payment>({
+      client,
+      stream,
+      group: 'g',
+      consumer: 'c1',
+      block: '100ms',
+      claimIdle: '2s',
+      batch: 2,
+      key: (d) => d.event.owner,
+      ledger: { capacity: 8, prefix: `${base}ledger:`, entry },
+    });
+    await pollUntil(() => run.consumer.stats.acked === events.length, 30_000, 10);
+    await run.stop();
+    const applied = run.events.flatMap((e) => (e.type === 'applied' ? [e.id] : []));
+    const ids = (await client.call('XRANGE', stream, '-', '+')) as [string, string[]][];
+    const head = applied.indexOf((ids[0] as [string, string[]])[0]);
+    expect(head).toBeGreaterThanOrEqual(10);
+    for (const [id] of ids.slice(21)) expect(applied.indexOf(id)).toBeLessThan(head);
+  });
+
   it('handler path: at most `concurrency` handlers run at once whatever the batch', async () => {
     const base = `${prefix}${n++}:`;
     const stream = `${base}{s}events`;
