@@ -1,9 +1,13 @@
-// Consumption of the same N pre-published events (untimed), three ways, on the same Redis:
-//   onceflow  exactly-once consumer: the handler's effect is a ledger apply, and the apply, the
-//             dedup mark and the XACK are one script per entry (DESIGN §3.8);
+// Consumption of the same N pre-published events (untimed), four ways, on the same Redis:
+//   onceflow  exactly-once consumer: the handler's effect is a ledger apply (journal kept), and the
+//             apply, the dedup mark and the XACK are one script per batch (DESIGN §3.8);
 //   bullmq    a BullMQ Worker draining the same events as jobs added with `jobId` = the event id
 //             (its dedup), at the same concurrency;
+//   fair floor  a hand-written consumer doing the same durable work as the ledger path and nothing
+//             else: 64 entries per XREADGROUP, one script per batch with a FIFO-4 dedup check,
+//             HINCRBY, a journal XADD per entry and one XACK (bench/lib/streams-floor.mjs);
 //   floor     a bare XREADGROUP COUNT n + XACK loop with no effect at all.
+// One event in 20 is published twice in a row (a producer's retry): every side must book it once.
 // Each timed run consumes all N events with a fresh consumer group (and a fresh ledger, a fresh
 // queue): what is timed is the draining only, never the publishing.
 import { Queue, Worker } from 'bullmq';
@@ -12,6 +16,7 @@ import { jsonSerializer } from '../dist/idempotency/serializer.js';
 import { createLedger } from '../dist/index.js';
 import { createRedisStore } from '../dist/redis/index.js';
 import { unlinkPrefix } from './lib/redis.mjs';
+import { expectedBooking, FLOOR_BATCH, FLOOR_SCRIPT, floorConsume, floorKeys } from './lib/streams-floor.mjs';
 import { prng } from './lib/workload.mjs';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -20,6 +25,9 @@ const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 // 10-minute budget in run.mjs.
 const EVENTS = 20_000;
 const PLAYERS = 2_000;
+// One event in 20 published again right after itself: within the owner's window of 4 on every
+// side (expectedBooking checks it), so each side answers it as a duplicate.
+const REPEAT_EVERY = 20;
 // The same for every side: handlers (or reads) in flight at once. 16 keeps 2 cores busy without
 // measuring only how deep a queue of waiting promises can get.
 const CONCURRENCY = 16;
@@ -30,15 +38,23 @@ const prefix = `bench-streams:${process.pid}:`;
 const stream = `${prefix}{s}events`;
 let client;
 let runs = 0;
+// The stream's entries in order (repeats included), and what a FIFO-4 dedup books of them.
 let events;
+let expected;
 
 function buildEvents() {
   const random = prng(19);
-  return Array.from({ length: EVENTS }, (_, i) => ({
-    id: `ev-${i}`,
-    player: `player-${Math.floor(random() * PLAYERS)}`,
-    net: Math.floor(random() * 2001) - 1000,
-  }));
+  const out = [];
+  for (let i = 0; i < EVENTS; i++) {
+    const e = {
+      id: `ev-${i}`,
+      player: `player-${Math.floor(random() * PLAYERS)}`,
+      net: Math.floor(random() * 2001) - 1000,
+    };
+    out.push(e);
+    if (i % REPEAT_EVERY === REPEAT_EVERY - 1) out.push(e);
+  }
+  return out;
 }
 
 async function newGroup(tag) {
@@ -59,7 +75,7 @@ async function groupDone(group) {
 
 // The onceflow side: every entry is booked by stream-apply-ack.lua (the fence, the ledger apply
 // and the XACK in one script); `applied` reports each entry answered (booked or duplicate).
-async function onceflowConsume({ group, name, total }) {
+async function onceflowConsume({ group, name, total }, outcomes = {}) {
   const { createStreamConsumer } = await import('../dist/streams/index.js');
   const ac = new AbortController();
   let answered = 0;
@@ -74,11 +90,12 @@ async function onceflowConsume({ group, name, total }) {
       prefix: ledgerPrefix,
       name,
       capacity: 4,
-      journal: { maxEntriesPerOwner: 0 },
       entry: (d) => ({ owner: d.event.player, signature: d.eventId, deltas: { coins: BigInt(d.event.net) } }),
     },
     onEvent: (e) => {
-      if (e.type === 'applied' && ++answered === total) ac.abort();
+      if (e.type !== 'applied') return;
+      outcomes[e.outcome] = (outcomes[e.outcome] ?? 0) + 1;
+      if (++answered === total) ac.abort();
     },
     signal: ac.signal,
   });
@@ -91,7 +108,7 @@ const ledgerPrefix = `${prefix}ledger:`;
 async function onceflowPrepare() {
   const name = `of${runs}`;
   const ledger = createLedger({
-    store: createRedisStore({ client, prefix: ledgerPrefix, journal: { maxEntriesPerOwner: 0 } }),
+    store: createRedisStore({ client, prefix: ledgerPrefix }),
     capacity: 4,
     name,
   });
@@ -100,18 +117,26 @@ async function onceflowPrepare() {
 
 const onceflowSide = {
   id: 'onceflow',
-  label: 'createStreamConsumer({ ledger, concurrency: 16 }): ledger apply + dedup mark + XACK in one script',
+  label:
+    'createStreamConsumer({ ledger, concurrency: 16 }): ledger apply (journal kept) + dedup mark + XACK, one script per batch',
   prepare: onceflowPrepare,
-  run: ({ group, name }) => onceflowConsume({ group, name, total: EVENTS }),
+  // Ops are the workload's events on every side (a repeat is part of draining them, as BullMQ's
+  // dropped add is part of its jobs): each run drains all of them, so the ratios are of drain times.
+  run: async ({ group, name }) => {
+    await onceflowConsume({ group, name, total: events.length });
+    return EVENTS;
+  },
   dispose: ({ group }) => client.call('XGROUP', 'DESTROY', stream, group),
   async verify() {
     const { group, ledger, name } = await onceflowPrepare();
-    const n = await onceflowConsume({ group, name, total: EVENTS });
-    if (n !== EVENTS) throw new Error(`onceflow acked ${n} of ${EVENTS}`);
+    const outcomes = {};
+    const n = await onceflowConsume({ group, name, total: events.length }, outcomes);
+    if (n !== events.length) throw new Error(`onceflow acked ${n} of ${events.length}`);
+    if (outcomes.applied !== expected.booked || outcomes.duplicate !== events.length - expected.booked) {
+      throw new Error(`onceflow answered ${JSON.stringify(outcomes)}, expected ${expected.booked} applied`);
+    }
     await groupDone(group);
-    const expected = new Map();
-    for (const e of events) expected.set(e.player, (expected.get(e.player) ?? 0n) + BigInt(e.net));
-    for (const [player, sum] of [...expected].slice(0, 50)) {
+    for (const [player, sum] of expected.balances) {
       const b = await ledger.balances(player);
       if ((b.coins ?? 0n) !== sum) throw new Error(`${player}: coins ${b.coins}, expected ${sum}`);
     }
@@ -119,9 +144,42 @@ const onceflowSide = {
   },
 };
 
+// The fair floor (bench/lib/streams-floor.mjs): fresh owner keys per run.
+let floorSha;
+const fairFloorSide = {
+  id: 'fair floor',
+  label: `hand-written: XREADGROUP COUNT ${FLOOR_BATCH} + one script per batch (FIFO-4 dedup, HINCRBY, journal XADD per entry, one XACK)`,
+  prepare: async () => ({ group: await newGroup('fair'), keys: `${prefix}fair${runs}:` }),
+  run: async ({ group, keys }) => {
+    await floorConsume(client, floorSha, stream, group, keys);
+    return EVENTS;
+  },
+  dispose: async ({ group, keys }) => {
+    await client.call('XGROUP', 'DESTROY', stream, group);
+    await unlinkPrefix(client, keys);
+  },
+  async verify() {
+    const state = await fairFloorSide.prepare();
+    const { acked, booked } = await floorConsume(client, floorSha, stream, state.group, state.keys);
+    if (acked !== events.length || booked !== expected.booked) {
+      throw new Error(
+        `fair floor acked ${acked}, booked ${booked}; expected ${events.length}, ${expected.booked}`,
+      );
+    }
+    await groupDone(state.group);
+    for (const [player, sum] of expected.balances) {
+      const [owner, journal] = floorKeys(state.keys, player);
+      const b = BigInt((await client.call('HGET', owner, 'b')) ?? 0);
+      if (b !== sum) throw new Error(`fair floor ${player}: ${b}, expected ${sum}`);
+      if ((await client.call('XLEN', journal)) === 0) throw new Error(`fair floor ${player}: no journal`);
+    }
+    await fairFloorSide.dispose(state);
+  },
+};
+
 // The floor: CONCURRENCY loops, each its own consumer of the group, reading BATCH entries and
 // acknowledging them in one XACK, until the group has nothing new.
-async function floorConsume(group) {
+async function bareConsume(group) {
   let total = 0;
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async (_, lane) => {
@@ -151,12 +209,15 @@ const floorSide = {
   id: 'floor',
   label: `XREADGROUP COUNT ${BATCH} + XACK, ${CONCURRENCY} loops, no effect`,
   prepare: () => newGroup('floor'),
-  run: floorConsume,
+  run: async (group) => {
+    await bareConsume(group);
+    return EVENTS;
+  },
   dispose: (group) => client.call('XGROUP', 'DESTROY', stream, group),
   async verify() {
     const group = await newGroup('floor');
-    const n = await floorConsume(group);
-    if (n !== EVENTS) throw new Error(`floor consumed ${n} of ${EVENTS}`);
+    const n = await bareConsume(group);
+    if (n !== events.length) throw new Error(`floor consumed ${n} of ${events.length}`);
     await groupDone(group);
     await client.call('XGROUP', 'DESTROY', stream, group);
   },
@@ -199,7 +260,7 @@ function bullDrain({ worker }) {
   return new Promise((resolve, reject) => {
     let done = 0;
     worker.on('completed', () => {
-      if (++done === EVENTS) resolve(done);
+      if (++done === expected.booked) resolve(EVENTS);
     });
     worker.on('failed', (_job, err) => reject(err));
     worker.run().catch(reject);
@@ -225,13 +286,14 @@ const bullSide = {
       events.slice(0, 100).map((e) => ({ name: 'settle', data: e, opts: { jobId: e.id } })),
     );
     const waiting = await state.queue.getWaitingCount();
-    if (waiting !== EVENTS) throw new Error(`bullmq holds ${waiting} jobs, expected ${EVENTS} (jobId dedup)`);
-    const n = await bullDrain(state);
-    if (n !== EVENTS) throw new Error(`bullmq completed ${n} of ${EVENTS}`);
-    let sum = 0;
-    for (const v of state.balances.values()) sum += v;
-    const expected = events.reduce((a, e) => a + e.net, 0);
-    if (sum !== expected) throw new Error(`bullmq balances sum ${sum}, expected ${expected}`);
+    if (waiting !== expected.booked) {
+      throw new Error(`bullmq holds ${waiting} jobs, expected ${expected.booked} (jobId dedup)`);
+    }
+    await bullDrain(state);
+    for (const [player, sum] of expected.balances) {
+      const got = BigInt(state.balances.get(player) ?? 0);
+      if (got !== sum) throw new Error(`bullmq ${player}: ${got}, expected ${sum}`);
+    }
     await bullDispose(state);
   },
 };
@@ -245,10 +307,14 @@ const haveConsumer = await import('../dist/streams/index.js').then(
 
 export default {
   name: 'streams',
-  title: `Stream consumption of ${EVENTS.toLocaleString('en')} events (concurrency ${CONCURRENCY}): onceflow vs BullMQ vs a bare XREADGROUP + XACK`,
+  title: `Stream consumption of ${EVENTS.toLocaleString('en')} events (concurrency ${CONCURRENCY}): onceflow vs BullMQ vs a fair floor vs a bare XREADGROUP + XACK`,
   async setup() {
     client = new Redis(URL);
     events = buildEvents();
+    expected = expectedBooking(events);
+    // Every repeat must be a duplicate for a FIFO-4 window too, or the sides would disagree.
+    if (expected.booked !== EVENTS) throw new Error(`the workload books ${expected.booked} of ${EVENTS}`);
+    floorSha = await client.script('LOAD', FLOOR_SCRIPT);
     // Published once, untimed, pipelined: every side's run reads this same stream from 0.
     const pipeline = client.pipeline();
     for (const e of events) pipeline.xadd(stream, '*', 'e', jsonSerializer.serialize(e), 'i', e.id);
@@ -265,12 +331,18 @@ export default {
     client.disconnect();
   },
   describe: () =>
-    `${EVENTS.toLocaleString('en')} events for ${PLAYERS.toLocaleString('en')} players, pre-published to one stream ` +
+    `${EVENTS.toLocaleString('en')} events (+1 in ${REPEAT_EVERY} published twice: ${events.length.toLocaleString('en')} entries) for ${PLAYERS.toLocaleString('en')} players, pre-published to one stream ` +
     `(untimed); each run drains all of them with a fresh group / queue; one local Redis (${URL})`,
   comparisons: () => [
     ...(haveConsumer
       ? [
           { name: 'vs BullMQ Worker (jobId dedup)', target: 2, sides: [onceflowSide, bullSide] },
+          {
+            name: 'vs the fair floor (same durable work, hand-written)',
+            note: 'no fence, replay marks, horizon or options: the cost of the durable work alone',
+            target: 0.6,
+            sides: [onceflowSide, fairFloorSide],
+          },
           {
             name: 'vs bare XREADGROUP + XACK (the floor)',
             note: 'the floor has no effect and no dedup',

@@ -29,6 +29,12 @@ describe('jsonSerializer', () => {
     for (const v of lookalikes) expect(roundTrip(v)).toEqual(v);
   });
 
+  it('reads a tag whose key is spelled with a JSON escape as a tag (text without `"$`)', () => {
+    expect(jsonSerializer.deserialize('{"\\u0024t":"n","v":"12"}')).toBe(12n);
+    expect(jsonSerializer.deserialize('{"a":{"\\u0024\\u0024t":1}}')).toEqual({ a: { $t: 1 } });
+    expect(jsonSerializer.deserialize('{"a":[1,"x$t"],"b":2}')).toEqual({ a: [1, 'x$t'], b: 2 });
+  });
+
   it('any JSON value with bigints and Dates round-trips (property)', () => {
     const leaf = fc.oneof(
       fc.string(),

@@ -17,8 +17,11 @@ import { createTickBatcher } from './tick-batcher.js';
 // ledger applies does.
 const MAX_SCRIPT_BATCH = 128;
 
-/** How a job ended, for the consumer's bookkeeping (see finish in consumer.ts). */
-export type JobOutcome = 'done' | 'fenced' | 'failed' | 'lost';
+/**
+ * How a job ended, for the consumer's bookkeeping (see settle in consumer.ts); `held`: a job of a
+ * ledger batch that did nothing and waits again for its key's turn (see ledger-batch.ts).
+ */
+export type JobOutcome = 'done' | 'fenced' | 'failed' | 'lost' | 'held';
 
 /** What running a job needs of its consumer. */
 export interface JobContext<E> {
@@ -31,6 +34,8 @@ export interface JobContext<E> {
   emit(event: StreamConsumerEvent): void;
   /** Settles the job in the consumer (its key freed, the next job started). */
   finish(job: ScheduledJob<Held<E>>, outcome: JobOutcome): void;
+  /** Settles the jobs of one batch together, then starts what may start. */
+  finishAll(settled: readonly (readonly [ScheduledJob<Held<E>>, JobOutcome])[]): void;
   /** Acks of one turn, batched into stream-ack.lua calls. */
   readonly acks: (item: { id: string; token: number }) => Promise<number>;
   /** With a ledger: bookings and acks of one turn, batched (see ledger-path.ts). */
@@ -102,6 +107,7 @@ export async function deadLetter<E>(
   }
 }
 
+/** Runs a job alone: a handler, or on the ledger path a redelivery or an entry that cannot run. */
 export async function runJob<E>(c: JobContext<E>, job: ScheduledJob<Held<E>>): Promise<void> {
   const { token } = job;
   const held = job.payload;
@@ -176,18 +182,31 @@ async function bookAndAck<E>(
   attempts: number,
   item: ApplyAckItem,
 ): Promise<'done' | 'fenced'> {
-  const { id, token } = item;
+  const { id } = item;
   const reply = await (c.applies as NonNullable<JobContext<E>['applies']>)(item);
-  if (reply.outcome === 'fenced') return 'fenced';
+  // Alone (no run) and with a command: never held nor acked without a booking.
+  if (!('seq' in reply)) return 'fenced';
   if (reply.outcome !== 'stale') {
     c.stats.acked++;
     c.emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
     return 'done';
   }
+  return settleStale(c, job, attempts, item);
+}
+
+/** An entry its booking answered `stale` (left pending): resolved from the journal, then acked. */
+export async function settleStale<E>(
+  c: JobContext<E>,
+  job: ScheduledJob<Held<E>>,
+  attempts: number,
+  item: ApplyAckItem,
+): Promise<'done' | 'fenced'> {
+  const { id, token } = item;
+  const command = item.command as NonNullable<ApplyAckItem['command']>;
   // Stale: left pending by the script. Below the horizon is no proof of a repeat (an entry of a
   // crashed consumer reclaimed after newer entries of its owner were booked): the journal
   // decides, and only an entry it cannot settle is dead-lettered.
-  const resolved = await (c.ledger as LedgerPath<E>).resolve(item.command);
+  const resolved = await (c.ledger as LedgerPath<E>).resolve(command);
   if (resolved.outcome === 'unknown') {
     const why = new Error(
       'the ledger answered stale (below its horizon) and its journal cannot tell a repeat from a new entry',

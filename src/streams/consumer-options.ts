@@ -71,7 +71,10 @@ export interface StreamConsumerOptions<E = unknown> {
   handler?: (delivery: Delivery<E>) => unknown;
   /** The exactly-once path: each entry's ledger booking and its XACK in one script (instead of `handler`). */
   ledger?: StreamLedgerOptions<E>;
-  /** Entries running at once (different keys). Default 16. */
+  /**
+   * Handlers running at once (different keys). Default 16. The ledger path runs no handler: it
+   * books up to `batch` entries per script call, two calls at most in flight.
+   */
   concurrency?: number;
   /** Pending entries idle longer than this are reclaimed (XAUTOCLAIM). Default `'30s'`. */
   claimIdle?: Duration;
@@ -85,7 +88,7 @@ export interface StreamConsumerOptions<E = unknown> {
   key?: (delivery: Delivery<E>) => string;
   /** How long one XREADGROUP waits for new entries. Default `'2s'`. */
   block?: Duration;
-  /** Entries per XREADGROUP (COUNT). Default 64. */
+  /** Entries per XREADGROUP (COUNT), and on the ledger path per booking script call. Default 64. */
   batch?: number;
   /** The dead-letter stream. Default `<stream>:dead` (same hash slot as the stream on Cluster). */
   deadLetter?: { stream?: string };

@@ -13,7 +13,9 @@ import {
   type StreamConsumerOptions,
 } from './consumer-options.js';
 import { decodeDelivery, parseEntries, type RawEntry } from './delivery.js';
+import { holdLimits, runningBound } from './hold-limits.js';
 import { createKeyScheduler, type ScheduledJob } from './key-scheduler.js';
+import { batchable, runBatch } from './ledger-batch.js';
 import { createLedgerPath, type LedgerPath } from './ledger-path.js';
 import { claimLoop, type Held } from './reclaim.js';
 import { createSpill, type SpillPass } from './spill.js';
@@ -96,7 +98,7 @@ export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions
           o.group,
           o.consumer,
           // As holdLimits's maxHeld: what the consumer holds at most.
-          o.concurrency + o.batch,
+          runningBound(o, true) + o.batch,
         );
   const stats: StreamConsumerStats = { delivered: 0, acked: 0, failed: 0, deadLettered: 0, fenced: 0 };
   let started = false;
@@ -121,8 +123,8 @@ async function runConsumer<E>(
   // the blocked read, the waiters), which the read loop, the read-back, finish and the reclaim loop
   // share; what a job does once it runs is consumer-jobs.ts.
   const { client, stream, group, consumer, signal } = o;
-  const scheduler = createKeyScheduler<Held<E>>(o.concurrency);
-  const { maxHeld, keyCap, readAtLeast } = holdLimits(o);
+  const scheduler = createKeyScheduler<Held<E>>(runningBound(o, ledger !== undefined));
+  const { maxHeld, keyCap, readAtLeast } = holdLimits(o, ledger !== undefined);
   // Reads go on while a key is at its cap (as a paused partition): its newer entries are left in
   // this consumer's pending list (XREADGROUP '>' delivered them to it), its key marked spilled, and
   // read back in id order once it has room again, before any newer entry of it runs. Memory stays
@@ -148,7 +150,7 @@ async function runConsumer<E>(
     }
   };
 
-  const jobs = jobContext<E>({ o, ledger, stats, errors, emit, finish });
+  const jobs = jobContext<E>({ o, ledger, stats, errors, emit, finish, finishAll });
 
   function prepare(entry: RawEntry, token: number): { key: string; held: Held<E> } {
     const decoded = decodeDelivery<E>(entry, token, o.serializer);
@@ -212,12 +214,46 @@ async function runConsumer<E>(
     } else pass.start = `(${pass.cursor}`;
   }
 
+  // On the ledger path, entries are booked a batch per script call (ledger-batch.ts): a key's
+  // first deliveries go together, in id order, in one call; a redelivery or an entry that cannot be
+  // decoded runs alone (runJob: its attempt is counted first, or it is dead-lettered).
+  const runs = { max: o.batch, joins: batchable };
   function pump(): void {
     if (signal.aborted) return;
-    for (const job of scheduler.take()) void runJob(jobs, job);
+    if (ledger === undefined) {
+      for (const job of scheduler.take()) void runJob(jobs, job);
+      return;
+    }
+    for (;;) {
+      const taken = scheduler.take(runs);
+      if (taken.length === 0) return;
+      const batch: ScheduledJob<Held<E>>[] = [];
+      for (const job of taken) {
+        if (batchable(job)) batch.push(job);
+        else void runJob(jobs, job);
+      }
+      if (batch.length > 0) void runBatch(jobs, batch);
+    }
   }
 
   function finish(job: ScheduledJob<Held<E>>, outcome: JobOutcome): void {
+    settle(job, outcome);
+    pump();
+    wake();
+  }
+
+  // Every job of a batch settled before the next take: its freed places make one batch, not many.
+  function finishAll(settled: readonly (readonly [ScheduledJob<Held<E>>, JobOutcome])[]): void {
+    for (const [job, outcome] of settled) settle(job, outcome);
+    pump();
+    wake();
+  }
+
+  function settle(job: ScheduledJob<Held<E>>, outcome: JobOutcome): void {
+    if (outcome === 'held') {
+      scheduler.release(job.id);
+      return;
+    }
     if (outcome === 'done') {
       scheduler.complete(job.id);
       errors.delete(job.id);
@@ -232,8 +268,6 @@ async function runConsumer<E>(
         emit({ type: 'fenced', id: job.id, deliveries: job.token });
       }
     }
-    pump();
-    wake();
     // A spilled key has room again: a blocked read is ended so that its entries are read back.
     if (blocked && spill.has(job.key) && hasRoom(job.key)) unblock();
   }
@@ -350,30 +384,6 @@ async function runConsumer<E>(
     while (scheduler.running > 0) await changed();
     if (ownReader) readerClient.disconnect?.();
   }
-}
-
-/** How many entries a consumer holds at most, per key at most, and reads at least at a time. */
-function holdLimits<E>(o: ResolvedOptions<E>): { maxHeld: number; keyCap: number; readAtLeast: number } {
-  // Room for one full read on top of what runs: the next batch is at hand when a key frees up.
-  const maxHeld = o.concurrency + o.batch;
-  // At most max(batch, concurrency) entries held per key, always less than maxHeld (both are at
-  // least 1): a key whose head failed waits for it (claimIdle, up to maxDeliveries times), and its
-  // newer entries never take every place; the rest stay for other keys and for reclaims. Not
-  // `batch` alone: with a small batch, a key holding `batch` entries would be spilled while
-  // `concurrency` allows far more keys at once. Without `key` every entry is its own key: no cap.
-  const keyCap = o.key === undefined ? Number.POSITIVE_INFINITY : Math.max(o.batch, o.concurrency);
-  // A read waits for a quarter of a key's cap (at most one batch, at least one entry) to be free
-  // again, and never for more than one key at its cap leaves (maxHeld - keyCap = min(batch,
-  // concurrency)): a key that stays near its cap is read in quarters, not one round trip per entry.
-  const readAtLeast = Math.max(
-    1,
-    Math.min(
-      o.batch,
-      Math.floor(Math.min(keyCap, maxHeld) / 4),
-      keyCap === Infinity ? o.batch : maxHeld - keyCap,
-    ),
-  );
-  return { maxHeld, keyCap, readAtLeast };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -78,6 +78,46 @@ describe('createKeyScheduler', () => {
     expect(ids(s.take())).toEqual(['2-0']);
     expect(s.held).toBe(1);
   });
+
+  it("takes a key's joining entries together as a run, at most `max`, in id order", () => {
+    const s = createKeyScheduler<null>(100);
+    s.offer('1-0', 'a', 1, null);
+    s.offer('2-0', 'b', 1, null);
+    s.offer('3-0', 'a', 1, null);
+    s.offer('4-0', 'a', 2, null); // does not join (a redelivery): ends a's run
+    s.offer('5-0', 'a', 1, null);
+    const runs = { max: 3, joins: (job: { token: number }) => job.token === 1 };
+    expect(ids(s.take(runs))).toEqual(['1-0', '3-0', '2-0']);
+    // a has a run going: nothing of it starts until the run is settled.
+    expect(s.take(runs)).toEqual([]);
+    s.complete('1-0');
+    expect(s.take(runs)).toEqual([]);
+    s.complete('3-0');
+    expect(ids(s.take(runs))).toEqual(['4-0']); // alone: its head does not join
+    s.complete('4-0');
+    expect(ids(s.take(runs))).toEqual(['5-0']);
+  });
+
+  it("queues a released entry of a run again, behind its key's entry still running", () => {
+    const s = createKeyScheduler<null>(100);
+    for (const id of ['1-0', '2-0', '3-0']) s.offer(id, 'a', 1, null);
+    const runs = { max: 10, joins: () => true };
+    expect(ids(s.take(runs))).toEqual(['1-0', '2-0', '3-0']);
+    expect(s.running).toBe(3);
+    s.release('2-0');
+    s.release('3-0');
+    expect(s.running).toBe(1);
+    expect(s.take(runs)).toEqual([]); // 1-0 still runs
+    s.complete('1-0');
+    expect(ids(s.take(runs))).toEqual(['2-0', '3-0']);
+  });
+
+  it('never runs more than `concurrency` entries, runs included', () => {
+    const s = createKeyScheduler<null>(2);
+    for (const id of ['1-0', '2-0', '3-0']) s.offer(id, 'a', 1, null);
+    expect(ids(s.take({ max: 10, joins: () => true }))).toEqual(['1-0', '2-0']);
+    expect(s.running).toBe(2);
+  });
 });
 
 describe('compareIdText', () => {

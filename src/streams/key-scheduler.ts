@@ -31,14 +31,24 @@ export interface KeyScheduler<T> {
    * when it is running now (its token is updated: the handler's ack then carries the new one).
    */
   offer(id: string, key: string, token: number, payload: T): OfferOutcome;
-  /** The entries that may start now (marked running), at most `concurrency` running in all. */
-  take(): ScheduledJob<T>[];
+  /**
+   * The entries that may start now (marked running), at most `concurrency` running in all. With
+   * `runs`, at most `runs.max` of them, and a key whose head and next entries all satisfy
+   * `runs.joins` starts them together (a run: its queued entries in id order, up to the first that
+   * does not join), as consecutive items of the answer; the caller settles them in that order.
+   */
+  take(runs?: { max: number; joins: (job: ScheduledJob<T>) => boolean }): ScheduledJob<T>[];
   /** A running entry ended and is settled (acked, dead-lettered): removed, its key moves on. */
   complete(id: string): void;
   /** A running entry failed and stays pending in Redis: its key waits until it is offered again. */
   fail(id: string): void;
   /** The entry is no longer this consumer's (reclaimed elsewhere, gone from the stream): forgotten. */
   drop(id: string): void;
+  /**
+   * A running entry of a run did nothing (an entry before it in its run failed or was left
+   * pending): queued again, to start once its key's entries before it are settled.
+   */
+  release(id: string): void;
   get(id: string): ScheduledJob<T> | undefined;
   /** Entries held (queued, running or failed). */
   readonly held: number;
@@ -131,16 +141,23 @@ export function createKeyScheduler<T>(concurrency: number): KeyScheduler<T> {
       refresh(queue);
       return 'queued';
     },
-    take() {
+    take(runs) {
       const started: ScheduledJob<T>[] = [];
+      const max = runs?.max ?? Number.POSITIVE_INFINITY;
       for (const queue of ready) {
-        if (running >= concurrency) break;
-        const head = queue.jobs[0] as ScheduledJob<T>;
-        head.state = 'running';
-        queue.running++;
-        running++;
+        if (running >= concurrency || started.length >= max) break;
         ready.delete(queue);
-        started.push(head);
+        const head = queue.jobs[0] as ScheduledJob<T>;
+        const long = runs?.joins(head) === true;
+        for (let i = 0; i < queue.jobs.length; i++) {
+          const job = queue.jobs[i] as ScheduledJob<T>;
+          if (i > 0 && !(long && job.state === 'queued' && runs?.joins(job) === true)) break;
+          job.state = 'running';
+          queue.running++;
+          running++;
+          started.push(job);
+          if (running >= concurrency || started.length >= max) break;
+        }
       }
       return started;
     },
@@ -158,6 +175,15 @@ export function createKeyScheduler<T>(concurrency: number): KeyScheduler<T> {
     },
     drop(id) {
       remove(id);
+    },
+    release(id) {
+      const job = byId.get(id);
+      if (job === undefined || job.state !== 'running') return;
+      job.state = 'queued';
+      const queue = queues.get(job.key) as KeyQueue<T>;
+      queue.running--;
+      running--;
+      refresh(queue);
     },
     get: (id) => byId.get(id),
     get held() {

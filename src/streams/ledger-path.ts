@@ -39,23 +39,31 @@ export interface StreamLedgerOptions<E = unknown> {
   entry(delivery: Delivery<E>): LedgerEntry | null | undefined | Promise<LedgerEntry | null | undefined>;
 }
 
-/** What one booked delivery answered: ledger-apply's outcome, or `fenced` (nothing done). */
+/**
+ * What one delivery of a batch answered: ledger-apply's outcome, `acked` (nothing to book: acked
+ * alone), `fenced` (nothing done), or `held` (nothing done: an entry before it in its run was
+ * fenced or left pending, and it waits its turn).
+ */
 export type ApplyAckReply =
-  | { readonly outcome: 'fenced' }
+  | { readonly outcome: 'fenced' | 'held' | 'acked' }
   | { readonly outcome: LedgerApplyResult['outcome']; readonly seq: number | undefined };
 
-/** One delivery to book: its stream id and token, and the validated command. */
+/**
+ * One delivery to book: its stream id and token, the validated command (none: acked only), and
+ * whether it follows the item before it in its key's run (see stream-apply-ack.lua).
+ */
 export interface ApplyAckItem {
   readonly id: string;
   readonly token: number;
-  readonly command: LedgerApplyCommand;
+  readonly command: LedgerApplyCommand | undefined;
+  readonly follows?: boolean;
 }
 
 /** The ledger side of a consumer: turns entries into commands and books batches of them. */
 export interface LedgerPath<E> {
   /** The command for a delivery (undefined: nothing to book), validated as the ledger does. */
   command(delivery: Delivery<E>): Promise<LedgerApplyCommand | undefined>;
-  /** Books and acks the items in one script call; one reply per item, in order. */
+  /** Books and acks the items, in order, in one script call; one reply per item, in order. */
   applyAck(items: readonly ApplyAckItem[]): Promise<ApplyAckReply[]>;
   /**
    * Settles a command the window answered `stale` from the owner's journal, as `ledger.resolve`
@@ -147,24 +155,39 @@ export function createLedgerPath<E>(
   const run = randomBytes(9).toString('base64url');
   let calls = 0;
 
-  async function register(memo: OwnerMemo, cmd: LedgerApplyCommand): Promise<void> {
-    if (memo.generation !== generation.value) {
-      memo.generation = generation.value;
-      memo.inLedger = false;
-      memo.scopes.clear();
+  // Registers the owners (and their scopes) not known to be registered, before the script books
+  // (as the Redis store does): totals and journal queries over all owners find every owner that
+  // booked; a crash in between registers one with nothing. One SADD per registry key with every
+  // owner of the batch it lacks, not one per owner: each command written costs the client a
+  // socket write (~2-5 µs on loopback), and a batch of new owners would pay it per entry.
+  async function register(list: readonly (readonly [OwnerMemo, LedgerApplyCommand])[]): Promise<void> {
+    const adds = new Map<string, string[]>();
+    const add = (key: string, owner: string) => {
+      const owners = adds.get(key);
+      if (owners === undefined) adds.set(key, [owner]);
+      else owners.push(owner);
+    };
+    const registered: (readonly [OwnerMemo, LedgerApplyCommand])[] = [];
+    for (const pair of list) {
+      const [memo, cmd] = pair;
+      if (memo.generation !== generation.value) {
+        memo.generation = generation.value;
+        memo.inLedger = false;
+        memo.scopes.clear();
+      }
+      const scope = cmd.scope;
+      const inScope = scope === undefined || memo.scopes.has(scope);
+      if (memo.inLedger && inScope) continue;
+      if (!memo.inLedger) add(ledgerOwnersKey(prefix, cmd.ledger), cmd.owner);
+      if (!inScope) add(scopeOwnersKey(prefix, cmd.ledger, scope as string), cmd.owner);
+      registered.push(pair);
     }
-    // Registered before the script books (as the Redis store does): totals and journal queries
-    // over all owners find every owner that booked; a crash in between registers one with nothing.
-    const adds: Promise<unknown>[] = [];
-    if (!memo.inLedger) adds.push(client.call('SADD', ledgerOwnersKey(prefix, cmd.ledger), cmd.owner));
-    const scope = cmd.scope;
-    if (scope !== undefined && !memo.scopes.has(scope)) {
-      adds.push(client.call('SADD', scopeOwnersKey(prefix, cmd.ledger, scope), cmd.owner));
+    if (adds.size === 0) return;
+    await Promise.all([...adds].map(([key, owners]) => client.call('SADD', key, ...owners)));
+    for (const [memo, cmd] of registered) {
+      memo.inLedger = true;
+      if (cmd.scope !== undefined) rememberScope(memo, cmd.scope);
     }
-    if (adds.length === 0) return;
-    await Promise.all(adds);
-    memo.inLedger = true;
-    if (scope !== undefined) rememberScope(memo, scope);
   }
 
   return {
@@ -193,28 +216,40 @@ export function createLedgerPath<E>(
       return cmd;
     },
     async applyAck(items) {
-      // The stream, dead-letter and attempts keys once, then each entry's two owner keys.
+      // The stream, dead-letter and attempts keys once, then each booked entry's two owner keys.
       const keys: string[] = [stream, deadStream, attemptsKey];
       const entries: (string | number)[] = [];
-      const memos: OwnerMemo[] = [];
+      const memos: (OwnerMemo | undefined)[] = [];
       const known: boolean[] = [];
       let first = (items[0] as ApplyAckItem).id;
       let last = first;
+      const toRegister: [OwnerMemo, LedgerApplyCommand][] = [];
       for (const item of items) {
         if (compareIdText(item.id, first) < 0) first = item.id;
         else if (compareIdText(item.id, last) > 0) last = item.id;
-        const memo = owners.get(item.command.ledger, item.command.owner);
+        const cmd = item.command;
+        const memo = cmd === undefined ? undefined : owners.get(cmd.ledger, cmd.owner);
         memos.push(memo);
-        known.push(memo.inLedger);
+        known.push(memo?.inLedger === true);
+        if (memo !== undefined) toRegister.push([memo, cmd as LedgerApplyCommand]);
       }
-      await Promise.all(items.map((item, i) => register(memos[i] as OwnerMemo, item.command)));
+      await register(toRegister);
+      // Call numbers are given after the last await and the script is sent at once: calls reach
+      // Redis in the order of their numbers (one connection), as ledger-apply's replay marks need.
       for (let i = 0; i < items.length; i++) {
         const item = items[i] as ApplyAckItem;
-        const memo = memos[i] as OwnerMemo;
+        const memo = memos[i];
+        // Per entry: its stream id, its token (for the fence), whether it follows the entry before
+        // it in its run, then 0 (nothing to book) or ledger-apply's entry (call number first).
+        entries.push(item.id, item.token, item.follows === true ? 1 : 0);
+        if (memo === undefined) {
+          entries.push(0);
+          continue;
+        }
+        const cmd = item.command as LedgerApplyCommand;
         keys.push(memo.keys[0], memo.keys[1]);
-        // Per entry: its stream id and token (for the fence), then ledger-apply's entry (call number first).
-        entries.push(item.id, item.token, String(++calls));
-        pushEntryFields(entries, item.command, checkApplyCommand(item.command));
+        entries.push(String(++calls));
+        pushEntryFields(entries, cmd, checkApplyCommand(cmd));
       }
       const raw = await evalAnyKeys(client, scripts.streamApplyAck, keys, [
         group,
@@ -233,7 +268,9 @@ export function createLedgerPath<E>(
       ]);
       const replies = JSON.parse(raw as string) as [string, string?, unknown?, 1?][];
       return replies.map((reply, i) => {
-        if (reply[0] === 'fenced') return { outcome: 'fenced' as const };
+        if (reply[0] === 'fenced' || reply[0] === 'held' || reply[0] === 'acked') {
+          return { outcome: reply[0] };
+        }
         if (reply[3] === 1 && known[i]) {
           // Redis had lost the owner's state (a restart without persistence): its registry
           // entries may be gone too; registered again on its next booking.
@@ -248,7 +285,7 @@ export function createLedgerPath<E>(
     async resolve(command) {
       const memo = owners.get(command.ledger, command.owner);
       // Registered as for a booking: the resolve may book.
-      await register(memo, command);
+      await register([[memo, command]]);
       const [outcome, seq] = await resolveSteps(
         client,
         [memo.keys[0], memo.keys[1]],

@@ -96,4 +96,25 @@ describe('stream-apply-ack fence (one XPENDING range per batch)', () => {
     expect((await s.path.applyAck([await s.item(0, 2)])).map((r) => r.outcome)).toEqual(['applied']);
     expect(await s.ledger.balances('o0')).toEqual({ coins: 1n });
   });
+
+  it('holds the entries of a run after one fenced (nothing booked or acked), acks one with nothing to book', async () => {
+    // A key's run of three (entries 0, 1, 2: follows), its middle one reclaimed by another
+    // consumer meanwhile: 0 is booked, 1 fenced, 2 held (it must not be booked before 1); entry 3
+    // starts another run and has nothing to book (acked only).
+    const s = await setup(4, 100);
+    await client.call('XCLAIM', s.stream, 'g', 'other', 0, s.ids[1] as string);
+    const replies = await s.path.applyAck([
+      await s.item(0, 1),
+      { ...(await s.item(1, 1)), follows: true },
+      { ...(await s.item(2, 1)), follows: true },
+      { id: s.ids[3] as string, token: 1, command: undefined },
+    ]);
+    expect(replies.map((r) => r.outcome)).toEqual(['applied', 'fenced', 'held', 'acked']);
+    expect(await s.pending()).toEqual([s.ids[1], s.ids[2]]);
+    expect(await s.ledger.balances('o0')).toEqual({ coins: 1n });
+    expect(await s.ledger.balances('o2')).toEqual({});
+    // Its next call (the run starting with it) books it once.
+    expect((await s.path.applyAck([await s.item(2, 1)])).map((r) => r.outcome)).toEqual(['applied']);
+    expect(await s.ledger.balances('o2')).toEqual({ coins: 1n });
+  });
 });
