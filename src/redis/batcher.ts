@@ -120,8 +120,8 @@ export function createBatcher<R, I extends BatchItem<R> = BatchItem<R>>(options:
       // whose reply was lost in a reconnect) then finds each of its signatures newest in its
       // owner's window and answers `duplicate`: nothing is applied twice, whatever the capacity.
       // An owner's n-th call of the flush goes to layer n, and layers are sent in order: the
-      // batches are as few as the busiest owner's calls (cutting the queue at each owner met twice
-      // made one batch per owner of a turn where each owner applies then repeats).
+      // batches are as few as the busiest owner's calls (where cutting the queue at each owner met
+      // twice would make one batch per owner of a turn in which each owner applies then repeats).
       const layers: I[][][] = [];
       const calls = new Map<string, number>();
       for (const item of group) {

@@ -224,14 +224,8 @@ export function redisLimiterOps(
     // Every key's TTL gets the stores' slack (src/windows/limits/time.ts; the memory store keeps a state as
     // long): the TTL is garbage collection only, but a key dropped while a clock that stepped back
     // still counts its time would forget admissions.
-    const args = JSON.stringify([
-      STATE_SLACK_MS,
-      CLIENT_STATE_SLACK_MS,
-      fenceBase,
-      specIndex.size,
-      ...specTable,
-      ...tail,
-    ]);
+    const head = [STATE_SLACK_MS, CLIENT_STATE_SLACK_MS, fenceBase, specIndex.size];
+    const args = JSON.stringify([...head, ...specTable, ...tail]);
     // One flat array of integers: the server's TIME (0: not read), then each entry's 2 + 4 x
     // limits values, in order.
     const sent = performance.now();

@@ -1,10 +1,10 @@
 // Redis Cluster: one script call per master and turn of the event loop, not one per hash slot.
 // Owners (limiter keys, idempotency records) each have a hash tag of their own, so a turn's calls
-// almost never share a slot, and grouped by slot every call was a script call (and a round trip)
-// of its own. The batcher groups them by the master that owns their slot instead (`groupOf`), and
+// almost never share a slot: grouped by slot, every call would be a script call (and a round
+// trip) of its own. The batcher groups them by the master that owns their slot (`groupOf`), and
 // `run` sends a group of several slots as one call of the script's node variant
 // (lib/node-batch.lua) on that master's own connection; a group the node variant cannot run whole
-// goes as one script per slot through the Cluster client, as before.
+// goes as one script per slot through the Cluster client (declared keys, redirected by it).
 import { boundedClient, NotSentError } from './bounded-client.js';
 import { clientKeyPrefix } from './client-options.js';
 import { type Durability, evalWaited } from './durability.js';
@@ -41,19 +41,19 @@ const REFUSED =
   /^(ONCEFLOW-NONLOCAL|MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|BUSY|MASTERDOWN|READONLY|NOREPLICAS|OOM)\b/;
 // A server that cannot run a script with a shebang (before Redis 7 it is a Lua syntax error) or
 // with this flag: node variants are not sent to it again.
-const NO_SHEBANG = /Error compiling script|Unexpected flag|Unknown lua shebang|shebang/i;
+const NO_SHEBANG = /^ERR (Error compiling script|Unexpected flag|Unknown lua shebang)/i;
 // ioredis's rejection of a command in flight when its connection closed: the script may have run.
 const CONNECTION_CLOSED = 'Connection is closed.';
 
 /**
  * How often node variants ran, how often a group of several slots went per slot instead, and how
- * many of those after a closed connection (the node variant may have run): for the tests.
+ * many node variants were in flight when their connection closed (they may have run): for the tests.
  */
 export const nodeBatchCounts = { node: 0, perSlot: 0, closed: 0 };
 
 /**
  * Internal switch for scripts/cluster-batch-cost.mjs and the tests: false sends every group of
- * several slots as one script per slot (what a Cluster did before node variants).
+ * several slots as one script per slot (the fallback path, measured against node variants).
  */
 export const nodeBatching = { enabled: true };
 
@@ -197,24 +197,22 @@ export function nodeRouter(client: RedisLike, timeoutMs: number): NodeRouter | u
         );
       } catch (err) {
         const message = err instanceof Error ? err.message : '';
-        if (err instanceof Error && err.name === 'ReplyError' && NO_SHEBANG.test(message)) {
+        const reply = err instanceof Error && err.name === 'ReplyError';
+        // Never given to the connection, or refused before it ran: nothing happened. Told apart
+        // first: a refusal's message quotes a key, which may hold any text.
+        if (err instanceof NotSentError || (reply && REFUSED.test(message)))
+          throw new NodeBatchRefused(message, { cause: err });
+        if (reply && NO_SHEBANG.test(message)) {
           supported = false;
           throw new NodeBatchRefused(message, { cause: err });
         }
-        // Never given to the connection, or refused before it ran: nothing happened.
-        if (
-          err instanceof NotSentError ||
-          (err instanceof Error && err.name === 'ReplyError' && REFUSED.test(message))
-        )
-          throw new NodeBatchRefused(message, { cause: err });
-        // The connection closed with the script in flight: the Cluster client sends such a command
-        // again (it reconnects, or asks another node), and so the batch goes again per slot. A
-        // ledger entry that had run is answered as it ran (its run and call number), as after any
-        // lost reply; a limiter take or an idempotency entry is run again, as the Cluster client
-        // does to a per-slot script.
+        // The connection closed with the script in flight: it may have run. Only ledger-apply
+        // answers a call it ran as it ran (its run and call number), so only its batch goes again
+        // per slot; a limiter take or an idempotency step run twice would count twice or refuse
+        // its own holder, so those callers get the failure (`unknown`: it may have run).
         if (message === CONNECTION_CLOSED) {
           nodeBatchCounts.closed++;
-          throw new NodeBatchRefused(message, { cause: err });
+          if (script.name === scripts.ledgerApply.name) throw new NodeBatchRefused(message, { cause: err });
         }
         throw err;
       }
