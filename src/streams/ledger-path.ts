@@ -271,6 +271,29 @@ export function createLedgerPath<E>(
     });
   }
 
+  // Sends `items` once every call in flight holding one of their owners settled, and stands as
+  // those owners' tail until it settles (see `tails`). Synchronous up to the send: the tails are
+  // read and set in call order.
+  function ordered(
+    items: readonly ApplyAckItem[],
+    memos: readonly (OwnerMemo | undefined)[],
+  ): Promise<ApplyAckReply[]> {
+    const waits = new Set<Promise<void>>();
+    for (const memo of memos) {
+      const tail = memo === undefined ? undefined : tails.get(memo.keys[0]);
+      if (tail !== undefined) waits.add(tail);
+    }
+    const sent = waits.size === 0 ? send(items, memos) : Promise.all(waits).then(() => send(items, memos));
+    const settled = sent.then(ignore, ignore);
+    for (const memo of memos) if (memo !== undefined) tails.set(memo.keys[0], settled);
+    void settled.then(() => {
+      for (const memo of memos) {
+        if (memo !== undefined && tails.get(memo.keys[0]) === settled) tails.delete(memo.keys[0]);
+      }
+    });
+    return sent;
+  }
+
   return {
     async command(delivery) {
       const entry = await options.entry(delivery);
@@ -299,24 +322,39 @@ export function createLedgerPath<E>(
     async applyAck(items) {
       // Per entry its owner's memo (none: nothing to book); read before anything else runs, so a
       // call finds as tails exactly the calls made before it (see `tails`).
-      const memos: (OwnerMemo | undefined)[] = [];
-      const waits = new Set<Promise<void>>();
-      for (const item of items) {
+      const memos = items.map((item) => {
         const cmd = item.command;
-        const memo = cmd === undefined ? undefined : owners.get(cmd.ledger, cmd.owner);
-        memos.push(memo);
-        const tail = memo === undefined ? undefined : tails.get(memo.keys[0]);
-        if (tail !== undefined) waits.add(tail);
-      }
-      const sent = waits.size === 0 ? send(items, memos) : Promise.all(waits).then(() => send(items, memos));
-      const settled = sent.then(ignore, ignore);
-      for (const memo of memos) if (memo !== undefined) tails.set(memo.keys[0], settled);
-      void settled.then(() => {
-        for (const memo of memos) {
-          if (memo !== undefined && tails.get(memo.keys[0]) === settled) tails.delete(memo.keys[0]);
-        }
+        return cmd === undefined ? undefined : owners.get(cmd.ledger, cmd.owner);
       });
-      return sent;
+      // The runs (an entry and those that follow it) holding an owner of a call in flight wait for
+      // it in a call of their own, the others are sent at once: two batches in flight usually share
+      // an owner or two (64 entries over 2,000 owners: ~87% of the time), and waiting with the
+      // whole batch left Redis idle between them. A run is never split, so its `held` rule holds.
+      const now: number[] = [];
+      const later: number[] = [];
+      for (let at = 0; at < items.length; ) {
+        let end = at + 1;
+        while (end < items.length && (items[end] as ApplyAckItem).follows === true) end++;
+        let busy = false;
+        for (let i = at; i < end && !busy; i++) {
+          const memo = memos[i];
+          busy = memo !== undefined && tails.has(memo.keys[0]);
+        }
+        for (let i = at; i < end; i++) (busy ? later : now).push(i);
+        at = end;
+      }
+      if (now.length === 0 || later.length === 0) return ordered(items, memos);
+      const part = (at: number[]) =>
+        ordered(
+          at.map((i) => items[i] as ApplyAckItem),
+          at.map((i) => memos[i]),
+        );
+      // In this order: the waiting part also waits for the part sent now when they share an owner.
+      const [first, second] = await Promise.all([part(now), part(later)]);
+      const replies: ApplyAckReply[] = new Array(items.length);
+      for (const [j, i] of now.entries()) replies[i] = first[j] as ApplyAckReply;
+      for (const [j, i] of later.entries()) replies[i] = second[j] as ApplyAckReply;
+      return replies;
     },
     async resolve(command) {
       const memo = owners.get(command.ledger, command.owner);

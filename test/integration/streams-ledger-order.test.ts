@@ -164,4 +164,19 @@ describe('streams ledger path: per-owner call order', () => {
     expect(await s.ledger.balances('q')).toEqual({ coins: 2n });
     expect(await s.pending()).toBe(0);
   });
+
+  it('sends at once the runs of a batch whose owners are free, the others once their owner is', async () => {
+    const s = await setup(['o', 'o', 'r', 'o']);
+    const [first, a, r, b] = s.items as [ApplyAckItem, ApplyAckItem, ApplyAckItem, ApplyAckItem];
+    expect((await s.path.applyAck([first])).map((x) => x.outcome)).toEqual(['applied']);
+    await raw.call('SCRIPT', 'FLUSH');
+    s.reorder.arm();
+    // r's run goes while a is in flight; b's waits for a (o's calls in order).
+    const replies = await Promise.all([s.path.applyAck([a]), s.path.applyAck([b, r])]);
+    expect(s.reorder.overtook()).toBe(true);
+    expect(replies.map((x) => x.map((y) => y.outcome))).toEqual([['applied'], ['applied', 'applied']]);
+    expect(await s.ledger.balances('o')).toEqual({ coins: 3n });
+    expect(await s.ledger.balances('r')).toEqual({ coins: 1n });
+    expect(await s.pending()).toBe(0);
+  });
 });
