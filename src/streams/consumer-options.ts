@@ -73,7 +73,8 @@ export interface StreamConsumerOptions<E = unknown> {
   ledger?: StreamLedgerOptions<E>;
   /**
    * Handlers running at once (different keys). Default 16. The ledger path runs no handler: it
-   * books up to `batch` entries per script call, two calls at most in flight.
+   * books up to `batch` entries per script call, at most 2 x `batch` entries at once (in as many
+   * calls as they make batches).
    */
   concurrency?: number;
   /** Pending entries idle longer than this are reclaimed (XAUTOCLAIM). Default `'30s'`. */

@@ -4,7 +4,8 @@ import type { ResolvedOptions } from './consumer-options.js';
 
 // Script calls of the ledger path in flight at once: one being run by Redis while the next batch
 // is prepared (its entries decoded, their ledger entries made), so neither side waits for the
-// other; a third would only queue behind them on the one connection.
+// other (the next one's runs that hold an owner of the one run wait for it: ledger-path.ts sends an
+// owner's calls one after the other); a third would only queue behind them on the one connection.
 const LEDGER_BATCHES_IN_FLIGHT = 2;
 
 /**

@@ -77,10 +77,11 @@ describe('stream consumer batches', () => {
       });
       await pollUntil(() => run.consumer.stats.acked === N, 20_000, 10);
       await run.stop();
-      // Each read of 64 is one call; a read cut short (the stream's end, an event-loop turn that
-      // saw part of a read) adds at most a couple.
+      // Each read of 64 is one call, or two when some of its runs hold an owner of the call in
+      // flight (they wait for it in a call of their own: ledger-path.ts); a read cut short (the
+      // stream's end, an event-loop turn that saw part of a read) adds at most a couple.
       expect(counted.calls).toBeGreaterThanOrEqual(Math.ceil(N / 64));
-      expect(counted.calls).toBeLessThanOrEqual(Math.ceil(N / 64) + 3);
+      expect(counted.calls).toBeLessThanOrEqual(2 * Math.ceil(N / 64) + 3);
     } finally {
       counted.restore();
     }
