@@ -144,6 +144,18 @@ const SERVER: ServerFrame[] = [
   { op: 'pong' },
 ];
 
+/** Values at and beside every bound of docs/ws-protocol.md section 7, and of each charset. */
+const EDGES: unknown[] = [
+  ...[0, -1, 1, 1.5, -0, 2 ** 53, 2 ** 53 - 1, 999, 1000, 1023, 1024, 1025, 65_536, 65_537],
+  ...[600_000, 600_001, 604_800_000, 604_800_001, true, false, null, {}, [], '', 'e', 'a b', '1x', 'é', 'a/b'],
+  ...[8192, 8193, 16, 15, 64, 65, 128, 129, 256, 257, 1024, 1025].map((n) => 'x'.repeat(n)),
+  ...['é'.repeat(128), 'é'.repeat(129), 'é'.repeat(512), 'é'.repeat(513)],
+  ...['handled', 'limited', 'rejected', 'RATE_LIMITED', 'UNKNOWN_TYPE', 'DRAINING', 'NOPE', 'msg', 'hello'],
+  { offset: 1, epoch: 'e' },
+  { offset: 1, epoch: 'e', x: 1 },
+  { maxFrameBytes: 65_536, maxInFlight: 64, heartbeatMs: 25_000, sessionTtlMs: 600_000 },
+];
+
 /** `value` with every -0 made 0: JSON writes -0 as 0, the one change a round trip may make. */
 function normal(value: unknown): unknown {
   if (typeof value === 'number') return value === 0 ? 0 : value;
@@ -336,10 +348,46 @@ describe('fuzzed input (fast-check)', () => {
     fc.assert(fc.property(framey, (f) => both(JSON.stringify(f))), { numRuns: 1000 });
   });
 
+  it('every field of every valid frame (nested ones too) set to each edge value: ok exactly when the oracle says valid', () => {
+    let oks = 0;
+    for (const [side, frames] of [
+      ['client', CLIENT],
+      ['server', SERVER],
+    ] as const) {
+      const parse = side === 'client' ? parseClientFrame : parseServerFrame;
+      const oracle = side === 'client' ? clientOracle : serverOracle;
+      for (const frame of frames) {
+        const paths: string[][] = [];
+        for (const [k, v] of Object.entries(frame)) {
+          paths.push([k]);
+          if (isObj(v)) for (const sub of Object.keys(v)) paths.push([k, sub]);
+        }
+        for (const path of paths) {
+          for (const edge of EDGES) {
+            const copy: Record<string, unknown> = JSON.parse(JSON.stringify(frame));
+            const parent = path.length === 2 ? (copy[path[0] as string] as Record<string, unknown>) : copy;
+            parent[path[path.length - 1] as string] = edge;
+            const r = parse(JSON.stringify(copy));
+            const expected = oracle(JSON.parse(JSON.stringify(copy)));
+            if (r.ok !== expected) expect({ side, path, edge, got: r }).toBe(`ok: ${expected}`);
+            if (r.ok) {
+              oks++;
+              assertRoundTrip(side, r.frame);
+            }
+          }
+        }
+      }
+    }
+    expect(oks).toBeGreaterThan(100); // the edges include valid values, so the ok branch is tested
+  });
+
   it('mutated valid frames: never a throw; ok exactly when the oracle says valid', () => {
+    // Values at and beside every bound, next to arbitrary JSON.
+    const edgy = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constantFrom(...EDGES));
     const mutation = fc.oneof(
       fc.record({ kind: fc.constant('drop' as const), key: fc.nat() }),
-      fc.record({ kind: fc.constant('set' as const), key: fc.nat(), value: fc.jsonValue({ maxDepth: 3 }) }),
+      fc.record({ kind: fc.constant('set' as const), key: fc.nat(), value: edgy }),
+      fc.record({ kind: fc.constant('nested' as const), key: fc.nat(), sub: fc.nat(), value: edgy }),
       fc.record({ kind: fc.constant('add' as const), key: fc.string({ maxLength: 10 }), value: fc.jsonValue({ maxDepth: 2 }) }),
       fc.record({ kind: fc.constant('text' as const), at: fc.nat(), insert: fc.string({ unit: 'binary', maxLength: 3 }) }),
     );
@@ -360,7 +408,13 @@ describe('fuzzed input (fast-check)', () => {
           const copy: Record<string, unknown> = JSON.parse(JSON.stringify(frame));
           const keys = Object.keys(copy);
           const key = m.kind === 'add' ? m.key : (keys[m.key % keys.length] as string);
-          if (m.kind === 'drop') delete copy[key];
+          if (m.kind === 'nested') {
+            // A field of a nested object (`resume`, `limits`), or a top-level one when none is.
+            const inner = copy[key];
+            const target = isObj(inner) ? inner : copy;
+            const innerKeys = Object.keys(target);
+            target[innerKeys[m.sub % innerKeys.length] as string] = m.value;
+          } else if (m.kind === 'drop') delete copy[key];
           else Object.defineProperty(copy, key, { value: m.value, enumerable: true, configurable: true, writable: true });
           text = JSON.stringify(copy);
         }
