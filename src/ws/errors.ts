@@ -35,7 +35,9 @@ export const WS_CODES = Object.freeze({
 
 export type WsCode = keyof typeof WS_CODES;
 /** A code sent in an `error` frame: the connection closes after it. */
-export type WsErrorCode = { [C in WsCode]: (typeof WS_CODES)[C]['sentAs'] extends 'error' ? C : never }[WsCode];
+export type WsErrorCode = {
+  [C in WsCode]: (typeof WS_CODES)[C]['sentAs'] extends 'error' ? C : never;
+}[WsCode];
 /** A code sent in an `ack`: the message is spent, the connection stays open. */
 export type WsAckCode = Exclude<WsCode, WsErrorCode>;
 
@@ -51,7 +53,11 @@ export type FrameErrorCode =
   | 'BAD_VERSION';
 
 export function isWsErrorCode(value: unknown): value is WsErrorCode {
-  return typeof value === 'string' && Object.hasOwn(WS_CODES, value) && WS_CODES[value as WsCode].sentAs === 'error';
+  return (
+    typeof value === 'string' &&
+    Object.hasOwn(WS_CODES, value) &&
+    WS_CODES[value as WsCode].sentAs === 'error'
+  );
 }
 
 /** The ack codes of each outcome: `limited` has one, `rejected` the others. */

@@ -12,10 +12,10 @@ import {
 } from './frames.js';
 import { WS_LIMITS } from './limits.js';
 
-
 // An oracle written from docs/ws-protocol.md alone (sections 2 and 7), apart from the parser's
 // code: the fuzz tests hold the parser to it.
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 const int = (min: number) => (v: unknown) => Number.isSafeInteger(v) && (v as number) >= min;
 const intIn = (min: number, max: number) => (v: unknown) => int(min)(v) && (v as number) <= max;
 const re = (r: RegExp) => (v: unknown) => typeof v === 'string' && r.test(v);
@@ -36,12 +36,20 @@ type Spec = Record<string, [(v: unknown) => boolean, boolean?]>; // [check, opti
 function fits(v: unknown, spec: Spec): boolean {
   if (!isObj(v)) return false;
   if (Object.keys(v).some((k) => !Object.hasOwn(spec, k))) return false;
-  return Object.entries(spec).every(([k, [check, optional]]) => (Object.hasOwn(v, k) ? check(v[k]) : !!optional));
+  return Object.entries(spec).every(([k, [check, optional]]) =>
+    Object.hasOwn(v, k) ? check(v[k]) : !!optional,
+  );
 }
 const resume = (v: unknown) => fits(v, { offset: [int(0)], epoch: [isEpoch] });
 const op = (name: string) => (v: unknown) => v === name;
 const CLIENT_SPECS: Record<string, Spec> = {
-  hello: { op: [op('hello')], v: [op(1 as never)], session: [isSession], token: [bytes(1, 8192), true], resume: [resume, true] },
+  hello: {
+    op: [op('hello')],
+    v: [op(1 as never)],
+    session: [isSession],
+    token: [bytes(1, 8192), true],
+    resume: [resume, true],
+  },
   msg: { op: [op('msg')], id: [isId], seq: [int(1)], type: [isType], body: [(v) => isBody(v)] },
   ack: { op: [op('ack')], offset: [int(0)] },
   ping: { op: [op('ping')] },
@@ -104,7 +112,10 @@ function serverOracle(v: unknown): boolean {
   if (!isObj(v) || v.op !== 'ack') return true;
   if (v.outcome === 'handled') return v.code === undefined && v.retryAfterMs === undefined;
   if (v.outcome === 'limited') return v.code === 'RATE_LIMITED' && v.retryAfterMs !== undefined;
-  return ['UNKNOWN_TYPE', 'BODY_REFUSED', 'HANDLER_FAILED'].includes(v.code as string) && v.retryAfterMs === undefined;
+  return (
+    ['UNKNOWN_TYPE', 'BODY_REFUSED', 'HANDLER_FAILED'].includes(v.code as string) &&
+    v.retryAfterMs === undefined
+  );
 }
 
 const DOC = readFileSync(new URL('../../docs/ws-protocol.md', import.meta.url), 'utf8');
@@ -115,7 +126,13 @@ const CLIENT: ClientFrame[] = [
   { op: 'hello', v: 1, session: SESSION },
   { op: 'hello', v: 1, session: SESSION, token: 't', resume: { offset: 0, epoch: 'e' } },
   { op: 'msg', id: 'a', seq: 1, type: 'chat.send', body: null },
-  { op: 'msg', id: 'x'.repeat(128), seq: Number.MAX_SAFE_INTEGER, type: 'T:a-b_c.d', body: { a: [1, 'é', true, {}] } },
+  {
+    op: 'msg',
+    id: 'x'.repeat(128),
+    seq: Number.MAX_SAFE_INTEGER,
+    type: 'T:a-b_c.d',
+    body: { a: [1, 'é', true, {}] },
+  },
   { op: 'ack', offset: 0 },
   { op: 'ping' },
   { op: 'pong' },
@@ -147,7 +164,23 @@ const SERVER: ServerFrame[] = [
 /** Values at and beside every bound of docs/ws-protocol.md section 7, and of each charset. */
 const EDGES: unknown[] = [
   ...[0, -1, 1, 1.5, -0, 2 ** 53, 2 ** 53 - 1, 999, 1000, 1023, 1024, 1025, 65_536, 65_537],
-  ...[600_000, 600_001, 604_800_000, 604_800_001, true, false, null, {}, [], '', 'e', 'a b', '1x', 'é', 'a/b'],
+  ...[
+    600_000,
+    600_001,
+    604_800_000,
+    604_800_001,
+    true,
+    false,
+    null,
+    {},
+    [],
+    '',
+    'e',
+    'a b',
+    '1x',
+    'é',
+    'a/b',
+  ],
   ...[8192, 8193, 16, 15, 64, 65, 128, 129, 256, 257, 1024, 1025].map((n) => 'x'.repeat(n)),
   ...['é'.repeat(128), 'é'.repeat(129), 'é'.repeat(512), 'é'.repeat(513)],
   ...['handled', 'limited', 'rejected', 'RATE_LIMITED', 'UNKNOWN_TYPE', 'DRAINING', 'NOPE', 'msg', 'hello'],
@@ -162,7 +195,8 @@ function normal(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normal);
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) Object.defineProperty(out, k, { value: normal(v), enumerable: true });
+    for (const [k, v] of Object.entries(value))
+      Object.defineProperty(out, k, { value: normal(v), enumerable: true });
     return out;
   }
   return value;
@@ -209,7 +243,8 @@ describe('valid frames', () => {
 });
 
 describe('invalid frames get their documented code', () => {
-  const msg = (over: Record<string, unknown>) => JSON.stringify({ op: 'msg', id: 'a', seq: 1, type: 't', body: 1, ...over });
+  const msg = (over: Record<string, unknown>) =>
+    JSON.stringify({ op: 'msg', id: 'a', seq: 1, type: 't', body: 1, ...over });
   const cases: [string, string | Uint8Array, string][] = [
     ['too large', 'x'.repeat(WS_LIMITS.maxFrameBytes + 1), 'FRAME_TOO_LARGE'],
     ['invalid UTF-8', new Uint8Array([0x7b, 0xff, 0x7d]), 'BAD_ENCODING'],
@@ -232,9 +267,17 @@ describe('invalid frames get their documented code', () => {
     ['type too long', msg({ type: 'a'.repeat(65) }), 'BAD_FRAME'],
     ['short session', '{"op":"hello","v":1,"session":"abc"}', 'BAD_FRAME'],
     ['unknown field', msg({ priority: 1 }), 'UNKNOWN_FIELD'],
-    ['unknown field in resume', `{"op":"hello","v":1,"session":"${SESSION}","resume":{"offset":1,"epoch":"e","x":1}}`, 'UNKNOWN_FIELD'],
+    [
+      'unknown field in resume',
+      `{"op":"hello","v":1,"session":"${SESSION}","resume":{"offset":1,"epoch":"e","x":1}}`,
+      'UNKNOWN_FIELD',
+    ],
     ['__proto__ at the top', '{"op":"ping","__proto__":{}}', 'FORBIDDEN_KEY'],
-    ['__proto__ deep in the body', msg({}).replace('"body":1', '"body":{"a":[{"__proto__":{"polluted":1}}]}'), 'FORBIDDEN_KEY'],
+    [
+      '__proto__ deep in the body',
+      msg({}).replace('"body":1', '"body":{"a":[{"__proto__":{"polluted":1}}]}'),
+      'FORBIDDEN_KEY',
+    ],
     ['body too deep', msg({ body: JSON.parse(`${'['.repeat(33)}${']'.repeat(33)}`) }), 'TOO_DEEP'],
     ['version 2', `{"op":"hello","v":2,"session":"${SESSION}","newField":1}`, 'BAD_VERSION'],
     ['no version', `{"op":"hello","session":"${SESSION}"}`, 'BAD_VERSION'],
@@ -259,18 +302,37 @@ describe('invalid frames get their documented code', () => {
       { outcome: 'rejected', code: 'UNKNOWN_TYPE', retryAfterMs: 1 },
       { outcome: 'done' },
     ]) {
-      expect(parseServerFrame(JSON.stringify({ op: 'ack', seq: 1, id: 'a', ...ack }))).toMatchObject({ ok: false, code: 'BAD_FRAME' });
+      expect(parseServerFrame(JSON.stringify({ op: 'ack', seq: 1, id: 'a', ...ack }))).toMatchObject({
+        ok: false,
+        code: 'BAD_FRAME',
+      });
     }
-    expect(parseServerFrame('{"op":"error","code":"RATE_LIMITED","message":""}')).toMatchObject({ code: 'BAD_FRAME' });
-    expect(parseServerFrame('{"op":"error","code":"NOPE","message":""}')).toMatchObject({ code: 'BAD_FRAME' });
+    expect(parseServerFrame('{"op":"error","code":"RATE_LIMITED","message":""}')).toMatchObject({
+      code: 'BAD_FRAME',
+    });
+    expect(parseServerFrame('{"op":"error","code":"NOPE","message":""}')).toMatchObject({
+      code: 'BAD_FRAME',
+    });
   });
 
   it('encoding a frame its peer would refuse throws ERR_INVALID_ARGUMENT and names the problem', () => {
-    const bad = { op: 'msg', id: 'a', seq: 1, type: 't', body: { when: new Date(0) } } as unknown as ClientFrame;
+    const bad = {
+      op: 'msg',
+      id: 'a',
+      seq: 1,
+      type: 't',
+      body: { when: new Date(0) },
+    } as unknown as ClientFrame;
     expect(() => encodeClientFrame(bad)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARGUMENT' }));
     const undef = { op: 'msg', id: 'a', seq: 1, type: 't', body: [undefined] } as unknown as ClientFrame;
     expect(() => encodeClientFrame(undef)).toThrow(/BAD_FRAME/);
-    const big = { op: 'msg', id: 'a', seq: 1, type: 't', body: 'x'.repeat(WS_LIMITS.maxFrameBytes) } as ClientFrame;
+    const big = {
+      op: 'msg',
+      id: 'a',
+      seq: 1,
+      type: 't',
+      body: 'x'.repeat(WS_LIMITS.maxFrameBytes),
+    } as ClientFrame;
     expect(() => encodeClientFrame(big)).toThrow(/65536 UTF-8 bytes/);
   });
 });
@@ -308,7 +370,9 @@ describe('bounds at the edge', () => {
 
   it('a smaller limit is applied the same way', () => {
     expect(parseClientFrame('{"op":"ping"}', { maxFrameBytes: 13 }).ok).toBe(true);
-    expect(parseClientFrame('{"op":"ping"}', { maxFrameBytes: 12 })).toMatchObject({ code: 'FRAME_TOO_LARGE' });
+    expect(parseClientFrame('{"op":"ping"}', { maxFrameBytes: 12 })).toMatchObject({
+      code: 'FRAME_TOO_LARGE',
+    });
   });
 
   it(`body depth ${WS_LIMITS.maxBodyDepth} passes, one more is TOO_DEEP (arrays and objects)`, () => {
@@ -342,10 +406,17 @@ describe('fuzzed input (fast-check)', () => {
   it('arbitrary JSON values: never a throw; any ok is a valid frame that round-trips', () => {
     fc.assert(fc.property(fc.json({ maxDepth: 5 }), both), { numRuns: 2000 });
     const framey = fc.record(
-      { op: fc.constantFrom('hello', 'msg', 'ack', 'ping', 'pong', 'welcome', 'error'), seq: fc.jsonValue(), v: fc.jsonValue() },
+      {
+        op: fc.constantFrom('hello', 'msg', 'ack', 'ping', 'pong', 'welcome', 'error'),
+        seq: fc.jsonValue(),
+        v: fc.jsonValue(),
+      },
       { requiredKeys: ['op'] },
     );
-    fc.assert(fc.property(framey, (f) => both(JSON.stringify(f))), { numRuns: 1000 });
+    fc.assert(
+      fc.property(framey, (f) => both(JSON.stringify(f))),
+      { numRuns: 1000 },
+    );
   });
 
   it('every field of every valid frame (nested ones too) set to each edge value: ok exactly when the oracle says valid', () => {
@@ -388,8 +459,16 @@ describe('fuzzed input (fast-check)', () => {
       fc.record({ kind: fc.constant('drop' as const), key: fc.nat() }),
       fc.record({ kind: fc.constant('set' as const), key: fc.nat(), value: edgy }),
       fc.record({ kind: fc.constant('nested' as const), key: fc.nat(), sub: fc.nat(), value: edgy }),
-      fc.record({ kind: fc.constant('add' as const), key: fc.string({ maxLength: 10 }), value: fc.jsonValue({ maxDepth: 2 }) }),
-      fc.record({ kind: fc.constant('text' as const), at: fc.nat(), insert: fc.string({ unit: 'binary', maxLength: 3 }) }),
+      fc.record({
+        kind: fc.constant('add' as const),
+        key: fc.string({ maxLength: 10 }),
+        value: fc.jsonValue({ maxDepth: 2 }),
+      }),
+      fc.record({
+        kind: fc.constant('text' as const),
+        at: fc.nat(),
+        insert: fc.string({ unit: 'binary', maxLength: 3 }),
+      }),
     );
     const frames = fc.oneof(
       fc.constantFrom(...CLIENT).map((f) => ['client', f] as const),
@@ -415,7 +494,13 @@ describe('fuzzed input (fast-check)', () => {
             const innerKeys = Object.keys(target);
             target[innerKeys[m.sub % innerKeys.length] as string] = m.value;
           } else if (m.kind === 'drop') delete copy[key];
-          else Object.defineProperty(copy, key, { value: m.value, enumerable: true, configurable: true, writable: true });
+          else
+            Object.defineProperty(copy, key, {
+              value: m.value,
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
           text = JSON.stringify(copy);
         }
         const r = parse(text);
@@ -442,9 +527,11 @@ describe('the error-code table', () => {
       close: m[3] === 'open' ? null : Number(m[3]),
     }));
     expect(rows.map((r) => r.code).sort()).toEqual(Object.keys(WS_CODES).sort());
-    for (const row of rows) expect(WS_CODES[row.code as keyof typeof WS_CODES]).toEqual({ sentAs: row.sentAs, close: row.close });
+    for (const row of rows)
+      expect(WS_CODES[row.code as keyof typeof WS_CODES]).toEqual({ sentAs: row.sentAs, close: row.close });
     // Every close code used is explained in the close-code table.
     const closes = DOC.slice(DOC.indexOf('## 6. Close codes'), DOC.indexOf('## 7.'));
-    for (const { close } of Object.values(WS_CODES)) if (close !== null) expect(closes).toContain(`| ${close} |`);
+    for (const { close } of Object.values(WS_CODES))
+      if (close !== null) expect(closes).toContain(`| ${close} |`);
   });
 });

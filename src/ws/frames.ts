@@ -2,7 +2,14 @@ import { InvalidArgumentError } from '../core/errors.js';
 import type { FrameErrorCode, WsAckCode, WsErrorCode } from './errors.js';
 import { type JsonValue, utf8Bytes } from './json-body.js';
 import { type FrameLimits, WS_LIMITS, WS_VERSION } from './limits.js';
-import { ackProblem, CLIENT_SHAPES, objectProblem, type Problem, SERVER_SHAPES, type Shape } from './shapes.js';
+import {
+  ackProblem,
+  CLIENT_SHAPES,
+  objectProblem,
+  type Problem,
+  SERVER_SHAPES,
+  type Shape,
+} from './shapes.js';
 
 export type { JsonValue } from './json-body.js';
 
@@ -73,7 +80,13 @@ export interface ServerMsgFrame {
   readonly body: JsonValue;
 }
 export type ServerAckFrame =
-  | { readonly op: 'ack'; readonly seq: number; readonly id: string; readonly outcome: 'handled'; readonly duplicate?: true }
+  | {
+      readonly op: 'ack';
+      readonly seq: number;
+      readonly id: string;
+      readonly outcome: 'handled';
+      readonly duplicate?: true;
+    }
   | {
       readonly op: 'ack';
       readonly seq: number;
@@ -112,14 +125,10 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /**
  * A client frame from a WebSocket message (a string, or the bytes of a text frame), checked in
  * this order, each step before any costlier one: size (before decoding and JSON.parse), UTF-8,
- * JSON, then shape and types. Never throws; on `ok: false` nothing was read from the frame.
+ * JSON, then shape and types. Never throws, and keeps nothing of a refused frame.
  * An own `__proto__` key anywhere is refused (FORBIDDEN_KEY), so the frame returned is safe to merge.
- *
- * @example
- * ```ts
- * parseClientFrame('{"op":"ack","offset":7}'); // { ok: true, frame: { op: 'ack', offset: 7 } }
- * parseClientFrame('{"op":"ack","offset":7,"x":1}').code; // 'UNKNOWN_FIELD'
- * ```
+ * `parseClientFrame('{"op":"ack","offset":7}')` is `{ ok: true, frame: { op: 'ack', offset: 7 } }`;
+ * with a field `"x":1` added it is `{ ok: false, code: 'UNKNOWN_FIELD', message }`.
  */
 export function parseClientFrame(input: string | Uint8Array, limits?: FrameLimits): ParseResult<ClientFrame> {
   return parseFrame(input, limits, CLIENT_SHAPES) as ParseResult<ClientFrame>;
@@ -160,7 +169,10 @@ function parseFrame(
   let text: string;
   if (typeof input === 'string') {
     // Each UTF-16 unit is 1-3 bytes: counting is needed only between length and 3 x length.
-    if (input.length > maxFrameBytes || (input.length * 3 > maxFrameBytes && utf8Bytes(input) > maxFrameBytes)) {
+    if (
+      input.length > maxFrameBytes ||
+      (input.length * 3 > maxFrameBytes && utf8Bytes(input) > maxFrameBytes)
+    ) {
       return fail('FRAME_TOO_LARGE', `a frame holds at most ${maxFrameBytes} UTF-8 bytes`);
     }
     text = input;
@@ -186,7 +198,11 @@ function parseFrame(
   return problem ? fail(problem.code, problem.message) : { ok: true, frame: value };
 }
 
-function frameProblem(value: unknown, shapes: Readonly<Record<string, Shape>>, maxBodyDepth: number): Problem {
+function frameProblem(
+  value: unknown,
+  shapes: Readonly<Record<string, Shape>>,
+  maxBodyDepth: number,
+): Problem {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { code: 'BAD_FRAME', message: 'a frame is a JSON object' };
   }
@@ -206,10 +222,19 @@ function frameProblem(value: unknown, shapes: Readonly<Record<string, Shape>>, m
   return op === 'ack' && shapes === SERVER_SHAPES ? ackProblem(record) : null;
 }
 
-function encodeFrame(frame: object, limits: FrameLimits | undefined, shapes: Readonly<Record<string, Shape>>): string {
+function encodeFrame(
+  frame: object,
+  limits: FrameLimits | undefined,
+  shapes: Readonly<Record<string, Shape>>,
+): string {
   const { maxFrameBytes, maxBodyDepth } = bounds(limits);
   const problem = frameProblem(frame, shapes, maxBodyDepth);
-  if (problem) throw new InvalidArgumentError('frame', `a frame its peer accepts (${problem.code}: ${problem.message})`, frame);
+  if (problem)
+    throw new InvalidArgumentError(
+      'frame',
+      `a frame its peer accepts (${problem.code}: ${problem.message})`,
+      frame,
+    );
   const text = JSON.stringify(frame);
   const bytes = utf8Bytes(text);
   if (bytes > maxFrameBytes) {

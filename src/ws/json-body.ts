@@ -25,9 +25,12 @@ function walk(
 ): { code: FrameErrorCode; message: string } | null {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return null;
   if (typeof value === 'number') {
-    return Number.isFinite(value) ? null : { code: 'BAD_FRAME', message: `${path} is a number JSON cannot hold` };
+    return Number.isFinite(value)
+      ? null
+      : { code: 'BAD_FRAME', message: `${path} is a number JSON cannot hold` };
   }
-  if (typeof value !== 'object') return { code: 'BAD_FRAME', message: `${path} is not JSON (${typeof value})` };
+  if (typeof value !== 'object')
+    return { code: 'BAD_FRAME', message: `${path} is not JSON (${typeof value})` };
   if (depth >= maxDepth) {
     return { code: 'TOO_DEEP', message: `body nests containers more than ${maxDepth} levels deep` };
   }

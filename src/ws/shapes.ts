@@ -13,7 +13,10 @@ interface Field {
 /** A frame's fields in the order an encoder writes them, `op` first. */
 export type Shape = Readonly<Record<string, Field>>;
 
-const bad = (path: string, expected: string): Problem => ({ code: 'BAD_FRAME', message: `${path}: expected ${expected}` });
+const bad = (path: string, expected: string): Problem => ({
+  code: 'BAD_FRAME',
+  message: `${path}: expected ${expected}`,
+});
 
 const ID = /^[A-Za-z0-9._:-]+$/;
 const TYPE = /^[A-Za-z][A-Za-z0-9._:-]*$/;
@@ -47,7 +50,8 @@ function literal(value: unknown): Check {
 
 const boolean: Check = (v, path) => (typeof v === 'boolean' ? null : bad(path, 'true or false'));
 const body: Check = (v, path, maxBodyDepth) => bodyProblem(v, maxBodyDepth, path);
-const errorCode: Check = (v, path) => (isWsErrorCode(v) ? null : bad(path, 'a code of the error table sent in error frames'));
+const errorCode: Check = (v, path) =>
+  isWsErrorCode(v) ? null : bad(path, 'a code of the error table sent in error frames');
 
 function object(shape: Shape): Check {
   return (v, path, maxBodyDepth) => objectProblem(v, shape, path, maxBodyDepth);
@@ -151,7 +155,9 @@ export const SERVER_SHAPES: Readonly<Record<string, Shape>> = {
     id: { check: id },
     outcome: {
       check: (v, path) =>
-        v === 'handled' || v === 'limited' || v === 'rejected' ? null : bad(path, '"handled", "limited" or "rejected"'),
+        v === 'handled' || v === 'limited' || v === 'rejected'
+          ? null
+          : bad(path, '"handled", "limited" or "rejected"'),
     },
     duplicate: { check: literal(true), optional: true },
     code: { check: (v, path) => (typeof v === 'string' ? null : bad(path, 'an ack code')), optional: true },
@@ -174,15 +180,18 @@ export const SERVER_SHAPES: Readonly<Record<string, Shape>> = {
 export function ackProblem(frame: Record<string, unknown>): Problem {
   const { outcome, code, retryAfterMs } = frame;
   if (outcome === 'handled') {
-    if (code !== undefined || retryAfterMs !== undefined) return bad('frame', 'no code nor retryAfterMs with "handled"');
+    if (code !== undefined || retryAfterMs !== undefined)
+      return bad('frame', 'no code nor retryAfterMs with "handled"');
     return null;
   }
   if (outcome === 'limited') {
-    if (!ACK_CODES.limited.includes(code as never)) return bad('frame.code', `"${ACK_CODES.limited.join('", "')}"`);
+    if (!ACK_CODES.limited.includes(code as never))
+      return bad('frame.code', `"${ACK_CODES.limited.join('", "')}"`);
     if (retryAfterMs === undefined) return bad('frame.retryAfterMs', 'a value with "limited"');
     return null;
   }
-  if (!ACK_CODES.rejected.includes(code as never)) return bad('frame.code', `one of "${ACK_CODES.rejected.join('", "')}"`);
+  if (!ACK_CODES.rejected.includes(code as never))
+    return bad('frame.code', `one of "${ACK_CODES.rejected.join('", "')}"`);
   if (retryAfterMs !== undefined) return bad('frame.retryAfterMs', 'absent with "rejected"');
   return null;
 }

@@ -9,6 +9,7 @@
 //   3      ledger, limiter, ordering, idempotency,       the capabilities a user calls: each uses the contract of store/ only,
 //          signature                                      never another store or another capability's internals
 //   4      redis, postgres, streams, testing             adapters (optional peers) and the kit: they implement or test the contract
+//          ws                                            the WebSocket gateway: an adapter on `ws` (an optional peer) and a store
 //   5      cli (the demo inside it)                      programs built on everything else, imported by nothing in the library
 //   root   src/index.ts                                  the core entry: re-exports layers 0-3 (not an adapter, not cli);
 //                                                        only cli may import it
@@ -36,6 +37,7 @@ const LAYERS: Readonly<Record<string, number>> = {
   postgres: 4,
   streams: 4,
   testing: 4,
+  ws: 4,
   cli: 5,
 };
 // src/index.ts: above every library layer, below cli.
