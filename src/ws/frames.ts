@@ -68,7 +68,11 @@ export interface WelcomeFrame {
   readonly epoch: string;
   /** Messages follow from `offset + 1`. */
   readonly offset: number;
-  /** Every message after `hello.resume.offset` follows, in order; `false` when none was asked or the history lacks one. */
+  /**
+   * Every message after the resumed position (`hello.resume`, else the session's last acked
+   * offset) follows, in order; `false`: no such position, another epoch, or the history lacks a
+   * message after it, and only messages after `offset` follow (docs/ws-protocol.md section 4).
+   */
   readonly recovered: boolean;
   readonly limits: WelcomeLimits;
 }
