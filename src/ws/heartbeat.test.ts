@@ -1,7 +1,7 @@
-import fc from 'fast-check';
-import { afterEach, describe, expect, it, vi } from 'vitest';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createHeartbeat } from './heartbeat.js';
 import { createStallMeter } from './stall-meter.js';
 
@@ -95,7 +95,9 @@ describe('heartbeat', () => {
     fc.assert(
       fc.property(
         fc.array(fc.integer({ min: 1, max: 900 }), { minLength: 1, maxLength: 30 }),
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 6000 }), fc.integer({ min: 1, max: 2000 })), { maxLength: 5 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 6000 }), fc.integer({ min: 1, max: 2000 })), {
+          maxLength: 5,
+        }),
         (gaps, rawStalls) => {
           // Client 'c' sends after each gap (monotonic ms), then goes silent for good.
           const sends: number[] = [];
@@ -109,7 +111,12 @@ describe('heartbeat', () => {
           }
           const inStall = (x: number) => stalls.find(([s, e]) => x > s && x < e);
           const processed = (x: number) => inStall(x)?.[1] ?? x; // read when the block ends
-          const end = (sends.at(-1) as number) + timeout + interval + overlap(stalls, 0, Number.MAX_SAFE_INTEGER) + interval;
+          const end =
+            (sends.at(-1) as number) +
+            timeout +
+            interval +
+            overlap(stalls, 0, Number.MAX_SAFE_INTEGER) +
+            interval;
           // Events: sweeps every interval and reads, each moved past a stall; sweeps before reads.
           type Ev = { t: number; kind: 0 | 1 };
           const events: Ev[] = [];
@@ -235,7 +242,12 @@ describe('heartbeat', () => {
 
   it('runs its example', () => {
     let t = 0;
-    const hb = createHeartbeat<string>({ interval: '1s', timeout: '3s', now: () => t, stalls: { stalledMs: () => 0 } });
+    const hb = createHeartbeat<string>({
+      interval: '1s',
+      timeout: '3s',
+      now: () => t,
+      stalls: { stalledMs: () => 0 },
+    });
     hb.touch('a');
     t = 3000;
     expect(hb.sweep()).toEqual([]);

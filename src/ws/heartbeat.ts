@@ -26,7 +26,12 @@ export interface HeartbeatOptions {
   stalls?: StallMeter;
 }
 
-const HEARTBEAT_OPTIONS = keysOf<HeartbeatOptions>({ interval: true, timeout: true, now: true, stalls: true });
+const HEARTBEAT_OPTIONS = keysOf<HeartbeatOptions>({
+  interval: true,
+  timeout: true,
+  now: true,
+  stalls: true,
+});
 
 /** What the sweep timer of {@link Heartbeat.start} calls. */
 export interface HeartbeatHandlers<Id> {
@@ -88,16 +93,22 @@ export interface Heartbeat<Id> {
  * ```
  */
 export function createHeartbeat<Id>(options: HeartbeatOptions = {}): Heartbeat<Id> {
-  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object like { interval, timeout }', options);
+  if (!isPlainObject(options as unknown))
+    throw new InvalidOptionError('options', 'an object like { interval, timeout }', options);
   knownKeys('', options, HEARTBEAT_OPTIONS);
   const interval = timerDuration('interval', options.interval ?? DEFAULT_INTERVAL);
   if (interval < 1) throw new InvalidOptionError('interval', 'a duration of at least 1 ms', options.interval);
   const timeout = timerDuration('timeout', options.timeout ?? DEFAULT_TIMEOUT);
   if (timeout <= interval) {
-    throw new InvalidOptionError('timeout', `a duration longer than \`interval\` (${interval} ms)`, options.timeout);
+    throw new InvalidOptionError(
+      'timeout',
+      `a duration longer than \`interval\` (${interval} ms)`,
+      options.timeout,
+    );
   }
   const now = options.now ?? (() => performance.now());
-  if (typeof now !== 'function') throw new InvalidOptionError('now', 'a function returning monotonic ms', now);
+  if (typeof now !== 'function')
+    throw new InvalidOptionError('now', 'a function returning monotonic ms', now);
   const stalls = options.stalls ?? processStallMeter();
   if (typeof stalls !== 'object' || stalls === null || typeof stalls.stalledMs !== 'function') {
     throw new InvalidOptionError('stalls', 'a stall meter like { stalledMs(): number }', stalls);

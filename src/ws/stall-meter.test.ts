@@ -49,7 +49,8 @@ describe('stall meter', () => {
     expect(meter.stalledMs()).toBe(490);
     step(25);
     expect(meter.stalledMs()).toBe(510);
-    for (let i = 1; i < readings.length; i++) expect(readings[i]).toBeGreaterThanOrEqual(readings[i - 1] as number);
+    for (let i = 1; i < readings.length; i++)
+      expect(readings[i]).toBeGreaterThanOrEqual(readings[i - 1] as number);
     meter.stop();
     expect(vi.getTimerCount()).toBe(0);
   });

@@ -60,12 +60,15 @@ const STALL_OPTIONS = keysOf<StallMeterOptions>({ resolution: true, now: true })
  * ```
  */
 export function createStallMeter(options: StallMeterOptions = {}): DriftStallMeter {
-  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object like { resolution }', options);
+  if (!isPlainObject(options as unknown))
+    throw new InvalidOptionError('options', 'an object like { resolution }', options);
   knownKeys('', options, STALL_OPTIONS);
   const resolution = timerDuration('resolution', options.resolution ?? DEFAULT_RESOLUTION);
-  if (resolution < 1) throw new InvalidOptionError('resolution', 'a duration of at least 1 ms', options.resolution);
+  if (resolution < 1)
+    throw new InvalidOptionError('resolution', 'a duration of at least 1 ms', options.resolution);
   const now = options.now ?? (() => performance.now());
-  if (typeof now !== 'function') throw new InvalidOptionError('now', 'a function returning monotonic ms', now);
+  if (typeof now !== 'function')
+    throw new InvalidOptionError('now', 'a function returning monotonic ms', now);
   let stalled = 0;
   let due = now() + resolution;
   let timer: ReturnType<typeof setTimeout> | undefined;
