@@ -92,7 +92,7 @@ const QUEUE: SendDecision<never> = Object.freeze({ action: 'queue' });
  * 1013 and the offset it acknowledged last. So `bufferedAmount + queued` never passes `cap` for
  * any frame the policy let through, whatever the client does.
  *
- * @example
+ * Example (internal until the gateway ships; its unit test runs this):
  * ```ts
  * const policy = createSendPolicy<string>({ highWater: 100, lowWater: 20, cap: 300, grace: '1s' });
  * policy.acked('1700000000000-3');

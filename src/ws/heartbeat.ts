@@ -81,7 +81,7 @@ export interface Heartbeat<Id> {
  *   each stall short by at most its resolution (50 ms by default), which the default timeout's two
  *   spare intervals absorb many times over.
  *
- * @example
+ * Example (internal until the gateway ships; its unit test runs this):
  * ```ts
  * let t = 0;
  * const hb = createHeartbeat<string>({ interval: '1s', timeout: '3s', now: () => t, stalls: { stalledMs: () => 0 } });

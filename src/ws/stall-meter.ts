@@ -50,7 +50,7 @@ const STALL_OPTIONS = keysOf<StallMeterOptions>({ resolution: true, now: true })
  *
  * The timer is `unref`ed: a meter keeps no process alive.
  *
- * @example
+ * Example (internal until the gateway ships; its unit test runs this):
  * ```ts
  * const meter = createStallMeter({ resolution: '20ms' });
  * const end = performance.now() + 100;

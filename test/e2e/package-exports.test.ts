@@ -36,6 +36,7 @@ const ENTRY_POINTS: Record<string, string[]> = {
   'onceflow/postgres': ['createPostgresStore', 'migrate'],
   'onceflow/streams': ['createStreamProducer', 'createStreamConsumer', 'trimStream'],
   'onceflow/store': ['StoreError', 'ErrorCode'],
+  'onceflow/ws': ['parseClientFrame', 'encodeServerFrame', 'WS_CODES'],
 };
 
 /**
@@ -103,7 +104,7 @@ describe('package exports', () => {
     const adapters = [...seen]
       .map((f) => relative(dist, f))
       .filter((f) =>
-        ['cli', 'demo', 'postgres', 'redis', 'streams', 'testing'].includes(f.split(sep)[0] as string),
+        ['cli', 'demo', 'postgres', 'redis', 'streams', 'testing', 'ws'].includes(f.split(sep)[0] as string),
       );
     expect(adapters).toEqual([]);
   });
