@@ -209,6 +209,15 @@ for (const mode of ['standalone', 'cluster'] as const) {
         user: 'gina',
         offset: 1,
       });
+      // The largest offset is kept exactly.
+      const max = Number.MAX_SAFE_INTEGER;
+      expect(await s.ackPosition(session, 'gina', { offset: max, epoch: 'e1' })).toMatchObject({
+        offset: max,
+      });
+      expect(await s.ackPosition(session, 'gina', { offset: max - 1, epoch: 'e1' })).toMatchObject({
+        offset: max,
+      });
+      expect(await s.position(session)).toEqual({ user: 'gina', offset: max, epoch: 'e1' });
     });
 
     it('a lost stream (its keys deleted) gets a new epoch and recovered: false', async () => {
@@ -220,6 +229,20 @@ for (const mode of ['standalone', 'cluster'] as const) {
       expect(r.epoch).not.toBe(epoch);
       expect(r).toMatchObject({ end: 0, recovered: false, messages: [] });
       expect(await s.publish('bob', 't', 2)).toEqual({ epoch: r.epoch, offset: 1 });
+    });
+
+    it('offsets past 1e14 stay exact integers (stream ids and reads)', async () => {
+      const p = `${prefix}big:`;
+      const s = createRedisUserStreams({ client, prefix: p });
+      const { epoch } = await s.publish('hank', 't', 0);
+      await client.hset(userStreamKeys(p, 'hank')[0], 'n', String(2 ** 53 - 3));
+      expect(await s.publish('hank', 't', 1)).toEqual({ epoch, offset: 2 ** 53 - 2 });
+      expect(await s.publish('hank', 't', 2)).toEqual({ epoch, offset: 2 ** 53 - 1 });
+      const r = await s.read('hank', { offset: 2 ** 53 - 3, epoch }, 10);
+      expect(r).toMatchObject({ end: 2 ** 53 - 1, recovered: true });
+      expect(r.messages.map((m) => m.offset)).toEqual([2 ** 53 - 2, 2 ** 53 - 1]);
+      const page = await s.read('hank', { offset: 2 ** 53 - 2, epoch }, 10);
+      expect(page.messages).toEqual([{ offset: 2 ** 53 - 1, type: 't', body: 2 }]);
     });
 
     it('retention dropping the message after the offset: recovered: false, no message of the range', async () => {

@@ -17,8 +17,8 @@ local now = clock(ARGV[7])
 local max_len, max_age, idle_ttl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local epoch, n = open(meta, stream, ARGV[1], now, max_age, idle_ttl)
 n = n + 1
-call('XADD', stream, n .. '-1', 't', ARGV[2], 'b', ARGV[3], 'a', now)
-call('HSET', meta, 'n', n)
+call('XADD', stream, int(n) .. '-1', 't', ARGV[2], 'b', ARGV[3], 'a', int(now))
+call('HSET', meta, 'n', int(n))
 call('PEXPIRE', stream, idle_ttl)
 -- Exact MAXLEN (no '~'): the bound is the one the memory model keeps, message for message.
 call('XTRIM', stream, 'MAXLEN', max_len)

@@ -28,7 +28,7 @@ local first = n + 1
 if #head > 0 then first = offset_of(head[1][1]) end
 if first > from + 1 then return out end
 out[3] = 1
-local page = call('XRANGE', stream, (from + 1) .. '-1', '+', 'COUNT', tonumber(ARGV[4]))
+local page = call('XRANGE', stream, int(from + 1) .. '-1', '+', 'COUNT', tonumber(ARGV[4]))
 for _, e in ipairs(page) do
   local f = e[2]
   local t, b

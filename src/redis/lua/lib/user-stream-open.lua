@@ -15,6 +15,12 @@ local function clock(given)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- A number as integer text: Lua's `..` writes a number with %.14g, so an offset of 1e14 or more
+-- would make an exponent-form stream id (invalid); offsets reach 2^53 - 1.
+local function int(x)
+  return string.format('%d', x)
+end
+
 local function offset_of(id)
   return tonumber(string.match(id, '^(%d+)'))
 end
@@ -38,7 +44,7 @@ local function trim_age(stream, now, max_age)
         return
       end
     end
-    call('XTRIM', stream, 'MINID', (offset_of(page[#page][1]) + 1) .. '-1')
+    call('XTRIM', stream, 'MINID', int(offset_of(page[#page][1]) + 1) .. '-1')
   end
 end
 
@@ -52,7 +58,7 @@ local function open(meta, stream, epoch, now, max_age, idle_ttl)
     e, n = epoch, 0
     call('HSET', meta, 'e', e, 'n', 0)
   end
-  call('HSET', meta, 'x', now + idle_ttl)
+  call('HSET', meta, 'x', int(now + idle_ttl))
   -- The key expiry reclaims a user gone for good; x judges idleness by `now`, which may be a
   -- test's clock, so both keys also carry the same bound in the server's time.
   call('PEXPIRE', meta, idle_ttl)
