@@ -11,11 +11,15 @@ import { WS_LIMITS } from './limits.js';
  * (user-streams-redis.ts) is tested against.
  */
 export interface UserStreams {
-  /** Appends one message to `user`'s stream: its offset is the stream's next, in one atomic step. */
+  /**
+   * Appends one message to `user`'s stream: its offset is the stream's next, in one atomic step.
+   * Not idempotent: a call retried after a lost reply may append the message twice.
+   */
   publish(user: string, type: string, body: JsonValue): Promise<StreamPosition>;
   /**
    * A page of `user`'s stream after `from`: every message after `from.offset` (at most `limit`)
    * when `recovered`, none when `from` cannot be resumed (no partial recovery; see {@link ReadResult}).
+   * A user with no stream gets one (a new epoch, end 0), so a `welcome` always has an epoch.
    */
   read(user: string, from: StreamPosition | undefined, limit: number): Promise<ReadResult>;
   /**
