@@ -12,7 +12,6 @@ import {
   resolveUserStreamsOptions,
   type SessionPosition,
   type StreamMessage,
-  type StreamPosition,
   type UserStreams,
   type UserStreamsOptions,
 } from './user-streams.js';
@@ -159,4 +158,3 @@ function trim(s: Stream, t: number, o: ResolvedUserStreamsOptions): void {
   }
 }
 
-export type { StreamPosition };
