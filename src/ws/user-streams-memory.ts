@@ -157,4 +157,3 @@ function trim(s: Stream, t: number, o: ResolvedUserStreamsOptions): void {
     s.head = 0;
   }
 }
-
