@@ -1,0 +1,42 @@
+--[[
+  user-stream-read: a page of a user's stream after a position, or nothing when that position
+  cannot be resumed in full (docs/ws-protocol.md §4: no partial recovery).
+
+  KEYS[1]  meta     hash    e: epoch, n: end, x: idle deadline (lib/user-stream-open.lua)
+  KEYS[2]  stream   stream  entries '<offset>-1' with t: type, b: body, a: ms
+  ARGV[1]  epoch    a fresh random epoch, used only when the meta is missing
+  ARGV[2]  from's epoch, or '' for no position   ARGV[3] from's offset
+  ARGV[4]  limit    ARGV[5] maxAgeMs (0: none)   ARGV[6] idleTtlMs
+  ARGV[7]  now in ms, or '' for the server's TIME
+  Returns  { epoch, end, recovered (1|0), offset1, type1, body1, offset2, ... }
+
+  Recovered only when from's epoch is the stream's, from's offset <= end and the first retained
+  offset <= offset + 1 (every message after it is still held); an empty stream's first retained
+  offset counts as end + 1.
+]]
+-- #include lib/user-stream-open.lua
+
+local meta, stream = KEYS[1], KEYS[2]
+local now = clock(ARGV[7])
+local epoch, n = open(meta, stream, ARGV[1], now, tonumber(ARGV[5]), tonumber(ARGV[6]))
+local out = { epoch, n, 0 }
+if ARGV[2] ~= epoch then return out end
+local from = tonumber(ARGV[3])
+if from > n then return out end
+local head = call('XRANGE', stream, '-', '+', 'COUNT', 1)
+local first = n + 1
+if #head > 0 then first = offset_of(head[1][1]) end
+if first > from + 1 then return out end
+out[3] = 1
+local page = call('XRANGE', stream, int(from + 1) .. '-1', '+', 'COUNT', tonumber(ARGV[4]))
+for _, e in ipairs(page) do
+  local f = e[2]
+  local t, b
+  for i = 1, #f, 2 do
+    if f[i] == 't' then t = f[i + 1] elseif f[i] == 'b' then b = f[i + 1] end
+  end
+  out[#out + 1] = offset_of(e[1])
+  out[#out + 1] = t
+  out[#out + 1] = b
+end
+return out
