@@ -165,23 +165,18 @@ export class InboundDriver {
   }
 
   private refused(begun: Exclude<BeginResult, { kind: 'run' | 'decided' }>, m: InboundMessage): void {
-    switch (begun.kind) {
-      case 'conflict':
-        return this.end(
-          'BAD_SEQ',
-          `seq ${m.seq} or id ${m.id} already has an outcome under another id or seq`,
-          m,
-        );
-      case 'forgotten':
-        return this.end('BAD_SEQ', `seq ${m.seq} is older than the outcomes kept (its ack was sent)`, m);
-      case 'replaced':
-        return this.end('SESSION_REPLACED', 'a newer connection took this session', m);
-      case 'expired':
-        return this.end('INTERNAL', 'the session state expired; reconnect', m);
-      default:
-        // ahead / too-far for a seq at or below this writer's next: the store and the writer disagree.
-        return this.end('INTERNAL', `the session state answered ${begun.kind} for seq ${m.seq}`, m);
-    }
+    const [code, message]: [WsErrorCode, string] =
+      begun.kind === 'conflict'
+        ? ['BAD_SEQ', 'the seq or the id already has an outcome under another id or seq']
+        : begun.kind === 'forgotten'
+          ? ['BAD_SEQ', 'the seq is older than the outcomes kept (its ack was sent)']
+          : begun.kind === 'replaced'
+            ? ['SESSION_REPLACED', 'a newer connection took this session']
+            : begun.kind === 'expired'
+              ? ['INTERNAL', 'the session state expired; reconnect']
+              : // ahead or too-far for a seq at or below this writer's next: store and writer disagree.
+                ['INTERNAL', `the session state answered ${begun.kind}`];
+    this.end(code, message, m);
   }
 
   private async run(m: InboundMessage): Promise<Outcome> {
