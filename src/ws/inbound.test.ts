@@ -42,7 +42,7 @@ describe('InboundDriver', () => {
           expect(checkRun(run, total)).toBeNull();
         },
       ),
-      { numRuns: 300 },
+      { numRuns: 1500 },
     );
   });
 

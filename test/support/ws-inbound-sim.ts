@@ -24,7 +24,7 @@ export function simSteps(nodes: number): fc.Arbitrary<SimStep[]> {
       fc.record({
         kind: fc.constant('reconnect' as const),
         node: fc.integer({ min: 0, max: nodes - 1 }),
-        order: fc.array(fc.integer(), { maxLength: 16 }),
+        order: fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 16 }),
       }),
       fc.record({ kind: fc.constant('tick' as const), n: fc.integer({ min: 0, max: 5 }) }),
     ),
