@@ -6,6 +6,7 @@ import {
   checkOutcome,
   checkRef,
   checkStoreLimits,
+  checkToken,
   decodeOutcome,
   encodeOutcome,
   type OpenResult,
@@ -13,6 +14,7 @@ import {
   type RecordResult,
   type SessionRef,
   type SessionStateStore,
+  type TouchResult,
 } from './session-state.js';
 
 export interface MemorySessionStateOptions {
@@ -112,6 +114,16 @@ export class MemorySessionState implements SessionStateStore {
     state.next = seq + 1;
     state.expiresAt = this.now() + this.ttl;
     return { kind: 'recorded' };
+  }
+
+  async touch(ref: SessionRef, token: string): Promise<TouchResult> {
+    checkRef(ref);
+    checkToken(token);
+    const state = this.live(ref);
+    if (state === undefined) return { kind: 'expired' };
+    if (state.writer !== token) return { kind: 'replaced' };
+    state.expiresAt = this.now() + this.ttl;
+    return { kind: 'touched' };
   }
 
   private live(ref: SessionRef): State | undefined {

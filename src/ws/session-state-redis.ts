@@ -11,6 +11,7 @@ import {
   checkOutcome,
   checkRef,
   checkStoreLimits,
+  checkToken,
   decodeOutcome,
   encodeOutcome,
   type OpenResult,
@@ -18,6 +19,7 @@ import {
   type RecordResult,
   type SessionRef,
   type SessionStateStore,
+  type TouchResult,
 } from './session-state.js';
 
 export interface RedisSessionStateOptions {
@@ -103,6 +105,13 @@ export class RedisSessionState implements SessionStateStore {
       this.ttl,
     ])) as string;
     return { kind } as RecordResult;
+  }
+
+  async touch(ref: SessionRef, token: string): Promise<TouchResult> {
+    checkRef(ref);
+    checkToken(token);
+    const kind = (await this.run('touch', scripts.wsSessionTouch, ref, [token, this.ttl])) as string;
+    return { kind } as TouchResult;
   }
 
   private async run(

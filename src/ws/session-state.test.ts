@@ -77,6 +77,20 @@ describe('MemorySessionState', () => {
     expect(await store.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
   });
 
+  it('touch keeps the state of an open connection alive, for its writer only', async () => {
+    const { clock, store } = clocked(3, 10_000);
+    const a = await store.open(ref);
+    for (let i = 0; i < 5; i++) {
+      clock.t += 9_000;
+      expect(await store.touch(ref, a.token)).toEqual({ kind: 'touched' });
+    }
+    const b = await store.open(ref);
+    expect(b.continued).toBe(true);
+    expect(await store.touch(ref, a.token)).toEqual({ kind: 'replaced' });
+    clock.t += 10_000;
+    expect(await store.touch(ref, b.token)).toEqual({ kind: 'expired' });
+  });
+
   it('keeps sessions of other users apart', async () => {
     const { store } = clocked();
     const a = await store.open(ref);
@@ -94,6 +108,7 @@ describe('MemorySessionState', () => {
       ['ref.user', () => store.open({ user: '', session: ref.session })],
       ['ref', () => store.open(null as unknown as SessionRef)],
       ['token', () => store.begin(ref, '', 1, 'x')],
+      ['token', () => store.touch(ref, 5 as never)],
       ['seq', () => store.begin(ref, token, 0, 'x')],
       ['seq', () => store.record(ref, token, 1.5, 'x', handled)],
       ['seq', () => store.begin(ref, token, 2 ** 53, 'x')],

@@ -26,7 +26,15 @@ export interface SessionStateStore {
   open(ref: SessionRef): Promise<OpenResult>;
   begin(ref: SessionRef, token: string, seq: number, id: string): Promise<BeginResult>;
   record(ref: SessionRef, token: string, seq: number, id: string, outcome: Outcome): Promise<RecordResult>;
+  /**
+   * Restarts the TTL while the connection is open (the gateway calls it at least every
+   * `sessionTtlMs / 2`, e.g. with its heartbeat), so a silent connection's state never expires
+   * under it: the TTL counts from the last connection's end.
+   */
+  touch(ref: SessionRef, token: string): Promise<TouchResult>;
 }
+
+export type TouchResult = { readonly kind: 'touched' | 'replaced' | 'expired' };
 
 /** A session is the user's: the same session string under another user is another session. */
 export interface SessionRef {
@@ -97,9 +105,13 @@ export function checkRef(ref: SessionRef): void {
     );
 }
 
-export function checkMessage(token: string, seq: number, id: string): void {
+export function checkToken(token: string): void {
   if (typeof token !== 'string' || token.length === 0 || token.length > 64)
     throw new InvalidArgumentError('token', 'the token `open` returned', token);
+}
+
+export function checkMessage(token: string, seq: number, id: string): void {
+  checkToken(token);
   if (!Number.isSafeInteger(seq) || seq < 1)
     throw new InvalidArgumentError('seq', 'an integer 1 to 2^53 - 1', seq);
   if (typeof id !== 'string' || id.length > WS_LIMITS.idBytes || !ID.test(id))

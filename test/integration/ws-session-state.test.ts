@@ -80,6 +80,18 @@ describe.each(targets)('RedisSessionState ($name)', ({ client }) => {
     expect(await s.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
   });
 
+  it('touch keeps the state of a silent connection past sessionTtlMs', async () => {
+    const s = store(4, 1000);
+    const ref = fresh();
+    const a = await s.open(ref);
+    // Each touch comes well within the TTL (0.4 s of 1 s), as the gateway's at TTL / 2 do.
+    for (let i = 0; i < 4; i++) {
+      await sleep(400);
+      expect(await s.touch(ref, a.token)).toEqual({ kind: 'touched' });
+    }
+    expect(await s.begin(ref, a.token, 1, 'x')).toEqual({ kind: 'run' });
+  });
+
   it('keeps a session in one hash slot under the prefix, with seqs up to 2^53 - 1', async () => {
     const s = store(2);
     const ref = fresh('u:{x}');

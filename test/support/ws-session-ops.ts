@@ -8,6 +8,7 @@ import type { Outcome, SessionRef, SessionStateStore } from '../../src/ws/sessio
  */
 export type SessionOp =
   | { readonly op: 'open'; readonly s: number }
+  | { readonly op: 'touch'; readonly s: number; readonly t: number }
   | {
       readonly op: 'begin';
       readonly s: number;
@@ -42,6 +43,7 @@ export function sessionOps(): fc.Arbitrary<SessionOp[]> {
   return fc.array(
     fc.oneof(
       { arbitrary: fc.record({ op: fc.constant('open' as const), s }), weight: 1 },
+      { arbitrary: fc.record({ op: fc.constant('touch' as const), s, t }), weight: 1 },
       { arbitrary: fc.record({ op: fc.constant('begin' as const), s, t, seq, id }), weight: 3 },
       {
         arbitrary: fc.record({ op: fc.constant('record' as const), s, t, seq, id, outcome: outcomeArb }),
@@ -71,6 +73,10 @@ export async function runOps(
     }
     // A token index past the opens is a token no open returned.
     const token = mine[mine.length - 1 - o.t] ?? 'never-opened';
+    if (o.op === 'touch') {
+      answers.push(await store.touch(ref, token));
+      continue;
+    }
     const id = `id-${o.id}`;
     answers.push(
       o.op === 'begin'
