@@ -105,6 +105,7 @@ export function checkRef(ref: SessionRef): void {
     );
 }
 
+/** A token is what `open` returned: a randomUUID (36 characters); 64 bounds what a caller can make the store compare. */
 export function checkToken(token: string): void {
   if (typeof token !== 'string' || token.length === 0 || token.length > 64)
     throw new InvalidArgumentError('token', 'the token `open` returned', token);
