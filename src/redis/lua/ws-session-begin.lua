@@ -1,0 +1,34 @@
+--[[
+  ws-session-begin: what to do with a client message (seq, id) a connection received, decided on
+  the session's state (layout in ws-session-open.lua). Changes nothing but the TTL: the handler
+  runs between this and ws-session-record.lua, which alone moves the next seq.
+  KEYS[1]   the session's state
+  ARGV[1]   token   ARGV[2] seq   ARGV[3] id   ARGV[4] maxInFlight   ARGV[5] sessionTtlMs
+            seq and maxInFlight: positive safe integers as decimal strings
+  Returns   { 'run' }                    seq is the next one and id is new
+            { 'decided', outcome }       seq has an outcome under this id (a re-send)
+            { 'ahead' }                  past the next seq, within maxInFlight of the last outcome
+            { 'too-far' }                more than maxInFlight past the last outcome
+            { 'conflict' }               seq decided under another id, or id decided under another seq
+            { 'forgotten' }              seq older than the kept outcomes
+            { 'replaced' }               token is not the writer's
+            { 'expired' }                no state (the TTL ran out since open)
+]]
+
+local key = KEYS[1]
+local st = redis.call('HMGET', key, 'n', 'w')
+if not st[1] then return { 'expired' } end
+if st[2] ~= ARGV[1] then return { 'replaced' } end
+redis.call('PEXPIRE', key, ARGV[5])
+local nxt, seq = tonumber(st[1]), tonumber(ARGV[2])
+if seq < nxt then
+  local kept = redis.call('HGET', key, 'o:' .. ARGV[2])
+  if not kept then return { 'forgotten' } end
+  local sp = string.find(kept, ' ', 1, true)
+  if string.sub(kept, 1, sp - 1) ~= ARGV[3] then return { 'conflict' } end
+  return { 'decided', string.sub(kept, sp + 1) }
+end
+if redis.call('HEXISTS', key, 'i:' .. ARGV[3]) == 1 then return { 'conflict' } end
+if seq == nxt then return { 'run' } end
+if seq - (nxt - 1) > tonumber(ARGV[4]) then return { 'too-far' } end
+return { 'ahead' }

@@ -1,0 +1,160 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { checkRun, simSteps, simulate } from '../../test/support/ws-inbound-sim.js';
+import type { ServerAckFrame } from './frames.js';
+import { InboundDriver, type InboundMessage } from './inbound.js';
+import type { Outcome, SessionRef } from './session-state.js';
+import { MemorySessionState } from './session-state-memory.js';
+
+const ref: SessionRef = { user: 'u-1', session: 'q8mD2fP0rS1tU4vW6xY9zA' };
+const msg = (seq: number, id = `m-${seq}`): InboundMessage => ({ id, seq, type: 't', body: null });
+
+async function connect(
+  store: MemorySessionState,
+  handler: (m: InboundMessage) => Outcome | Promise<Outcome>,
+) {
+  const acks: ServerAckFrame[] = [];
+  const fails: string[] = [];
+  const opened = await store.open(ref);
+  const driver = new InboundDriver({
+    store,
+    ref,
+    opened,
+    handler,
+    send: (a) => acks.push(a),
+    fail: (code) => fails.push(code),
+  });
+  return { driver, acks, fails, opened };
+}
+
+const handled = (): Outcome => ({ outcome: 'handled' });
+
+describe('InboundDriver', () => {
+  it('gives every seq one outcome in seq order, over random schedules of cuts, reconnects to other nodes and reorders', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 25 }),
+        simSteps(3),
+        async (m, total, steps) => {
+          const store = new MemorySessionState({ maxInFlight: m, sessionTtlMs: 60_000 });
+          const run = await simulate([store, store, store], ref, steps, total);
+          expect(checkRun(run, total)).toBeNull();
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('acks a frame that waited for the gap after the gap fills, in seq order', async () => {
+    const store = new MemorySessionState({ maxInFlight: 4, sessionTtlMs: 60_000 });
+    const c = await connect(store, handled);
+    c.driver.push(msg(3));
+    c.driver.push(msg(2));
+    await c.driver.idle();
+    expect(c.acks).toEqual([]);
+    c.driver.push(msg(1));
+    await c.driver.idle();
+    expect(c.acks.map((a) => a.seq)).toEqual([1, 2, 3]);
+    c.driver.push(msg(2));
+    await c.driver.idle();
+    expect(c.acks[3]).toEqual({ op: 'ack', seq: 2, id: 'm-2', outcome: 'handled', duplicate: true });
+  });
+
+  it('turns a throw, or an answer that is no outcome, into rejected HANDLER_FAILED', async () => {
+    const store = new MemorySessionState({ maxInFlight: 4, sessionTtlMs: 60_000 });
+    const c = await connect(store, (m) => {
+      if (m.seq === 1) throw new Error('boom');
+      return { outcome: 'limited' } as unknown as Outcome;
+    });
+    c.driver.push(msg(1));
+    c.driver.push(msg(2));
+    await c.driver.idle();
+    expect(c.acks).toEqual([
+      { op: 'ack', seq: 1, id: 'm-1', outcome: 'rejected', code: 'HANDLER_FAILED' },
+      { op: 'ack', seq: 2, id: 'm-2', outcome: 'rejected', code: 'HANDLER_FAILED' },
+    ]);
+  });
+
+  it('never runs two handlers of a session at once', async () => {
+    const store = new MemorySessionState({ maxInFlight: 8, sessionTtlMs: 60_000 });
+    let running = 0;
+    let most = 0;
+    const c = await connect(store, async () => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((r) => setImmediate(r));
+      running--;
+      return handled();
+    });
+    for (let s = 8; s >= 1; s--) c.driver.push(msg(s));
+    await c.driver.idle();
+    expect(c.acks.map((a) => a.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(most).toBe(1);
+  });
+
+  it('refuses a seq already decided under another id, and an id already decided under another seq (BAD_SEQ)', async () => {
+    const store = new MemorySessionState({ maxInFlight: 4, sessionTtlMs: 60_000 });
+    const a = await connect(store, handled);
+    a.driver.push(msg(1));
+    a.driver.push(msg(1, 'other'));
+    await a.driver.idle();
+    expect(a.fails).toEqual(['BAD_SEQ']);
+    const b = await connect(store, handled);
+    b.driver.push(msg(2, 'm-1'));
+    await b.driver.idle();
+    expect(b.fails).toEqual(['BAD_SEQ']);
+    // The refusals changed no state: seq 2 is still the next one.
+    expect(await store.begin(ref, b.opened.token, 2, 'm-2')).toEqual({ kind: 'run' });
+  });
+
+  it('refuses a seq more than maxInFlight past the last outcome, and more frames than maxInFlight (TOO_MANY_IN_FLIGHT)', async () => {
+    const store = new MemorySessionState({ maxInFlight: 3, sessionTtlMs: 60_000 });
+    const a = await connect(store, handled);
+    a.driver.push(msg(4));
+    await a.driver.idle();
+    expect(a.fails).toEqual(['TOO_MANY_IN_FLIGHT']);
+    const b = await connect(store, () => new Promise<Outcome>(() => {}));
+    for (const s of [1, 2, 3, 1]) b.driver.push(msg(s));
+    expect(b.fails).toEqual(['TOO_MANY_IN_FLIGHT']);
+  });
+
+  it('a replaced connection cannot record: its handler ran, the new writer runs the re-send again (at least once)', async () => {
+    const store = new MemorySessionState({ maxInFlight: 4, sessionTtlMs: 60_000 });
+    let release: () => void = () => {};
+    let runs = 0;
+    const a = await connect(store, async () => {
+      runs++;
+      await new Promise<void>((r) => {
+        release = r;
+      });
+      return handled();
+    });
+    a.driver.push(msg(1));
+    await new Promise((r) => setImmediate(r));
+    const b = await connect(store, () => {
+      runs++;
+      return { outcome: 'rejected', code: 'UNKNOWN_TYPE' };
+    });
+    release();
+    await a.driver.idle();
+    expect(a.fails).toEqual(['SESSION_REPLACED']);
+    expect(a.acks).toEqual([]);
+    b.driver.push(msg(1));
+    await b.driver.idle();
+    expect(b.acks).toEqual([{ op: 'ack', seq: 1, id: 'm-1', outcome: 'rejected', code: 'UNKNOWN_TYPE' }]);
+    expect(runs).toBe(2);
+  });
+
+  it('ends with INTERNAL when the store fails, and takes no frame after', async () => {
+    const store = new MemorySessionState({ maxInFlight: 4, sessionTtlMs: 60_000 });
+    const c = await connect(store, handled);
+    store.begin = () => Promise.reject(new Error('store down'));
+    c.driver.push(msg(1));
+    await c.driver.idle();
+    c.driver.push(msg(2));
+    await c.driver.idle();
+    expect(c.fails).toEqual(['INTERNAL']);
+    expect(c.acks).toEqual([]);
+  });
+});

@@ -1,0 +1,202 @@
+import type { WsErrorCode } from './errors.js';
+import type { JsonValue, ServerAckFrame } from './frames.js';
+import {
+  type BeginResult,
+  checkOutcome,
+  type OpenResult,
+  type Outcome,
+  type SessionRef,
+  type SessionStateStore,
+} from './session-state.js';
+
+/** A client `msg` frame's fields (docs/ws-protocol.md section 2), already parsed and bounded. */
+export interface InboundMessage {
+  readonly id: string;
+  readonly seq: number;
+  readonly type: string;
+  readonly body: JsonValue;
+}
+
+/**
+ * Runs one message, at most one at a time per session. Returns its outcome (a limiter answers
+ * `limited`, a dispatcher `rejected` UNKNOWN_TYPE or BODY_REFUSED); a throw, or an answer that is
+ * not an outcome, is `rejected` HANDLER_FAILED.
+ */
+export type InboundHandler = (message: InboundMessage) => Outcome | Promise<Outcome>;
+
+export interface InboundOptions {
+  readonly store: SessionStateStore;
+  readonly ref: SessionRef;
+  /** What `store.open(ref)` answered for this connection. */
+  readonly opened: OpenResult;
+  readonly handler: InboundHandler;
+  /** Sends an ack on this connection. */
+  readonly send: (ack: ServerAckFrame) => void;
+  /** Ends the connection with an error frame of `code`; the driver takes no frame after it. */
+  readonly fail: (code: WsErrorCode, message: string) => void;
+}
+
+/**
+ * The client messages of one connection: every seq gets one outcome, decided in seq order on the
+ * session's state in the store, and acked; a re-send gets its outcome again, marked duplicate.
+ *
+ * Frames are taken in arrival order, one at a time (so never two handlers of the session at once;
+ * a second connection of the session is another driver, and the store's writer token refuses the
+ * replaced one). A frame past the next expected seq waits here for the gap, within `maxInFlight`
+ * of the last seq with an outcome. The frames received and not yet decided are at most
+ * `maxInFlight` (the client's own bound on unacked frames): beyond, TOO_MANY_IN_FLIGHT, so one
+ * client never holds more than `maxInFlight` frames of this node's memory.
+ */
+export class InboundDriver {
+  private readonly o: InboundOptions;
+  private readonly maxInFlight: number;
+  /** The next seq without an outcome: this connection is the writer, so only it moves it. */
+  private next: number;
+  private readonly inbox: InboundMessage[] = [];
+  private readonly waiting = new Map<number, InboundMessage>();
+  private busy: Promise<void> | null = null;
+  /** The frame being decided (taken from the inbox or the waiting ones), if any. */
+  private current: InboundMessage | null = null;
+  private ended = false;
+
+  constructor(options: InboundOptions) {
+    this.o = options;
+    this.maxInFlight = options.store.maxInFlight;
+    this.next = options.opened.nextSeq;
+  }
+
+  /** Whether the driver failed or was closed: it takes no more frames. */
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  /** A `msg` frame of this connection, in arrival order. */
+  push(message: InboundMessage): void {
+    if (this.ended) return;
+    if (this.inbox.length + this.waiting.size + (this.current === null ? 0 : 1) >= this.maxInFlight) {
+      this.end('TOO_MANY_IN_FLIGHT', `more than ${this.maxInFlight} messages without an ack`, message);
+      return;
+    }
+    this.inbox.push(message);
+    if (this.busy === null) this.busy = this.pump();
+  }
+
+  /** Resolves when every frame pushed so far is decided or waits for a gap (or the driver ended). */
+  async idle(): Promise<void> {
+    while (this.busy !== null) await this.busy;
+  }
+
+  /** The connection ended: frames not yet taken are dropped (the client re-sends them). */
+  close(): void {
+    this.ended = true;
+    this.inbox.length = 0;
+    this.waiting.clear();
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      for (let m = this.inbox.shift(); m !== undefined && !this.ended; m = this.inbox.shift()) {
+        await this.decide(m);
+        for (
+          let w = this.waiting.get(this.next);
+          w !== undefined && !this.ended;
+          w = this.waiting.get(this.next)
+        ) {
+          this.waiting.delete(w.seq);
+          await this.decide(w);
+        }
+      }
+    } catch (err) {
+      this.end('INTERNAL', `session state store failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      this.busy = null;
+    }
+  }
+
+  private async decide(m: InboundMessage): Promise<void> {
+    this.current = m;
+    try {
+      await this.take(m);
+    } finally {
+      this.current = null;
+    }
+  }
+
+  private async take(m: InboundMessage): Promise<void> {
+    const parked = this.waiting.get(m.seq);
+    if (parked !== undefined) {
+      if (parked.id !== m.id) this.end('BAD_SEQ', `seq ${m.seq} already waits under another id`, m);
+      return;
+    }
+    for (const w of this.waiting.values())
+      if (w.id === m.id) return this.end('BAD_SEQ', `id already waits under seq ${w.seq}`, m);
+    if (m.seq > this.next) {
+      if (m.seq - (this.next - 1) > this.maxInFlight)
+        return this.end(
+          'TOO_MANY_IN_FLIGHT',
+          `seq ${m.seq} is more than ${this.maxInFlight} past ${this.next - 1}`,
+          m,
+        );
+      this.current = null;
+      this.waiting.set(m.seq, m);
+      return;
+    }
+    const { store, ref, opened } = this.o;
+    const begun = await store.begin(ref, opened.token, m.seq, m.id);
+    if (this.ended) return;
+    if (begun.kind === 'decided') return this.reply(ack(m, begun.outcome, true));
+    if (begun.kind !== 'run') return this.refused(begun, m);
+    const outcome = await this.run(m);
+    const recorded = await store.record(ref, opened.token, m.seq, m.id, outcome);
+    if (this.ended) return;
+    if (recorded.kind === 'recorded') {
+      this.next = m.seq + 1;
+      return this.reply(ack(m, outcome, false));
+    }
+    if (recorded.kind === 'replaced')
+      return this.end('SESSION_REPLACED', 'a newer connection took this session', m);
+    this.end('INTERNAL', `the outcome of seq ${m.seq} could not be recorded (${recorded.kind})`, m);
+  }
+
+  /** The frame is decided once its ack is sent: the client may send the next one at once. */
+  private reply(frame: ServerAckFrame): void {
+    this.current = null;
+    this.o.send(frame);
+  }
+
+  private refused(begun: Exclude<BeginResult, { kind: 'run' | 'decided' }>, m: InboundMessage): void {
+    const [code, message]: [WsErrorCode, string] =
+      begun.kind === 'conflict'
+        ? ['BAD_SEQ', 'the seq or the id already has an outcome under another id or seq']
+        : begun.kind === 'forgotten'
+          ? ['BAD_SEQ', 'the seq is older than the outcomes kept (its ack was sent)']
+          : begun.kind === 'replaced'
+            ? ['SESSION_REPLACED', 'a newer connection took this session']
+            : begun.kind === 'expired'
+              ? ['INTERNAL', 'the session state expired; reconnect']
+              : // ahead or too-far for a seq at or below this writer's next: store and writer disagree.
+                ['INTERNAL', `the session state answered ${begun.kind}`];
+    this.end(code, message, m);
+  }
+
+  private async run(m: InboundMessage): Promise<Outcome> {
+    try {
+      const outcome = await this.o.handler(m);
+      checkOutcome(outcome);
+      return outcome;
+    } catch {
+      return { outcome: 'rejected', code: 'HANDLER_FAILED' };
+    }
+  }
+
+  private end(code: WsErrorCode, message: string, m?: InboundMessage): void {
+    if (this.ended) return;
+    this.close();
+    this.o.fail(code, m === undefined ? message : `${message} (seq ${m.seq}, id ${m.id})`);
+  }
+}
+
+function ack(m: InboundMessage, outcome: Outcome, duplicate: boolean): ServerAckFrame {
+  const frame = { op: 'ack', seq: m.seq, id: m.id, ...outcome } as ServerAckFrame;
+  return duplicate ? ({ ...frame, duplicate: true } as ServerAckFrame) : frame;
+}

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { knownKeys } from '../core/validate.js';
+import {
+  type BeginResult,
+  checkMessage,
+  checkOutcome,
+  checkRef,
+  checkStoreLimits,
+  checkToken,
+  decodeOutcome,
+  encodeOutcome,
+  type OpenResult,
+  type Outcome,
+  type RecordResult,
+  type SessionRef,
+  type SessionStateStore,
+  type TouchResult,
+} from './session-state.js';
+
+export interface MemorySessionStateOptions {
+  readonly maxInFlight: number;
+  readonly sessionTtlMs: number;
+  /** The clock the TTL is read on; tests move it. */
+  readonly now?: () => number;
+}
+
+interface State {
+  next: number;
+  writer: string;
+  expiresAt: number;
+  /** seq -> [id, encoded outcome], the last `maxInFlight` seqs. */
+  outcomes: Map<number, [string, string]>;
+  /** id -> seq, for the same seqs. */
+  ids: Map<string, number>;
+}
+
+/**
+ * The session state of one process: for a single node, and the reference model the Redis store is
+ * tested against (the two answer the same on every sequence of operations).
+ */
+export class MemorySessionState implements SessionStateStore {
+  readonly maxInFlight: number;
+  private readonly ttl: number;
+  private readonly now: () => number;
+  private readonly states = new Map<string, State>();
+
+  constructor(options: MemorySessionStateOptions) {
+    knownKeys('', options, ['maxInFlight', 'sessionTtlMs', 'now']);
+    checkStoreLimits(options.maxInFlight, options.sessionTtlMs);
+    this.maxInFlight = options.maxInFlight;
+    this.ttl = options.sessionTtlMs;
+    this.now = options.now ?? Date.now;
+  }
+
+  async open(ref: SessionRef): Promise<OpenResult> {
+    checkRef(ref);
+    const state = this.live(ref);
+    const token = randomUUID();
+    if (state === undefined) {
+      this.states.set(key(ref), {
+        next: 1,
+        writer: token,
+        expiresAt: this.now() + this.ttl,
+        outcomes: new Map(),
+        ids: new Map(),
+      });
+      return { continued: false, nextSeq: 1, token };
+    }
+    state.writer = token;
+    state.expiresAt = this.now() + this.ttl;
+    return { continued: true, nextSeq: state.next, token };
+  }
+
+  async begin(ref: SessionRef, token: string, seq: number, id: string): Promise<BeginResult> {
+    checkRef(ref);
+    checkMessage(token, seq, id);
+    const state = this.live(ref);
+    if (state === undefined) return { kind: 'expired' };
+    if (state.writer !== token) return { kind: 'replaced' };
+    state.expiresAt = this.now() + this.ttl;
+    if (seq < state.next) {
+      const kept = state.outcomes.get(seq);
+      if (kept === undefined) return { kind: 'forgotten' };
+      if (kept[0] !== id) return { kind: 'conflict' };
+      return { kind: 'decided', outcome: decodeOutcome(kept[1]), duplicate: true };
+    }
+    if (state.ids.has(id)) return { kind: 'conflict' };
+    if (seq === state.next) return { kind: 'run' };
+    if (seq - (state.next - 1) > this.maxInFlight) return { kind: 'too-far' };
+    return { kind: 'ahead' };
+  }
+
+  async record(
+    ref: SessionRef,
+    token: string,
+    seq: number,
+    id: string,
+    outcome: Outcome,
+  ): Promise<RecordResult> {
+    checkRef(ref);
+    checkMessage(token, seq, id);
+    checkOutcome(outcome);
+    const state = this.live(ref);
+    if (state === undefined) return { kind: 'expired' };
+    if (state.writer !== token) return { kind: 'replaced' };
+    if (seq !== state.next || state.ids.has(id)) return { kind: 'stale' };
+    state.outcomes.set(seq, [id, encodeOutcome(outcome)]);
+    state.ids.set(id, seq);
+    const old = state.outcomes.get(seq - this.maxInFlight);
+    if (old !== undefined) {
+      state.outcomes.delete(seq - this.maxInFlight);
+      state.ids.delete(old[0]);
+    }
+    state.next = seq + 1;
+    state.expiresAt = this.now() + this.ttl;
+    return { kind: 'recorded' };
+  }
+
+  async touch(ref: SessionRef, token: string): Promise<TouchResult> {
+    checkRef(ref);
+    checkToken(token);
+    const state = this.live(ref);
+    if (state === undefined) return { kind: 'expired' };
+    if (state.writer !== token) return { kind: 'replaced' };
+    state.expiresAt = this.now() + this.ttl;
+    return { kind: 'touched' };
+  }
+
+  private live(ref: SessionRef): State | undefined {
+    const k = key(ref);
+    const state = this.states.get(k);
+    if (state !== undefined && state.expiresAt <= this.now()) {
+      this.states.delete(k);
+      return undefined;
+    }
+    return state;
+  }
+}
+
+function key(ref: SessionRef): string {
+  return JSON.stringify([ref.user, ref.session]);
+}
