@@ -119,8 +119,62 @@ describe('InboundDriver', () => {
     expect(b.fails).toEqual(['TOO_MANY_IN_FLIGHT']);
   });
 
-  it('a replaced connection cannot record: its handler ran, the new writer runs the re-send again (at least once)', async () => {
+  it('a re-send on a new connection waits for the handler still running on the old one: it runs once, the duplicate ack carries its outcome', async () => {
     const store = new MemorySessionState({ maxInFlight: 4, sessionTtlMs: 60_000 });
+    let release: () => void = () => {};
+    let runs = 0;
+    const a = await connect(store, async () => {
+      runs++;
+      await new Promise<void>((r) => {
+        release = r;
+      });
+      return { outcome: 'limited', code: 'RATE_LIMITED', retryAfterMs: 7 };
+    });
+    a.driver.push(msg(1));
+    while (runs === 0) await new Promise((r) => setImmediate(r));
+    const b = await connect(store, () => {
+      runs++;
+      return handled();
+    });
+    b.driver.push(msg(1));
+    b.driver.push(msg(2));
+    // B's begin of seq 1 answers busy while A's lease is live: B waits, seq 2 behind it.
+    expect(await store.begin(ref, b.opened.token, 1, 'm-1')).toMatchObject({ kind: 'busy' });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(b.acks).toEqual([]);
+    expect(runs).toBe(1);
+    release();
+    await a.driver.idle();
+    expect(a.fails).toEqual([]);
+    await b.driver.idle();
+    expect(b.fails).toEqual([]);
+    expect(b.acks).toEqual([
+      {
+        op: 'ack',
+        seq: 1,
+        id: 'm-1',
+        outcome: 'limited',
+        code: 'RATE_LIMITED',
+        retryAfterMs: 7,
+        duplicate: true,
+      },
+      { op: 'ack', seq: 2, id: 'm-2', outcome: 'handled' },
+    ]);
+    expect(runs).toBe(2);
+    // A is no longer the writer: its next seq is refused.
+    a.driver.push(msg(2));
+    await a.driver.idle();
+    expect(a.fails).toEqual(['SESSION_REPLACED']);
+  });
+
+  it('a handler that outlives its lease may run again on the new connection (at least once)', async () => {
+    const clock = { t: 1_000_000 };
+    const store = new MemorySessionState({
+      maxInFlight: 4,
+      sessionTtlMs: 60_000,
+      leaseMs: 1000,
+      now: () => clock.t,
+    });
     let release: () => void = () => {};
     let runs = 0;
     const a = await connect(store, async () => {
@@ -131,18 +185,19 @@ describe('InboundDriver', () => {
       return handled();
     });
     a.driver.push(msg(1));
-    await new Promise((r) => setImmediate(r));
+    while (runs === 0) await new Promise((r) => setImmediate(r));
     const b = await connect(store, () => {
       runs++;
       return { outcome: 'rejected', code: 'UNKNOWN_TYPE' };
     });
+    clock.t += 1000;
+    b.driver.push(msg(1));
+    await b.driver.idle();
+    expect(b.acks).toEqual([{ op: 'ack', seq: 1, id: 'm-1', outcome: 'rejected', code: 'UNKNOWN_TYPE' }]);
     release();
     await a.driver.idle();
     expect(a.fails).toEqual(['SESSION_REPLACED']);
     expect(a.acks).toEqual([]);
-    b.driver.push(msg(1));
-    await b.driver.idle();
-    expect(b.acks).toEqual([{ op: 'ack', seq: 1, id: 'm-1', outcome: 'rejected', code: 'UNKNOWN_TYPE' }]);
     expect(runs).toBe(2);
   });
 

@@ -41,8 +41,9 @@ export interface InboundOptions {
  * session's state in the store, and acked; a re-send gets its outcome again, marked duplicate.
  *
  * Frames are taken in arrival order, one at a time (so never two handlers of the session at once;
- * a second connection of the session is another driver, and the store's writer token refuses the
- * replaced one). A frame past the next expected seq waits here for the gap, within `maxInFlight`
+ * a second connection of the session is another driver: the store's writer token refuses the
+ * replaced one, and a seq whose handler still runs there is `busy` here until it is recorded, or
+ * its lease runs out; later frames wait behind it). A frame past the next expected seq waits here for the gap, within `maxInFlight`
  * of the last seq with an outcome. The frames received and not yet decided are at most
  * `maxInFlight` (the client's own bound on unacked frames): beyond, TOO_MANY_IN_FLIGHT, so one
  * client never holds more than `maxInFlight` frames of this node's memory.
@@ -50,7 +51,10 @@ export interface InboundOptions {
 export class InboundDriver {
   private readonly o: InboundOptions;
   private readonly maxInFlight: number;
-  /** The next seq without an outcome: this connection is the writer, so only it moves it. */
+  /**
+   * The next seq without an outcome, as far as this connection knows: it moves it, or learns of it
+   * from a `decided` answer (the seq a replaced connection's lease recorded).
+   */
   private next: number;
   private readonly inbox: InboundMessage[] = [];
   private readonly waiting = new Map<number, InboundMessage>();
@@ -142,9 +146,15 @@ export class InboundDriver {
       return;
     }
     const { store, ref, opened } = this.o;
-    const begun = await store.begin(ref, opened.token, m.seq, m.id);
-    if (this.ended) return;
-    if (begun.kind === 'decided') return this.reply(ack(m, begun.outcome, true));
+    const begun = await this.begin(m);
+    if (begun === null) return;
+    // Once `run`, the handler runs and records even if the connection ended meanwhile: the lease
+    // is this connection's, and a lease left unrecorded would hold the re-send on the next
+    // connection for `leaseMs`.
+    if (begun.kind === 'decided') {
+      this.next = Math.max(this.next, m.seq + 1);
+      return this.reply(ack(m, begun.outcome, true));
+    }
     if (begun.kind !== 'run') return this.refused(begun, m);
     const outcome = await this.run(m);
     const recorded = await store.record(ref, opened.token, m.seq, m.id, outcome);
@@ -158,13 +168,39 @@ export class InboundDriver {
     this.end('INTERNAL', `the outcome of seq ${m.seq} could not be recorded (${recorded.kind})`, m);
   }
 
+  /**
+   * `begin`, asked again while another connection's handler holds the seq: polled, since the
+   * holder's record is usually much sooner than its lease's end. Bounded: the holder, replaced,
+   * cannot renew its lease, so after `leaseMs` the seq is decided or this writer's to run; a store
+   * still busy after twice that is broken (INTERNAL). Null when the driver ended (unless `run`).
+   */
+  private async begin(m: InboundMessage): Promise<Exclude<BeginResult, { kind: 'busy' }> | null> {
+    const { store, ref, opened } = this.o;
+    const giveUp = Date.now() + 2 * store.leaseMs;
+    for (let wait: number = BUSY_POLL_MS.first; ; wait = Math.min(2 * wait, BUSY_POLL_MS.max)) {
+      const begun = await store.begin(ref, opened.token, m.seq, m.id);
+      if (begun.kind === 'run') return begun;
+      if (this.ended) return null;
+      if (begun.kind !== 'busy') return begun;
+      if (Date.now() > giveUp) {
+        this.end('INTERNAL', `seq ${m.seq} stayed busy past twice its lease`, m);
+        return null;
+      }
+      await sleep(Math.max(1, Math.min(wait, begun.retryAfterMs)));
+      if (this.ended) return null;
+    }
+  }
+
   /** The frame is decided once its ack is sent: the client may send the next one at once. */
   private reply(frame: ServerAckFrame): void {
     this.current = null;
     this.o.send(frame);
   }
 
-  private refused(begun: Exclude<BeginResult, { kind: 'run' | 'decided' }>, m: InboundMessage): void {
+  private refused(
+    begun: Exclude<BeginResult, { kind: 'run' | 'decided' | 'busy' }>,
+    m: InboundMessage,
+  ): void {
     const [code, message]: [WsErrorCode, string] =
       begun.kind === 'conflict'
         ? ['BAD_SEQ', 'the seq or the id already has an outcome under another id or seq']
@@ -195,6 +231,15 @@ export class InboundDriver {
     this.o.fail(code, m === undefined ? message : `${message} (seq ${m.seq}, id ${m.id})`);
   }
 }
+
+/**
+ * The polls of a busy seq: the first after 5 ms (a handler of a few ms is acked at once), doubling
+ * to 200 ms, so a waiting re-send costs at most 5 store calls a second and is acked at most 200 ms
+ * after the holder records.
+ */
+const BUSY_POLL_MS = Object.freeze({ first: 5, max: 200 });
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function ack(m: InboundMessage, outcome: Outcome, duplicate: boolean): ServerAckFrame {
   const frame = { op: 'ack', seq: m.seq, id: m.id, ...outcome } as ServerAckFrame;

@@ -20,7 +20,9 @@ import {
 export interface MemorySessionStateOptions {
   readonly maxInFlight: number;
   readonly sessionTtlMs: number;
-  /** The clock the TTL is read on; tests move it. */
+  /** How long a `begin` that answered `run` holds its seq; `LEASE_MS` bounds it and its default. */
+  readonly leaseMs?: number;
+  /** The clock the TTL and leases are read on; tests move it. */
   readonly now?: () => number;
 }
 
@@ -32,6 +34,8 @@ interface State {
   outcomes: Map<number, [string, string]>;
   /** id -> seq, for the same seqs. */
   ids: Map<string, number>;
+  /** The lease of the last `begin` that answered `run`, if not recorded since. */
+  lease: { seq: number; token: string; until: number } | undefined;
 }
 
 /**
@@ -40,13 +44,14 @@ interface State {
  */
 export class MemorySessionState implements SessionStateStore {
   readonly maxInFlight: number;
+  readonly leaseMs: number;
   private readonly ttl: number;
   private readonly now: () => number;
   private readonly states = new Map<string, State>();
 
   constructor(options: MemorySessionStateOptions) {
-    knownKeys('', options, ['maxInFlight', 'sessionTtlMs', 'now']);
-    checkStoreLimits(options.maxInFlight, options.sessionTtlMs);
+    knownKeys('', options, ['maxInFlight', 'sessionTtlMs', 'leaseMs', 'now']);
+    this.leaseMs = checkStoreLimits(options.maxInFlight, options.sessionTtlMs, options.leaseMs);
     this.maxInFlight = options.maxInFlight;
     this.ttl = options.sessionTtlMs;
     this.now = options.now ?? Date.now;
@@ -63,6 +68,7 @@ export class MemorySessionState implements SessionStateStore {
         expiresAt: this.now() + this.ttl,
         outcomes: new Map(),
         ids: new Map(),
+        lease: undefined,
       });
       return { continued: false, nextSeq: 1, token };
     }
@@ -85,7 +91,14 @@ export class MemorySessionState implements SessionStateStore {
       return { kind: 'decided', outcome: decodeOutcome(kept[1]), duplicate: true };
     }
     if (state.ids.has(id)) return { kind: 'conflict' };
-    if (seq === state.next) return { kind: 'run' };
+    if (seq === state.next) {
+      const lease = state.lease;
+      const now = this.now();
+      if (lease !== undefined && lease.seq === seq && lease.token !== token && lease.until > now)
+        return { kind: 'busy', retryAfterMs: lease.until - now };
+      state.lease = { seq, token, until: now + this.leaseMs };
+      return { kind: 'run' };
+    }
     if (seq - (state.next - 1) > this.maxInFlight) return { kind: 'too-far' };
     return { kind: 'ahead' };
   }
@@ -102,8 +115,9 @@ export class MemorySessionState implements SessionStateStore {
     checkOutcome(outcome);
     const state = this.live(ref);
     if (state === undefined) return { kind: 'expired' };
-    if (state.writer !== token) return { kind: 'replaced' };
+    if (state.writer !== token && !this.holds(state, token, seq)) return { kind: 'replaced' };
     if (seq !== state.next || state.ids.has(id)) return { kind: 'stale' };
+    state.lease = undefined;
     state.outcomes.set(seq, [id, encodeOutcome(outcome)]);
     state.ids.set(id, seq);
     const old = state.outcomes.get(seq - this.maxInFlight);
@@ -124,6 +138,11 @@ export class MemorySessionState implements SessionStateStore {
     if (state.writer !== token) return { kind: 'replaced' };
     state.expiresAt = this.now() + this.ttl;
     return { kind: 'touched' };
+  }
+
+  private holds(state: State, token: string, seq: number): boolean {
+    const lease = state.lease;
+    return lease !== undefined && lease.token === token && lease.seq === seq && lease.until > this.now();
   }
 
   private live(ref: SessionRef): State | undefined {

@@ -28,29 +28,33 @@ export interface RedisSessionStateOptions {
   readonly prefix: string;
   readonly maxInFlight: number;
   readonly sessionTtlMs: number;
+  /** How long a `begin` that answered `run` holds its seq; `LEASE_MS` bounds it and its default. */
+  readonly leaseMs?: number;
 }
 
 /**
- * The session state on Redis: one hash per session (layout in src/redis/lua/ws-session-open.lua),
+ * The session state on Redis: one hash per session, and the lease of its running handler (layout
+ * in src/redis/lua/ws-session-open.lua),
  *
- *   <prefix>{ws:<user>:<session>}:s
+ *   <prefix>{ws:<user>:<session>}:s   <prefix>{ws:<user>:<session>}:l
  *
  * one script per operation, so each is atomic and lands on one Cluster slot. User and session are
  * escaped like every id of the store, so neither can end the hash tag early or imitate the other.
  */
 export class RedisSessionState implements SessionStateStore {
   readonly maxInFlight: number;
+  readonly leaseMs: number;
   private readonly client: RedisLike;
   private readonly prefix: string;
   private readonly ttl: string;
 
   constructor(options: RedisSessionStateOptions) {
-    knownKeys('', options, ['client', 'prefix', 'maxInFlight', 'sessionTtlMs']);
+    knownKeys('', options, ['client', 'prefix', 'maxInFlight', 'sessionTtlMs', 'leaseMs']);
     if (typeof options.client?.call !== 'function')
       throw new InvalidArgumentError('client', 'a Redis client (ioredis Redis or Cluster)', options.client);
     if (typeof options.prefix !== 'string')
       throw new InvalidArgumentError('prefix', 'a string', options.prefix);
-    checkStoreLimits(options.maxInFlight, options.sessionTtlMs);
+    this.leaseMs = checkStoreLimits(options.maxInFlight, options.sessionTtlMs, options.leaseMs);
     this.client = options.client;
     this.prefix = options.prefix;
     this.maxInFlight = options.maxInFlight;
@@ -60,6 +64,11 @@ export class RedisSessionState implements SessionStateStore {
   /** The key of a session's state. */
   key(ref: SessionRef): string {
     return `${this.prefix}{ws:${escapeId(ref.user)}:${escapeId(ref.session)}}:s`;
+  }
+
+  /** The key of a session's lease (same slot as its state). */
+  leaseKey(ref: SessionRef): string {
+    return `${this.key(ref).slice(0, -2)}:l`;
   }
 
   async open(ref: SessionRef): Promise<OpenResult> {
@@ -81,7 +90,9 @@ export class RedisSessionState implements SessionStateStore {
       id,
       String(this.maxInFlight),
       this.ttl,
-    ])) as [string, string | undefined];
+      String(this.leaseMs),
+    ])) as [string, string | number | undefined];
+    if (kind === 'busy') return { kind, retryAfterMs: Number(outcome) };
     if (kind === 'decided') return { kind, outcome: decodeOutcome(outcome as string), duplicate: true };
     return { kind } as BeginResult;
   }
@@ -110,7 +121,7 @@ export class RedisSessionState implements SessionStateStore {
   async touch(ref: SessionRef, token: string): Promise<TouchResult> {
     checkRef(ref);
     checkToken(token);
-    const kind = (await this.run('touch', scripts.wsSessionTouch, ref, [token, this.ttl])) as string;
+    const kind = (await this.run('touch', scripts.wsSessionTouch, ref, [token, this.ttl], 1)) as string;
     return { kind } as TouchResult;
   }
 
@@ -119,10 +130,12 @@ export class RedisSessionState implements SessionStateStore {
     script: (typeof scripts)[keyof typeof scripts],
     ref: SessionRef,
     args: string[],
+    keys: 1 | 2 = 2,
   ): Promise<unknown> {
+    const state = this.key(ref);
     const closed = isClosedClient(this.client);
     try {
-      return await evalScript(this.client, script, [this.key(ref)], args);
+      return await evalScript(this.client, script, keys === 1 ? [state] : [state, this.leaseKey(ref)], args);
     } catch (err) {
       throw redisStoreError(`wsSession.${operation}`, err, closed, 'script');
     }

@@ -91,6 +91,55 @@ describe('MemorySessionState', () => {
     expect(await store.touch(ref, b.token)).toEqual({ kind: 'expired' });
   });
 
+  it('leases a running seq: the new writer waits, the replaced holder still records it, then it is decided', async () => {
+    const { clock, store } = clocked(3, 60_000);
+    const lease = store.leaseMs;
+    expect(lease).toBe(30_000);
+    const a = await store.open(ref);
+    expect(await store.begin(ref, a.token, 1, 'x')).toEqual({ kind: 'run' });
+    const b = await store.open(ref);
+    clock.t += 1000;
+    expect(await store.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'busy', retryAfterMs: lease - 1000 });
+    // The lease is on seq 1 only: the replaced holder begins nothing and records no other seq.
+    expect(await store.begin(ref, a.token, 2, 'y')).toEqual({ kind: 'replaced' });
+    expect(await store.record(ref, a.token, 2, 'y', handled)).toEqual({ kind: 'replaced' });
+    expect(await store.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'recorded' });
+    expect(await store.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
+    expect(await store.begin(ref, b.token, 1, 'x')).toEqual({
+      kind: 'decided',
+      outcome: handled,
+      duplicate: true,
+    });
+    expect(await store.begin(ref, b.token, 2, 'y')).toEqual({ kind: 'run' });
+  });
+
+  it('a lease that ran out lets the new writer run the seq; the old holder then records nothing', async () => {
+    const clock = { t: 1_000_000 };
+    const store = new MemorySessionState({
+      maxInFlight: 3,
+      sessionTtlMs: 60_000,
+      leaseMs: 500,
+      now: () => clock.t,
+    });
+    const a = await store.open(ref);
+    expect(await store.begin(ref, a.token, 1, 'x')).toEqual({ kind: 'run' });
+    const b = await store.open(ref);
+    clock.t += 499;
+    expect(await store.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'busy', retryAfterMs: 1 });
+    clock.t += 1;
+    expect(await store.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run' });
+    expect(await store.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
+    // The lease is now b's: a third connection waits for b.
+    const c = await store.open(ref);
+    expect(await store.begin(ref, c.token, 1, 'x')).toEqual({ kind: 'busy', retryAfterMs: 500 });
+    expect(await store.record(ref, b.token, 1, 'x', handled)).toEqual({ kind: 'recorded' });
+    expect(await store.begin(ref, c.token, 1, 'x')).toMatchObject({ kind: 'decided' });
+    for (const leaseMs of [99, 600_001, 1.5, '500'])
+      expect(
+        () => new MemorySessionState({ maxInFlight: 3, sessionTtlMs: 60_000, leaseMs } as never),
+      ).toThrow(/leaseMs/);
+  });
+
   it('keeps sessions of other users apart', async () => {
     const { store } = clocked();
     const a = await store.open(ref);

@@ -8,12 +8,17 @@ import { WS_LIMITS } from './limits.js';
  *
  * A connection calls `open` (its token replaces the previous writer's), then per message `begin`
  * and, when `begin` says `run`, runs the handler and calls `record`. `record` is a compare-and-set
- * on (writer, next seq): a replaced connection, or a second recording of a seq, is refused, so two
- * nodes never both record a seq and its outcome never changes once recorded.
+ * on the next seq: a second recording of a seq is refused, so two nodes never both record a seq
+ * and its outcome never changes once recorded. Only the writer begins, and records.
+ *
+ * A `begin` that answers `run` takes a lease on that seq for its token, `leaseMs` long: while it
+ * is live, the holder may still record that seq (only that one) though a reconnect replaced it as
+ * writer, and the new writer's `begin` of the seq answers `busy` (it waits: once the holder
+ * records, the seq is `decided`). So a reconnect while a handler runs does not run it twice.
  *
  * What the store cannot give: a handler that ran but whose outcome was not recorded (its node died
- * between `begin` and `record`, or its connection was replaced meanwhile and `record` answered
- * `replaced`) runs again when the client re-sends the message to the next writer. Such a handler
+ * between `begin` and `record`, or it ran longer than its lease and the new writer ran the seq
+ * meanwhile) runs again when the client re-sends the message to the next writer. Such a handler
  * is at least once; one whose effect is one atomic step with the record is exactly once.
  *
  * Every operation refreshes the session's TTL (`sessionTtlMs`), so the state outlives the last
@@ -23,6 +28,8 @@ import { WS_LIMITS } from './limits.js';
 export interface SessionStateStore {
   /** The largest number of outcomes kept per session (and of seqs ahead of the next one). */
   readonly maxInFlight: number;
+  /** How long a `begin` that answered `run` holds its seq (see above). */
+  readonly leaseMs: number;
   open(ref: SessionRef): Promise<OpenResult>;
   begin(ref: SessionRef, token: string, seq: number, id: string): Promise<BeginResult>;
   record(ref: SessionRef, token: string, seq: number, id: string, outcome: Outcome): Promise<RecordResult>;
@@ -63,6 +70,11 @@ export type BeginResult =
   | { readonly kind: 'run' }
   /** `seq` has an outcome under this `id`: send it again, marked duplicate. */
   | { readonly kind: 'decided'; readonly outcome: Outcome; readonly duplicate: true }
+  /**
+   * `seq` is the next one, and another connection's lease on it is live (its handler runs): ask
+   * again, at the latest after `retryAfterMs` (when the lease runs out). Nothing changed.
+   */
+  | { readonly kind: 'busy'; readonly retryAfterMs: number }
   /** `seq` is past the next one, within `maxInFlight`: it waits for the gap. */
   | { readonly kind: 'ahead' }
   /** `seq` is more than `maxInFlight` past the last seq with an outcome (TOO_MANY_IN_FLIGHT). */
@@ -80,6 +92,7 @@ export type RecordResult =
   | { readonly kind: 'recorded' }
   /** `seq` is not the next one (already recorded, or a gap): nothing changed. */
   | { readonly kind: 'stale' }
+  /** The token is not the writer's, nor does it hold a live lease on `seq`: nothing changed. */
   | { readonly kind: 'replaced' }
   | { readonly kind: 'expired' };
 
@@ -159,8 +172,24 @@ export function decodeOutcome(text: string): Outcome {
   throw new Error(`unreadable outcome in the session state: ${JSON.stringify(text)}`);
 }
 
-/** The store options both stores share, checked the same way. */
-export function checkStoreLimits(maxInFlight: unknown, sessionTtlMs: unknown): void {
+/**
+ * A lease is a handler's expected bound: handlers are one application step (a write, a call), well
+ * under a second; 30 s is the usual request timeout of HTTP servers and proxies, past which a
+ * handler is stuck rather than slow. A re-send waits behind a live lease, so its length is how
+ * long a client may wait for an ack after a reconnect: 10 min at most (the largest heartbeat). At
+ * least 100 ms: shorter than a store round trip on a loaded node would expire as it is taken.
+ */
+export const LEASE_MS = Object.freeze({ default: 30_000, min: 100, max: 600_000 });
+
+/** The store options both stores share, checked the same way; returns the lease (defaulted). */
+export function checkStoreLimits(maxInFlight: unknown, sessionTtlMs: unknown, leaseMs?: unknown): number {
+  if (
+    leaseMs !== undefined &&
+    (!Number.isSafeInteger(leaseMs) ||
+      (leaseMs as number) < LEASE_MS.min ||
+      (leaseMs as number) > LEASE_MS.max)
+  )
+    throw new InvalidArgumentError('leaseMs', `an integer ${LEASE_MS.min}-${LEASE_MS.max} (ms)`, leaseMs);
   if (
     !Number.isSafeInteger(maxInFlight) ||
     (maxInFlight as number) < 1 ||
@@ -173,4 +202,5 @@ export function checkStoreLimits(maxInFlight: unknown, sessionTtlMs: unknown): v
     (sessionTtlMs as number) > WS_LIMITS.maxSessionTtlMs
   )
     throw new InvalidArgumentError('sessionTtlMs', 'an integer 1000-604800000 (ms)', sessionTtlMs);
+  return (leaseMs as number | undefined) ?? LEASE_MS.default;
 }

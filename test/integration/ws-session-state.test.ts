@@ -66,6 +66,40 @@ describe.each(targets)('RedisSessionState ($name)', ({ client }) => {
     );
   });
 
+  it('leases a running seq: the new writer waits, the replaced holder still records it, then it is decided', async () => {
+    const s = store(4);
+    const ref = fresh();
+    const a = await s.open(ref);
+    expect(await s.begin(ref, a.token, 1, 'x')).toEqual({ kind: 'run' });
+    const b = await s.open(ref);
+    const busy = await s.begin(ref, b.token, 1, 'x');
+    expect(busy.kind).toBe('busy');
+    const wait = (busy as { retryAfterMs: number }).retryAfterMs;
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(s.leaseMs);
+    expect(await s.record(ref, a.token, 2, 'y', handled)).toEqual({ kind: 'replaced' });
+    expect(await s.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'recorded' });
+    expect(await client.exists(s.leaseKey(ref))).toBe(0);
+    expect(await s.begin(ref, b.token, 1, 'x')).toEqual({
+      kind: 'decided',
+      outcome: handled,
+      duplicate: true,
+    });
+  });
+
+  it('a lease that ran out lets the new writer run the seq; the old holder then records nothing', async () => {
+    const s = new RedisSessionState({ client, prefix, maxInFlight: 4, sessionTtlMs: 60_000, leaseMs: 200 });
+    const ref = fresh();
+    const a = await s.open(ref);
+    expect(await s.begin(ref, a.token, 1, 'x')).toEqual({ kind: 'run' });
+    const b = await s.open(ref);
+    // Redis expires a key at its deadline or later, never before: wait past it.
+    await sleep(500);
+    expect(await s.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run' });
+    expect(await s.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
+    expect(await s.record(ref, b.token, 1, 'x', handled)).toEqual({ kind: 'recorded' });
+  });
+
   it('forgets a session sessionTtlMs after its last operation', async () => {
     const s = store(4, 1000);
     const ref = fresh();

@@ -8,12 +8,18 @@ import type { Outcome, SessionRef, SessionStateStore } from '../../src/ws/sessio
  * store object each, over one shared state), driven by a random schedule: new messages within the
  * in-flight window, connections cut (acks sent after the cut are lost, the node lives on and
  * finishes what it started), reconnects to any node that re-send every unacked frame in a random
- * order. What the property checks is in `checkRun`.
+ * order, some while the old node still runs a handler. What the property checks is in `checkRun`.
  */
 export type SimStep =
   | { readonly kind: 'send'; readonly n: number }
   | { readonly kind: 'cut' }
-  | { readonly kind: 'reconnect'; readonly node: number; readonly order: readonly number[] }
+  | {
+      readonly kind: 'reconnect';
+      readonly node: number;
+      readonly order: readonly number[];
+      /** Reconnect at once, while the old node may still run a handler (the re-send waits for it). */
+      readonly early: boolean;
+    }
   | { readonly kind: 'tick'; readonly n: number };
 
 export function simSteps(nodes: number): fc.Arbitrary<SimStep[]> {
@@ -25,6 +31,7 @@ export function simSteps(nodes: number): fc.Arbitrary<SimStep[]> {
         kind: fc.constant('reconnect' as const),
         node: fc.integer({ min: 0, max: nodes - 1 }),
         order: fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 16 }),
+        early: fc.boolean(),
       }),
       fc.record({ kind: fc.constant('tick' as const), n: fc.integer({ min: 0, max: 5 }) }),
     ),
@@ -98,11 +105,13 @@ export async function simulate(
     conn.up = false;
     conn.driver.close();
   };
-  const reconnect = async (node: number, order: readonly number[]) => {
+  const drivers: InboundDriver[] = [];
+  const reconnect = async (node: number, order: readonly number[], early = false) => {
     const old = conn;
     cut();
-    // The old node lives: what it started, it finishes (and records) before the client is back.
-    if (old !== null) await old.driver.idle();
+    // The old node lives: what it started, it finishes (and records), before the client is back
+    // unless `early`.
+    if (old !== null && !early) await old.driver.idle();
     const store = stores[node % stores.length] as SessionStateStore;
     const opened = await store.open(ref);
     const c: { driver: InboundDriver; up: boolean } = { driver: null as unknown as InboundDriver, up: true };
@@ -118,6 +127,7 @@ export async function simulate(
       fail: (code, message) => run.fails.push(`${code}: ${message}`),
     });
     conn = c;
+    drivers.push(c.driver);
     const unacked: number[] = [];
     for (let s = 1; s <= highestSent; s++) if (!run.acked.has(s)) unacked.push(s);
     const keyed = unacked.map((s, i) => [order[i % Math.max(order.length, 1)] ?? 0, s] as const);
@@ -128,7 +138,7 @@ export async function simulate(
   for (const step of steps) {
     if (step.kind === 'send') send(step.n);
     else if (step.kind === 'cut') cut();
-    else if (step.kind === 'reconnect') await reconnect(step.node, step.order);
+    else if (step.kind === 'reconnect') await reconnect(step.node, step.order, step.early);
     else await tick(step.n);
   }
   // The end: reconnect in order and send the rest, until every message has its ack.
@@ -141,6 +151,7 @@ export async function simulate(
       if (run.acked.size === before) break;
     }
   }
+  for (const d of drivers) await d.idle();
   return run;
 }
 

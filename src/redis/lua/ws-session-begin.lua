@@ -1,11 +1,13 @@
 --[[
   ws-session-begin: what to do with a client message (seq, id) a connection received, decided on
-  the session's state (layout in ws-session-open.lua). Changes nothing but the TTL: the handler
-  runs between this and ws-session-record.lua, which alone moves the next seq.
-  KEYS[1]   the session's state
+  the session's state (layout in ws-session-open.lua). Changes nothing but the TTL and, on run, the
+  lease: the handler runs between this and ws-session-record.lua, which alone moves the next seq.
+  KEYS[1]   the session's state   KEYS[2] the lease
   ARGV[1]   token   ARGV[2] seq   ARGV[3] id   ARGV[4] maxInFlight   ARGV[5] sessionTtlMs
+  ARGV[6]   leaseMs
             seq and maxInFlight: positive safe integers as decimal strings
-  Returns   { 'run' }                    seq is the next one and id is new
+  Returns   { 'run' }                    seq is the next one and id is new: the lease is this token's
+            { 'busy', ms }               seq is the next one, leased to another token for ms more
             { 'decided', outcome }       seq has an outcome under this id (a re-send)
             { 'ahead' }                  past the next seq, within maxInFlight of the last outcome
             { 'too-far' }                more than maxInFlight past the last outcome
@@ -29,6 +31,14 @@ if seq < nxt then
   return { 'decided', string.sub(kept, sp + 1) }
 end
 if redis.call('HEXISTS', key, 'i:' .. ARGV[3]) == 1 then return { 'conflict' } end
-if seq == nxt then return { 'run' } end
+if seq == nxt then
+  local lease = redis.call('GET', KEYS[2])
+  if lease and lease ~= ARGV[2] .. ' ' .. ARGV[1] and string.sub(lease, 1, #ARGV[2] + 1) == ARGV[2] .. ' ' then
+    local ms = redis.call('PTTL', KEYS[2])
+    if ms > 0 then return { 'busy', ms } end
+  end
+  redis.call('SET', KEYS[2], ARGV[2] .. ' ' .. ARGV[1], 'PX', ARGV[6])
+  return { 'run' }
+end
 if seq - (nxt - 1) > tonumber(ARGV[4]) then return { 'too-far' } end
 return { 'ahead' }

@@ -4,6 +4,8 @@
   on), and the session's TTL restarts. A session without state (new, or expired) starts at seq 1.
   KEYS[1]   the session's state   hash   n: next seq expected   w: the writer's token
                                          o:<seq>: '<id> <outcome>'   i:<id>: seq (the last maxInFlight seqs)
+  KEYS[2]   the lease   string '<seq> <token>' with a PX TTL: the seq a begin answered run for,
+            until recorded or leaseMs after (ws-session-begin.lua); none left by an expired state
   ARGV[1]   token (the new writer's)    ARGV[2] sessionTtlMs
   Returns   { continued (1 the state existed | 0 new), next seq (decimal text) }
 ]]
@@ -14,6 +16,7 @@ local continued = 1
 if not n then
   continued, n = 0, '1'
   redis.call('HSET', key, 'n', n)
+  redis.call('DEL', KEYS[2])
 end
 redis.call('HSET', key, 'w', ARGV[1])
 redis.call('PEXPIRE', key, ARGV[2])

@@ -1,9 +1,9 @@
 --[[
   ws-session-record: the outcome of a client message, stored iff the caller is the session's
-  writer and seq is the next one expected (a compare-and-set: a replaced connection, or a second
-  record of a seq, changes nothing). The outcome of seq - maxInFlight, and its id, are dropped: the
+  writer, or holds the live lease on seq (ws-session-begin.lua), and seq is the next one expected
+  (a compare-and-set: a second record of a seq changes nothing). The lease ends with the record. The outcome of seq - maxInFlight, and its id, are dropped: the
   session keeps the last maxInFlight (layout in ws-session-open.lua).
-  KEYS[1]   the session's state
+  KEYS[1]   the session's state   KEYS[2] the lease
   ARGV[1]   token   ARGV[2] seq   ARGV[3] id   ARGV[4] outcome ('h' | 'l:<retryAfterMs>' | 'r:<code>')
   ARGV[5]   maxInFlight   ARGV[6] sessionTtlMs
   Returns   'recorded' | 'stale' (seq not the next one, or id already decided) | 'replaced' | 'expired'
@@ -14,9 +14,10 @@
 local key = KEYS[1]
 local st = redis.call('HMGET', key, 'n', 'w')
 if not st[1] then return 'expired' end
-if st[2] ~= ARGV[1] then return 'replaced' end
+if st[2] ~= ARGV[1] and redis.call('GET', KEYS[2]) ~= ARGV[2] .. ' ' .. ARGV[1] then return 'replaced' end
 local seq = tonumber(ARGV[2])
 if tonumber(st[1]) ~= seq or redis.call('HEXISTS', key, 'i:' .. ARGV[3]) == 1 then return 'stale' end
+redis.call('DEL', KEYS[2])
 redis.call('HSET', key, 'o:' .. ARGV[2], ARGV[3] .. ' ' .. ARGV[4], 'i:' .. ARGV[3], ARGV[2], 'n', int(seq + 1))
 local old = seq - tonumber(ARGV[5])
 if old >= 1 then
