@@ -176,13 +176,14 @@ export class InboundDriver {
    */
   private async begin(m: InboundMessage): Promise<Exclude<BeginResult, { kind: 'busy' }> | null> {
     const { store, ref, opened } = this.o;
-    const giveUp = Date.now() + 2 * store.leaseMs;
+    // The monotonic clock: a wall clock stepped by NTP must not end (or stretch) the wait.
+    const giveUp = performance.now() + 2 * store.leaseMs;
     for (let wait: number = BUSY_POLL_MS.first; ; wait = Math.min(2 * wait, BUSY_POLL_MS.max)) {
       const begun = await store.begin(ref, opened.token, m.seq, m.id);
       if (begun.kind === 'run') return begun;
       if (this.ended) return null;
       if (begun.kind !== 'busy') return begun;
-      if (Date.now() > giveUp) {
+      if (performance.now() > giveUp) {
         this.end('INTERNAL', `seq ${m.seq} stayed busy past twice its lease`, m);
         return null;
       }
