@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { defineSignature } from '../dist/index.js';
 import { startCluster, startRedis } from '../dist/testing/index.js';
+import { commandStats } from './lib/redis.mjs';
 import { clusterWorkload, SETTLEMENT_FIELDS } from './lib/workload.mjs';
 
 // 3 client processes: one per cluster master, the smallest count where every master can be
@@ -32,21 +33,6 @@ function ask(worker, msg) {
   });
 }
 
-/** Every command's calls and usec on the masters (INFO commandstats), summed. */
-async function serverStats(masters) {
-  let scriptCalls = 0;
-  let usec = 0;
-  for (const master of masters) {
-    const info = await master.info('commandstats');
-    for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)) {
-      if (m[1] === 'evalsha' || m[1] === 'eval') scriptCalls += Number(m[2]);
-      // INFO itself is the suite's reading, not the workload's.
-      if (m[1] !== 'info') usec += Number(m[3]);
-    }
-  }
-  return { scriptCalls, usec };
-}
-
 /** One target (a standalone master or the cluster): its servers, its workers, its totals. */
 async function openTarget(target, ports, masterPorts) {
   const workers = Array.from({ length: PROCESSES }, () => fork(WORKER, [], { stdio: 'inherit' }));
@@ -68,7 +54,7 @@ function side(t, stream) {
     async prepare() {
       const name = `run${runs++}`;
       await Promise.all(t.workers.map((w) => ask(w, { type: 'prepare', name })));
-      return { before: await serverStats(t.masters) };
+      return { before: await commandStats(t.masters) };
     },
     async run() {
       const replies = await Promise.all(t.workers.map((w) => ask(w, { type: 'run' })));
@@ -79,7 +65,7 @@ function side(t, stream) {
       };
     },
     async dispose(state) {
-      const after = await serverStats(t.masters);
+      const after = await commandStats(t.masters);
       t.applies += stream.length;
       t.scriptCalls += after.scriptCalls - state.before.scriptCalls;
       t.usec += after.usec - state.before.usec;

@@ -12,6 +12,7 @@ import { Cluster, Redis } from 'ioredis';
 import { createLedger, defineSignature } from 'onceflow';
 import { createRedisStore } from 'onceflow/redis';
 import { startCluster, startRedis } from 'onceflow/testing';
+import { commandStats } from '../bench/lib/redis.mjs';
 import {
   applyInLanes,
   redisLedgerWorkload,
@@ -37,18 +38,10 @@ const admins = {
   standalone: [new Redis(standalone.port, '127.0.0.1')],
 };
 
-async function stats(nodes) {
-  let calls = 0;
-  let usec = 0;
-  for (const node of nodes) {
-    const info = await node.info('commandstats');
-    for (const m of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+),usec=(\d+)/g)) {
-      calls += Number(m[1]);
-      usec += Number(m[2]);
-    }
-  }
-  return { calls, usec };
-}
+const stats = async (nodes) => {
+  const { scriptCalls, scriptUsec } = await commandStats(nodes);
+  return { calls: scriptCalls, usec: scriptUsec };
+};
 
 const results = Object.fromEntries(Object.keys(clients).map((mode) => [mode, []]));
 try {

@@ -7,7 +7,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { createLedger, defineSignature } from '../../dist/index.js';
 import { createRedisStore } from '../../dist/redis/index.js';
-import { clusterWorkload, runLanes, SETTLEMENT_FIELDS, settlementEntry } from './workload.mjs';
+import { clusterWorkload, registerRooms, runLanes, SETTLEMENT_FIELDS, settlementEntry } from './workload.mjs';
 
 const settlement = defineSignature(SETTLEMENT_FIELDS);
 let client;
@@ -32,18 +32,7 @@ function open({ target, ports, prefix, index, processes, lanes: perProcess }) {
 async function newLedger(name) {
   const made = createLedger({ store, capacity: 4, name });
   // This process's (player, room) registrations, untimed: the run measures steady-state applies.
-  const pairs = new Map();
-  for (const lane of lanes) for (const i of lane) pairs.set(`${stream.owners[i]}\n${stream.rooms[i]}`, i);
-  await Promise.all(
-    [...pairs.values()].map((i) =>
-      made.apply({
-        owner: stream.owners[i],
-        signature: `warm:${stream.rooms[i]}`,
-        deltas: {},
-        scope: stream.rooms[i],
-      }),
-    ),
-  );
+  await registerRooms(made, stream, lanes.flat());
   return made;
 }
 

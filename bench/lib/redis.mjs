@@ -14,6 +14,26 @@ export async function evalshaStats(client) {
 }
 
 /**
+ * INFO commandstats summed over `servers` (a cluster's masters, or one server): script calls
+ * (EVALSHA + EVAL) and their usec, and the usec of every command but INFO (the reading itself).
+ * As evalshaStats, a measurement is the difference of two readings.
+ */
+export async function commandStats(servers) {
+  const totals = { scriptCalls: 0, scriptUsec: 0, usec: 0 };
+  for (const server of servers) {
+    const info = await server.info('commandstats');
+    for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)) {
+      if (m[1] === 'evalsha' || m[1] === 'eval') {
+        totals.scriptCalls += Number(m[2]);
+        totals.scriptUsec += Number(m[3]);
+      }
+      if (m[1] !== 'info') totals.usec += Number(m[3]);
+    }
+  }
+  return totals;
+}
+
+/**
  * The JSON argument of limiter-take.lua (its header gives the layout) for decisions of cost 1 on
  * one limit (`code` its letter: codeOf in src/windows/limits/algorithms.ts), one per time in `times`: for
  * the scripts that call the script directly, as the Redis store's batches do.

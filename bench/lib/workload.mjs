@@ -109,11 +109,12 @@ export async function runLanes(lanes, step) {
 /**
  * Applies one empty entry per (player, room) pair of the stream, so a ledger's owner and scope
  * registrations are made before a timed run (as in a long-running process): the run then measures
- * steady-state applies, not first contact.
+ * steady-state applies, not first contact. `indexes`: only those deliveries' pairs (a client
+ * process's share); default every delivery's.
  */
-export async function registerRooms(ledger, stream) {
+export async function registerRooms(ledger, stream, indexes = stream.owners.keys()) {
   const pairs = new Map();
-  for (let i = 0; i < stream.length; i++) pairs.set(`${stream.owners[i]}\n${stream.rooms[i]}`, i);
+  for (const i of indexes) pairs.set(`${stream.owners[i]}\n${stream.rooms[i]}`, i);
   await Promise.all(
     [...pairs.values()].map((i) =>
       ledger.apply({
