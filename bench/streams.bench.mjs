@@ -16,7 +16,14 @@ import { jsonSerializer } from '../dist/idempotency/serializer.js';
 import { createLedger } from '../dist/index.js';
 import { createRedisStore } from '../dist/redis/index.js';
 import { unlinkPrefix } from './lib/redis.mjs';
-import { expectedBooking, FLOOR_BATCH, FLOOR_SCRIPT, floorConsume, floorKeys } from './lib/streams-floor.mjs';
+import {
+  expectedBooking,
+  FLOOR_BATCH,
+  FLOOR_SCRIPT,
+  floorConsume,
+  floorKeys,
+  readGroup,
+} from './lib/streams-floor.mjs';
 import { prng } from './lib/workload.mjs';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -184,18 +191,7 @@ async function bareConsume(group) {
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async (_, lane) => {
       for (;;) {
-        const reply = await client.call(
-          'XREADGROUP',
-          'GROUP',
-          group,
-          `c${lane}`,
-          'COUNT',
-          BATCH,
-          'STREAMS',
-          stream,
-          '>',
-        );
-        const entries = reply?.[0]?.[1] ?? [];
+        const entries = await readGroup(client, stream, group, `c${lane}`, BATCH);
         if (entries.length === 0) return;
         await client.call('XACK', stream, group, ...entries.map((e) => e[0]));
         total += entries.length;

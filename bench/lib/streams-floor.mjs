@@ -41,6 +41,22 @@ redis.call(unpack(ack))
 return booked
 `;
 
+/** Up to `count` new entries of `stream` for `consumer` of `group` ([id, fields] pairs; [] when none). */
+export async function readGroup(client, stream, group, consumer, count) {
+  const reply = await client.call(
+    'XREADGROUP',
+    'GROUP',
+    group,
+    consumer,
+    'COUNT',
+    count,
+    'STREAMS',
+    stream,
+    '>',
+  );
+  return reply?.[0]?.[1] ?? [];
+}
+
 /** The owner hash and journal keys of the floor's owner `player` (the stream's hash tag). */
 export function floorKeys(prefix, player) {
   return [`${prefix}{s}floor:${player}`, `${prefix}{s}floor-journal:${player}`];
@@ -57,18 +73,7 @@ export async function floorConsume(client, sha, stream, group, prefix) {
   let booked = 0;
   let inFlight = Promise.resolve();
   for (;;) {
-    const reply = await client.call(
-      'XREADGROUP',
-      'GROUP',
-      group,
-      'floor',
-      'COUNT',
-      FLOOR_BATCH,
-      'STREAMS',
-      stream,
-      '>',
-    );
-    const entries = reply?.[0]?.[1] ?? [];
+    const entries = await readGroup(client, stream, group, 'floor', FLOOR_BATCH);
     if (entries.length === 0) break;
     const keys = [stream];
     const args = [group];
