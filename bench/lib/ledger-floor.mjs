@@ -7,10 +7,14 @@
 // leaves out is what makes a product: typed errors naming the bad field, unknown-key refusal,
 // well-formed Unicode checks, meta copies, a capacity change, resolve, reads and a store contract.
 
+import { DEFAULT_JOURNAL_ENTRIES, LIMITS } from '../../dist/index.js';
+
+// The settlement workload's window (DESIGN §3.2: 2 settlements per round x 2 rounds that overlap),
+// and the memory store's default journal and size bounds, so the floor checks what the ledger does.
 const CAPACITY = 4;
-const MAX_JOURNAL = 100_000;
-const MAX_SIGNATURE = 1024;
-const MAX_OWNER = 512;
+const MAX_JOURNAL = DEFAULT_JOURNAL_ENTRIES;
+const MAX_SIGNATURE = LIMITS.signatureBytes;
+const MAX_OWNER = LIMITS.ownerBytes;
 
 export class BareLedger {
   #owners = new Map();
