@@ -7,7 +7,7 @@
 // goes as one script per slot through the Cluster client (declared keys, redirected by it).
 import { boundedClient, NotSentError } from './bounded-client.js';
 import { clientKeyPrefix } from './client-options.js';
-import { type Durability, evalWaited } from './durability.js';
+import { evalWaited } from './durability.js';
 import type { RedisLike } from './eval.js';
 import { type LuaScript, scripts } from './scripts.generated.js';
 import { groupBySlot, keySlot } from './slot.js';
@@ -81,16 +81,11 @@ export interface NodeRouter {
     perNode: (node: NodeClient, items: readonly I[]) => Promise<R[]>,
   ): Promise<R[]>;
   /** A node variant's call of `script` with the per-slot `keys` and `args` (see node-batch.lua). */
-  eval(
-    node: NodeClient,
-    durability: Durability | undefined,
-    operation: string,
-    calls: number,
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly (string | number)[],
-  ): Promise<Awaited<ReturnType<typeof evalWaited>>>;
+  eval(node: NodeClient, ...rest: EvalWaitedArgs): ReturnType<typeof evalWaited>;
 }
+
+/** {@link evalWaited}'s arguments after its client: the node variant's call takes the same. */
+type EvalWaitedArgs = Parameters<typeof evalWaited> extends [RedisLike, ...infer R] ? R : never;
 
 /** A master's own connection, bounded as the store's client, and the prefix it adds itself. */
 export interface NodeClient {

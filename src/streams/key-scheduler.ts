@@ -116,6 +116,17 @@ export function createKeyScheduler<T>(concurrency: number): KeyScheduler<T> {
     return job;
   }
 
+  /** A running job that stays held, as `state`; any other id is ignored. */
+  function stop(id: string, state: 'queued' | 'failed'): void {
+    const job = byId.get(id);
+    if (job === undefined || job.state !== 'running') return;
+    job.state = state;
+    const queue = queues.get(job.key) as KeyQueue<T>;
+    queue.running--;
+    running--;
+    refresh(queue);
+  }
+
   return {
     offer(id, key, token, payload) {
       const held = byId.get(id);
@@ -165,25 +176,13 @@ export function createKeyScheduler<T>(concurrency: number): KeyScheduler<T> {
       remove(id);
     },
     fail(id) {
-      const job = byId.get(id);
-      if (job === undefined || job.state !== 'running') return;
-      job.state = 'failed';
-      const queue = queues.get(job.key) as KeyQueue<T>;
-      queue.running--;
-      running--;
-      refresh(queue);
+      stop(id, 'failed');
     },
     drop(id) {
       remove(id);
     },
     release(id) {
-      const job = byId.get(id);
-      if (job === undefined || job.state !== 'running') return;
-      job.state = 'queued';
-      const queue = queues.get(job.key) as KeyQueue<T>;
-      queue.running--;
-      running--;
-      refresh(queue);
+      stop(id, 'queued');
     },
     get: (id) => byId.get(id),
     get held() {

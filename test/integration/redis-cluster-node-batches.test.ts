@@ -9,7 +9,7 @@
 // concurrent calls over many slots.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedger, createLimiter, FakeClock } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
@@ -29,15 +29,19 @@ let ids: string[];
 let client: Cluster;
 const prefix = 'nb:';
 
+/** A Cluster client of its own on the three masters. */
+const clusterClient = (options: ClusterOptions) =>
+  new Cluster(
+    cluster.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })),
+    options,
+  );
+
 beforeAll(async () => {
   cluster = await startCluster();
   const masters = cluster.ports.slice(0, 3);
   admins = masters.map((port) => new Redis(port, '127.0.0.1'));
   ids = (await Promise.all(admins.map((a) => a.call('CLUSTER', 'MYID')))) as string[];
-  client = new Cluster(
-    masters.map((port) => ({ host: '127.0.0.1', port })),
-    { redisOptions: { maxRetriesPerRequest: 20 } },
-  );
+  client = clusterClient({ redisOptions: { maxRetriesPerRequest: 20 } });
 }, 120_000);
 
 afterAll(async () => {
@@ -104,7 +108,8 @@ describe('Redis Cluster node batches', () => {
   const fresh = new Map<string, number>(owners.map((o) => [o, 0]));
   const failures: string[] = [];
   const store = () => createRedisStore({ client, prefix });
-  const ledger = () => createLedger({ store: store(), capacity: 8, name: 'nb' });
+  const ledger = (on: Cluster = client, name = 'nb') =>
+    createLedger({ store: createRedisStore({ client: on, prefix }), capacity: 8, name });
 
   /**
    * Rounds of each owner's next fresh entry and, in the same turn, a repeat of its previous one
@@ -215,16 +220,12 @@ describe('Redis Cluster node batches', () => {
   }, 240_000);
 
   it('connections killed with node batches in flight: sent again per slot, still exactly once', async () => {
-    const killed = new Cluster(
-      cluster.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })),
-      { redisOptions: { connectionName: 'nb-killed', maxRetriesPerRequest: 20 }, retryDelayOnFailover: 20 },
-    );
+    const killed = clusterClient({
+      redisOptions: { connectionName: 'nb-killed', maxRetriesPerRequest: 20 },
+      retryDelayOnFailover: 20,
+    });
     try {
-      const l = createLedger({
-        store: createRedisStore({ client: killed, prefix }),
-        capacity: 8,
-        name: 'nb',
-      });
+      const l = ledger(killed);
       const before = nodeBatchCounts.closed;
       let running = true;
       const driving = drive(l, () => running);
@@ -254,16 +255,9 @@ describe('Redis Cluster node batches', () => {
       ['kp1:', { keyPrefix: 'kp1:' }],
       ['kp2:', { redisOptions: { keyPrefix: 'kp2:' } }],
     ] as const) {
-      const prefixed = new Cluster(
-        cluster.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })),
-        options,
-      );
+      const prefixed = clusterClient(options);
       try {
-        const l = createLedger({
-          store: createRedisStore({ client: prefixed, prefix }),
-          capacity: 8,
-          name: 'kp',
-        });
+        const l = ledger(prefixed, 'kp');
         const before = nodeBatchCounts.node;
         for (let round = 0; round < 3; round++) {
           const outcomes = await Promise.all(

@@ -49,6 +49,9 @@ function countScripts(): { readonly calls: number; restore(): void } {
   };
 }
 
+/** The one consumer of group `g` on `stream`, blocking 100ms per read. */
+const reading = (stream: string) => ({ client, stream, group: 'g', consumer: 'c1', block: '100ms' }) as const;
+
 const entry = (d: Delivery<Payment>) => {
   if (d.event.fail === true && d.deliveries === 1) throw new Error('not yet');
   return { owner: d.event.owner, signature: d.eventId as string, deltas: { coins: d.event.amount } };
@@ -67,11 +70,7 @@ describe('stream consumer batches', () => {
     const counted = countScripts();
     try {
       const run = startConsumer<Payment>({
-        client,
-        stream,
-        group: 'g',
-        consumer: 'c1',
-        block: '100ms',
+        ...reading(stream),
         batch: 64,
         ledger: { capacity: 8, prefix: `${base}ledger:`, entry },
       });
@@ -112,11 +111,7 @@ describe('stream consumer batches', () => {
     let run: ReturnType<typeof startConsumer<Payment>>;
     try {
       run = startConsumer<Payment>({
-        client,
-        stream,
-        group: 'g',
-        consumer: 'c1',
-        block: '100ms',
+        ...reading(stream),
         claimIdle: '300ms',
         batch: 64,
         key: (d) => d.event.owner,
@@ -156,11 +151,7 @@ describe('stream consumer batches', () => {
     for (let i = 0; i < 10; i++) events.push({ owner: `k${i}`, amount: 1 });
     await publish(stream, events);
     const run = startConsumer<Payment>({
-      client,
-      stream,
-      group: 'g',
-      consumer: 'c1',
-      block: '100ms',
+      ...reading(stream),
       claimIdle: '2s',
       batch: 2,
       key: (d) => d.event.owner,
@@ -187,11 +178,7 @@ describe('stream consumer batches', () => {
     let most = 0;
     let handled = 0;
     const run = startConsumer<Payment>({
-      client,
-      stream,
-      group: 'g',
-      consumer: 'c1',
-      block: '100ms',
+      ...reading(stream),
       batch: 64,
       concurrency: 4,
       handler: async () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { jsonSerializer } from '../../src/idempotency/serializer.js';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/redis-store.js';
-import { createStreamConsumer, type StreamConsumerEvent } from '../../src/streams/consumer.js';
+import type { StreamConsumerEvent } from '../../src/streams/consumer.js';
 import { streamOrder } from '../../src/streams/delivery.js';
 import { startConsumer } from '../support/consumer-run.js';
 import { redisRun } from '../support/redis-run.js';
@@ -123,10 +123,8 @@ describe('a failed entry trimmed from the stream while pending', () => {
       'extra',
       'kept',
     )) as string;
-    const controller = new AbortController();
-    const events: StreamConsumerEvent[] = [];
     let failures = 0;
-    const consumer = createStreamConsumer<Move>({
+    const run = startConsumer<Move>({
       client,
       stream,
       group: 'g',
@@ -134,20 +132,16 @@ describe('a failed entry trimmed from the stream while pending', () => {
       block: '100ms',
       claimIdle: '300ms',
       key: (d) => d.event.owner,
-      signal: controller.signal,
-      onEvent: (e) => events.push(e),
       handler: () => {
         failures++;
         throw new Error('cannot handle it');
       },
     });
-    const done = consumer.run();
     await until(() => failures >= 1);
     // Trimmed while it waits to be retried (pending, failed, held by c1).
     await client.call('XDEL', stream, poison);
     await until(async () => (await deadLetters(stream)).length === 1);
-    controller.abort();
-    await done;
+    await run.stop();
     const [letter] = await deadLetters(stream);
     expect(letter).toMatchObject({
       reason: 'handler-error',
@@ -158,9 +152,9 @@ describe('a failed entry trimmed from the stream while pending', () => {
       'field:extra': 'kept',
     });
     expect(Number(letter?.attempts)).toBe(failures);
-    expect(consumer.stats.fenced).toBe(0);
-    expect(consumer.stats.deadLettered).toBe(1);
-    expect(events.some((e) => e.type === 'fenced')).toBe(false);
+    expect(run.consumer.stats.fenced).toBe(0);
+    expect(run.consumer.stats.deadLettered).toBe(1);
+    expect(run.events.some((e) => e.type === 'fenced')).toBe(false);
     expect(await client.call('XPENDING', stream, 'g', '-', '+', 10)).toEqual([]);
   }, 40_000);
 });
