@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { normal } from '../../test/support/ws-frame-normal.js';
 import { WS_CODES } from './errors.js';
 import { encodeClientFrame, encodeServerFrame, parseClientFrame, parseServerFrame } from './frames.js';
 
@@ -166,19 +167,6 @@ const EDGES: unknown[] = [
   { offset: 1, epoch: 'e', x: 1 },
   { maxFrameBytes: 65_536, maxInFlight: 64, heartbeatMs: 25_000, sessionTtlMs: 600_000 },
 ];
-
-/** `value` with every -0 made 0: JSON writes -0 as 0, the one change a round trip may make. */
-function normal(value: unknown): unknown {
-  if (typeof value === 'number') return value === 0 ? 0 : value;
-  if (Array.isArray(value)) return value.map(normal);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value))
-      Object.defineProperty(out, k, { value: normal(v), enumerable: true });
-    return out;
-  }
-  return value;
-}
 
 /** What must hold of every `ok` parse: the oracle agrees, and encoding gives back an equal frame. */
 function assertRoundTrip(side: 'client' | 'server', frame: unknown): void {

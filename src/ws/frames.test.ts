@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { normal } from '../../test/support/ws-frame-normal.js';
 import { WS_CODES } from './errors.js';
 import {
   type ClientFrame,
@@ -53,19 +54,6 @@ const SERVER: ServerFrame[] = [
   { op: 'ping' },
   { op: 'pong' },
 ];
-
-/** `value` with every -0 made 0: JSON writes -0 as 0, the one change a round trip may make. */
-function normal(value: unknown): unknown {
-  if (typeof value === 'number') return value === 0 ? 0 : value;
-  if (Array.isArray(value)) return value.map(normal);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value))
-      Object.defineProperty(out, k, { value: normal(v), enumerable: true });
-    return out;
-  }
-  return value;
-}
 
 /** Encoding a parsed frame gives back an equal frame, and the same text again. */
 function assertRoundTrip(side: 'client' | 'server', frame: unknown): void {

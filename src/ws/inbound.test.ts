@@ -29,6 +29,15 @@ async function connect(
 
 const handled = (): Outcome => ({ outcome: 'handled' });
 
+/** A promise a test settles: a handler awaits it to stay running until the test says. */
+function gate(): [Promise<void>, () => void] {
+  let open: () => void = () => {};
+  const held = new Promise<void>((r) => {
+    open = r;
+  });
+  return [held, open];
+}
+
 describe('InboundDriver', () => {
   it('gives every seq one outcome in seq order, over random schedules of cuts, reconnects to other nodes and reorders', async () => {
     await fc.assert(
@@ -121,13 +130,11 @@ describe('InboundDriver', () => {
 
   it('a re-send on a new connection waits for the handler still running on the old one: it runs once, the duplicate ack carries its outcome', async () => {
     const store = new MemorySessionState({ maxInFlight: 4, sessionTtlMs: 60_000 });
-    let release: () => void = () => {};
+    const [held, release] = gate();
     let runs = 0;
     const a = await connect(store, async () => {
       runs++;
-      await new Promise<void>((r) => {
-        release = r;
-      });
+      await held;
       return { outcome: 'limited', code: 'RATE_LIMITED', retryAfterMs: 7 };
     });
     a.driver.push(msg(1));
@@ -175,13 +182,11 @@ describe('InboundDriver', () => {
       leaseMs: 1000,
       now: () => clock.t,
     });
-    let release: () => void = () => {};
+    const [held, release] = gate();
     let runs = 0;
     const a = await connect(store, async () => {
       runs++;
-      await new Promise<void>((r) => {
-        release = r;
-      });
+      await held;
       return handled();
     });
     a.driver.push(msg(1));

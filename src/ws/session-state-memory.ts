@@ -73,7 +73,7 @@ export class MemorySessionState implements SessionStateStore {
       return { continued: false, nextSeq: 1, token };
     }
     state.writer = token;
-    state.expiresAt = this.now() + this.ttl;
+    this.refresh(ref, state);
     return { continued: true, nextSeq: state.next, token };
   }
 
@@ -83,7 +83,7 @@ export class MemorySessionState implements SessionStateStore {
     const state = this.live(ref);
     if (state === undefined) return { kind: 'expired' };
     if (state.writer !== token) return { kind: 'replaced' };
-    state.expiresAt = this.now() + this.ttl;
+    this.refresh(ref, state);
     if (seq < state.next) {
       const kept = state.outcomes.get(seq);
       if (kept === undefined) return { kind: 'forgotten' };
@@ -126,7 +126,7 @@ export class MemorySessionState implements SessionStateStore {
       state.ids.delete(old[0]);
     }
     state.next = seq + 1;
-    state.expiresAt = this.now() + this.ttl;
+    this.refresh(ref, state);
     return { kind: 'recorded' };
   }
 
@@ -136,7 +136,7 @@ export class MemorySessionState implements SessionStateStore {
     const state = this.live(ref);
     if (state === undefined) return { kind: 'expired' };
     if (state.writer !== token) return { kind: 'replaced' };
-    state.expiresAt = this.now() + this.ttl;
+    this.refresh(ref, state);
     return { kind: 'touched' };
   }
 
@@ -145,10 +145,28 @@ export class MemorySessionState implements SessionStateStore {
     return lease !== undefined && lease.token === token && lease.seq === seq && lease.until > this.now();
   }
 
+  /**
+   * Restarts the TTL and moves the state to the map's end: every TTL is the same length, so the
+   * map stays in expiry order and `live` drops the expired ones from its front. The map is then
+   * bounded by the sessions of the last TTL, not every session ever opened.
+   */
+  private refresh(ref: SessionRef, state: State): void {
+    const k = key(ref);
+    state.expiresAt = this.now() + this.ttl;
+    this.states.delete(k);
+    this.states.set(k, state);
+  }
+
   private live(ref: SessionRef): State | undefined {
+    const t = this.now();
+    for (const [k, s] of this.states) {
+      if (s.expiresAt > t) break;
+      this.states.delete(k);
+    }
+    // Checked again: a clock moved back leaves the order loose, never a dead state answering live.
     const k = key(ref);
     const state = this.states.get(k);
-    if (state !== undefined && state.expiresAt <= this.now()) {
+    if (state !== undefined && state.expiresAt <= t) {
       this.states.delete(k);
       return undefined;
     }

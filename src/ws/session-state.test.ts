@@ -77,6 +77,20 @@ describe('MemorySessionState', () => {
     expect(await store.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
   });
 
+  it('holds only the sessions of the last sessionTtlMs: expired ones are dropped, not kept forever', async () => {
+    const { clock, store } = clocked(3, 10_000);
+    for (let i = 0; i < 50; i++)
+      await store.open({ user: 'u-1', session: `gone-session-${String(i).padStart(4, '0')}` });
+    clock.t += 5_000;
+    await store.open(ref);
+    clock.t += 5_000;
+    const other = { user: 'u-2', session: 'q8mD2fP0rS1tU4vW6xY9zA' };
+    await store.open(other);
+    // The 50 first sessions are past their TTL; `ref` (5 s old) and `other` remain.
+    expect((store as unknown as { states: Map<string, unknown> }).states.size).toBe(2);
+    expect((await store.open(ref)).continued).toBe(true);
+  });
+
   it('touch keeps the state of an open connection alive, for its writer only', async () => {
     const { clock, store } = clocked(3, 10_000);
     const a = await store.open(ref);

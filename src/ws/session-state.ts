@@ -201,6 +201,10 @@ export function checkStoreLimits(maxInFlight: unknown, sessionTtlMs: unknown, le
     (sessionTtlMs as number) < 1000 ||
     (sessionTtlMs as number) > WS_LIMITS.maxSessionTtlMs
   )
-    throw new InvalidArgumentError('sessionTtlMs', 'an integer 1000-604800000 (ms)', sessionTtlMs);
+    throw new InvalidArgumentError(
+      'sessionTtlMs',
+      `an integer 1000-${WS_LIMITS.maxSessionTtlMs} (ms)`,
+      sessionTtlMs,
+    );
   return (leaseMs as number | undefined) ?? LEASE_MS.default;
 }

@@ -1,5 +1,6 @@
 import { positiveInt } from '../core/validate.js';
 import {
+  checkClock,
   checkLimit,
   checkPosition,
   checkSession,
@@ -58,7 +59,7 @@ export function createMemoryUserStreams(options: MemoryUserStreamsOptions = {}):
   ]);
   const maxUsers = positiveInt('maxUsers', options.maxUsers ?? 10_000);
   const maxSessions = positiveInt('maxSessions', options.maxSessions ?? 100_000);
-  const now = options.now ?? Date.now;
+  const now = checkClock(options.now) ?? Date.now;
   // Map order is insertion order: re-inserting on use keeps the least recently used first.
   const streams = new Map<string, Stream>();
   const sessions = new Map<string, Kept>();

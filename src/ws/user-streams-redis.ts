@@ -3,6 +3,7 @@ import { evalScript, type RedisLike } from '../redis/eval.js';
 import { escapeId } from '../redis/keys.js';
 import { scripts } from '../redis/scripts.generated.js';
 import {
+  checkClock,
   checkLimit,
   checkPosition,
   checkSession,
@@ -60,10 +61,7 @@ export function createRedisUserStreams(options: RedisUserStreamsOptions): UserSt
   }
   const prefix = options.prefix ?? 'onceflow:ws:';
   if (typeof prefix !== 'string') throw new InvalidOptionError('prefix', 'a string', prefix);
-  const clock = options.now;
-  if (clock !== undefined && typeof clock !== 'function') {
-    throw new InvalidOptionError('now', 'a function returning ms', clock);
-  }
+  const clock = checkClock(options.now);
   const now = () => (clock === undefined ? '' : String(clock()));
 
   return {

@@ -129,6 +129,7 @@ describe('memory user streams', () => {
     );
     expect(() => createMemoryUserStreams({ sessionTtlMs: 604_800_001 })).toThrow(/sessionTtlMs/);
     expect(() => createMemoryUserStreams({ maxBodyBytes: 1 << 20 })).toThrow(/maxBodyBytes/);
+    expect(() => createMemoryUserStreams({ now: 5 as never })).toThrow(/now.*a function returning ms/);
   });
 
   it('memory is bounded: past maxUsers the least recently used stream is dropped (a new epoch)', async () => {

@@ -149,6 +149,14 @@ export function resolveUserStreamsOptions(
   };
 }
 
+/** A store's `now` option: a function returning ms, or undefined for the store's own clock. */
+export function checkClock(now: unknown): (() => number) | undefined {
+  if (now !== undefined && typeof now !== 'function') {
+    throw new InvalidOptionError('now', 'a function returning ms', now);
+  }
+  return now as (() => number) | undefined;
+}
+
 const TYPE = /^[A-Za-z][A-Za-z0-9._:-]*$/;
 const TOKEN = /^[A-Za-z0-9_-]+$/;
 

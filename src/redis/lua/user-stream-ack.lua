@@ -7,14 +7,9 @@
   ARGV[5]  now in ms, or '' for the server's TIME
   Returns  the offset kept
 ]]
-local call = redis.call
-local now
-if ARGV[5] ~= '' then
-  now = tonumber(ARGV[5])
-else
-  local t = call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- #include lib/user-stream-clock.lua
+
+local now = clock(ARGV[5])
 local key, ttl = KEYS[1], tonumber(ARGV[4])
 local p = call('HMGET', key, 'u', 'e', 'o', 'x')
 local offset = tonumber(ARGV[3])

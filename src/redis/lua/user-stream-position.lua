@@ -5,14 +5,9 @@
   ARGV[1]  now in ms, or '' for the server's TIME
   Returns  { user, epoch, offset }, or an empty array when there is none
 ]]
-local call = redis.call
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- #include lib/user-stream-clock.lua
+
+local now = clock(ARGV[1])
 local p = call('HMGET', KEYS[1], 'u', 'e', 'o', 'x')
 if not p[1] or now >= tonumber(p[4]) then return {} end
 return { p[1], p[2], tonumber(p[3]) }

@@ -10,6 +10,7 @@
   ARGV[7]  now in ms, or '' for the server's TIME
   Returns  { epoch, offset }
 ]]
+-- #include lib/user-stream-clock.lua
 -- #include lib/user-stream-open.lua
 
 local meta, stream = KEYS[1], KEYS[2]

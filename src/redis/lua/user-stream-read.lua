@@ -14,6 +14,7 @@
   offset <= offset + 1 (every message after it is still held); an empty stream's first retained
   offset counts as end + 1.
 ]]
+-- #include lib/user-stream-clock.lua
 -- #include lib/user-stream-open.lua
 
 local meta, stream = KEYS[1], KEYS[2]

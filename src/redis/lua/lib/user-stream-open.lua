@@ -6,14 +6,7 @@
 -- is the head's id, and XTRIM MINID drops a prefix, so retention never leaves a gap. The counter
 -- lives in the meta hash, not in the stream's last id, because an XTRIM that empties the stream
 -- must not restart the offsets of its epoch.
--- `now` is ARGV[now_arg] when given (tests run a fake clock), else the server's TIME.
-local call = redis.call
-
-local function clock(given)
-  if given ~= nil and given ~= '' then return tonumber(given) end
-  local t = call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- Needs lib/user-stream-clock.lua included before it (`call`, `clock`).
 
 -- A number as integer text: Lua's `..` writes a number with %.14g, so an offset of 1e14 or more
 -- would make an exponent-form stream id (invalid); offsets reach 2^53 - 1.
