@@ -181,6 +181,11 @@ export function decodeOutcome(text: string): Outcome {
  */
 export const LEASE_MS = Object.freeze({ default: 30_000, min: 100, max: 600_000 });
 
+// The shortest session state: it must outlive a dropped connection until the client's re-send on
+// its next connection (a first reconnect backoff of ~100 ms-1 s plus a handshake); shorter, a
+// client that reconnects at once would still find its state gone and its unacked frames unknown.
+const MIN_SESSION_TTL_MS = 1000;
+
 /** The store options both stores share, checked the same way; returns the lease (defaulted). */
 export function checkStoreLimits(maxInFlight: unknown, sessionTtlMs: unknown, leaseMs?: unknown): number {
   if (
@@ -198,12 +203,12 @@ export function checkStoreLimits(maxInFlight: unknown, sessionTtlMs: unknown, le
     throw new InvalidArgumentError('maxInFlight', `an integer 1-${WS_LIMITS.maxInFlightCap}`, maxInFlight);
   if (
     !Number.isSafeInteger(sessionTtlMs) ||
-    (sessionTtlMs as number) < 1000 ||
+    (sessionTtlMs as number) < MIN_SESSION_TTL_MS ||
     (sessionTtlMs as number) > WS_LIMITS.maxSessionTtlMs
   )
     throw new InvalidArgumentError(
       'sessionTtlMs',
-      `an integer 1000-${WS_LIMITS.maxSessionTtlMs} (ms)`,
+      `an integer ${MIN_SESSION_TTL_MS}-${WS_LIMITS.maxSessionTtlMs} (ms)`,
       sessionTtlMs,
     );
   return (leaseMs as number | undefined) ?? LEASE_MS.default;
