@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { normal } from '../../test/support/ws-frame-normal.js';
+import { assertRoundTrip } from '../../test/support/ws-frame-normal.js';
 import { WS_CODES } from './errors.js';
-import { encodeClientFrame, encodeServerFrame, parseClientFrame, parseServerFrame } from './frames.js';
+import { parseClientFrame, parseServerFrame } from './frames.js';
 
 /**
  * Fuzzed and edge-value frames against an oracle written from docs/ws-protocol.md: parse never
@@ -169,24 +169,16 @@ const EDGES: unknown[] = [
 ];
 
 /** What must hold of every `ok` parse: the oracle agrees, and encoding gives back an equal frame. */
-function assertRoundTrip(side: 'client' | 'server', frame: unknown): void {
-  const encode = side === 'client' ? encodeClientFrame : encodeServerFrame;
-  const parse = side === 'client' ? parseClientFrame : parseServerFrame;
+function assertValidRoundTrip(side: 'client' | 'server', frame: unknown): void {
   expect((side === 'client' ? clientOracle : serverOracle)(frame)).toBe(true);
-  const text = encode(frame as never);
-  const again = parse(text);
-  expect(again.ok).toBe(true);
-  if (again.ok) {
-    expect(normal(again.frame)).toEqual(normal(frame));
-    expect(encode(again.frame as never)).toBe(text);
-  }
+  assertRoundTrip(side, frame);
 }
 
 describe('fuzzed input (fast-check)', () => {
   const both = (input: string | Uint8Array) => {
     for (const side of ['client', 'server'] as const) {
       const r = side === 'client' ? parseClientFrame(input) : parseServerFrame(input);
-      if (r.ok) assertRoundTrip(side, r.frame);
+      if (r.ok) assertValidRoundTrip(side, r.frame);
       else expect(Object.hasOwn(WS_CODES, r.code)).toBe(true);
     }
   };
@@ -236,7 +228,7 @@ describe('fuzzed input (fast-check)', () => {
             if (r.ok !== expected) expect({ side, path, edge, got: r }).toBe(`ok: ${expected}`);
             if (r.ok) {
               oks++;
-              assertRoundTrip(side, r.frame);
+              assertValidRoundTrip(side, r.frame);
             }
           }
         }
@@ -304,7 +296,7 @@ describe('fuzzed input (fast-check)', () => {
           parsed = undefined;
         }
         expect(r.ok).toBe(parsed !== undefined && oracle(parsed));
-        if (r.ok) assertRoundTrip(side, r.frame);
+        if (r.ok) assertValidRoundTrip(side, r.frame);
       }),
       { numRuns: 5000 },
     );

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { normal } from '../../test/support/ws-frame-normal.js';
+import { assertRoundTrip } from '../../test/support/ws-frame-normal.js';
 import { WS_CODES } from './errors.js';
 import {
   type ClientFrame,
@@ -54,19 +54,6 @@ const SERVER: ServerFrame[] = [
   { op: 'ping' },
   { op: 'pong' },
 ];
-
-/** Encoding a parsed frame gives back an equal frame, and the same text again. */
-function assertRoundTrip(side: 'client' | 'server', frame: unknown): void {
-  const encode = side === 'client' ? encodeClientFrame : encodeServerFrame;
-  const parse = side === 'client' ? parseClientFrame : parseServerFrame;
-  const text = encode(frame as never);
-  const again = parse(text);
-  expect(again.ok).toBe(true);
-  if (again.ok) {
-    expect(normal(again.frame)).toEqual(normal(frame));
-    expect(encode(again.frame as never)).toBe(text);
-  }
-}
 
 describe('valid frames', () => {
   it('round-trip through encode and parse, as strings and as bytes', () => {
