@@ -115,7 +115,7 @@ export class Connection {
     return this.state === 'closed';
   }
 
-  private onFrame(data: Buffer, isBinary: boolean): void {
+  private onFrame(data: Buffer, isBinary: boolean) {
     if (this.state === 'closed') return;
     this.node.heartbeat.touch(this);
     if (isBinary)
@@ -125,7 +125,7 @@ export class Connection {
     this.take(parsed.frame);
   }
 
-  private take(frame: ClientFrame): void {
+  private take(frame: ClientFrame) {
     switch (frame.op) {
       case 'hello':
         if (this.helloSeen) return this.fail('UNEXPECTED_FRAME', 'a second hello on one connection');
@@ -144,7 +144,7 @@ export class Connection {
     }
   }
 
-  private message(frame: ClientMsgFrame): void {
+  private message(frame: ClientMsgFrame) {
     const m: InboundMessage = { id: frame.id, seq: frame.seq, type: frame.type, body: frame.body };
     if (this.driver !== undefined) return this.driver.push(m);
     if (this.early.length >= this.node.o.maxInFlight)
@@ -260,7 +260,7 @@ export class Connection {
     return { outcome: 'handled' };
   }
 
-  private ack(offset: number): void {
+  private ack(offset: number) {
     if (this.epoch === '' || offset > this.sent)
       return this.fail('BAD_ACK', `ack of offset ${offset}, past the last one sent (${this.sent})`);
     if (offset <= this.acked) return;
