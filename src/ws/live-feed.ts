@@ -42,6 +42,7 @@ export const defaultLiveFeedOnError: LiveFeedErrorHandler = (err, source) => {
   }
 };
 
+/** A feed's `onError` option, checked: the default when absent. */
 export function checkOnError(onError: unknown): LiveFeedErrorHandler {
   if (onError === undefined) return defaultLiveFeedOnError;
   if (typeof onError !== 'function') {
