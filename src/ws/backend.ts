@@ -1,7 +1,9 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { redisHandleOf } from '../redis/redis-store.js';
 import type { Store } from '../store/store.js';
-import { createMemoryLiveFeed, createRedisLiveFeed, type LiveFeed } from './live-feed.js';
+import type { LiveFeed } from './live-feed.js';
+import { createMemoryLiveFeed } from './live-feed-memory.js';
+import { createRedisLiveFeed } from './live-feed-redis.js';
 import type { UserStreams, UserStreamsOptions } from './user-streams.js';
 import { createMemoryUserStreams } from './user-streams-memory.js';
 import { createRedisUserStreams } from './user-streams-redis.js';

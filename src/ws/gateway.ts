@@ -159,8 +159,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     store,
     async publish(user, type, body, publishOptions) {
-      void publishOptions;
-      const at = await shared.streams.publish(user, type, body);
+      const at = await shared.streams.publish(user, type, body, publishOptions);
       await shared.live.published(user);
       return at;
     },

@@ -49,8 +49,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const shared = wsShared(options.store, options.streams ?? {});
   return {
     async publish(user, type, body, publishOptions) {
-      void publishOptions;
-      const at = await shared.streams.publish(user, type, body);
+      const at = await shared.streams.publish(user, type, body, publishOptions);
       await shared.live.published(user);
       return at;
     },
