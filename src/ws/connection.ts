@@ -55,7 +55,7 @@ export class Connection {
   private readonly ws: WebSocket;
   private readonly request: IncomingMessage;
   private readonly ip: string;
-  private readonly node: GatewayNode;
+  private readonly node: GatewayNode<Connection>;
   private readonly policy: SendPolicy<number>;
   private opened: OpenResult | undefined;
   private driver: InboundDriver | undefined;
@@ -73,7 +73,13 @@ export class Connection {
   private unwatch: (() => void) | undefined;
   private lastTouch = performance.now();
 
-  constructor(id: number, ws: WebSocket, request: IncomingMessage, ip: string, node: GatewayNode) {
+  constructor(
+    id: number,
+    ws: WebSocket,
+    request: IncomingMessage,
+    ip: string,
+    node: GatewayNode<Connection>,
+  ) {
     this.id = id;
     this.ws = ws;
     this.request = request;
