@@ -51,4 +51,4 @@ export {
 } from './handlers.js';
 export { type FrameLimits, WS_LIMITS, WS_SUBPROTOCOL, WS_VERSION } from './limits.js';
 export { createPublisher, type Publisher, type PublisherOptions } from './publisher.js';
-export type { StreamPosition, UserStreamsOptions } from './user-streams.js';
+export type { PublishOptions, StreamPosition, UserStreamsOptions } from './user-streams.js';
