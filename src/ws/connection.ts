@@ -417,6 +417,12 @@ export class Connection {
     this.closed(code);
   }
 
+  /** Destroys the socket without a word (abortGateway: a crash as the client sees it). */
+  abort(): void {
+    this.ws.terminate();
+    this.closed('CLIENT');
+  }
+
   private closed(code: WsErrorCode | 'CLIENT'): void {
     if (this.state === 'closed') return;
     this.stopPauseTimer();

@@ -150,7 +150,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   let closing: Promise<void> | undefined;
-  return {
+  const gateway: Gateway = {
     get port() {
       return options.port === undefined ? undefined : (server.address() as AddressInfo).port;
     },
@@ -188,6 +188,31 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       return closing;
     },
   };
+  aborts.set(gateway, async () => {
+    draining = true;
+    server.off('upgrade', onUpgrade);
+    for (const c of [...node.connections]) c.abort();
+    stopHeartbeat();
+    wss.close();
+    if (options.server === undefined) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+  return gateway;
+}
+
+const aborts = new WeakMap<Gateway, () => Promise<void>>();
+
+/**
+ * Ends a gateway as a crash looks to its clients: every socket destroyed at once, no error frame,
+ * no close handshake, no drain. For the demo and tests of node deaths inside one process (the
+ * handlers already running still finish here, which a real crash would not let them).
+ */
+export function abortGateway(gateway: Gateway): Promise<void> {
+  const abort = aborts.get(gateway);
+  if (abort === undefined) throw new Error('not a gateway made by createGateway');
+  return abort();
 }
 
 /** The default: no Origin (not a browser), or the page's origin is this host; else the list or function. */
