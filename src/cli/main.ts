@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `onceflow` command: `demo` and `migrate`; each subcommand parses its own options.
+// The `onceflow` command: `demo`, `migrate` and `serve`; each subcommand parses its own options.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { demoExitCode, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './demo/exit-code.js';
@@ -17,12 +17,14 @@ import { runDemo } from './demo/run.js';
 import { DemoFailure } from './failure.js';
 import { MIGRATE_HELP, migrateCommand, UsageError } from './migrate-command.js';
 import { redactUrl } from './redact-url.js';
+import { SERVE_HELP, ServeUsageError, serveCommand } from './serve-command.js';
 
 const HELP = `Usage: onceflow <command> [options]
 
 Commands:
   demo            run the exactly-once demo (see \`onceflow demo --help\`)
   migrate         create or update the PostgreSQL store's schema (see \`onceflow migrate --help\`)
+  serve           run a WebSocket gateway node (see \`onceflow serve --help\`)
   help [command]  this help, or a command's
 
 Options:
@@ -31,7 +33,12 @@ Options:
 `;
 
 /** The help of each command, for \`onceflow help <command>\`. */
-const COMMAND_HELP: Readonly<Record<string, string>> = { demo: DEMO_HELP, migrate: MIGRATE_HELP, help: HELP };
+const COMMAND_HELP: Readonly<Record<string, string>> = {
+  demo: DEMO_HELP,
+  migrate: MIGRATE_HELP,
+  serve: SERVE_HELP,
+  help: HELP,
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -67,6 +74,22 @@ async function main(argv: string[]): Promise<number> {
       ) {
         process.stderr.write(
           `onceflow migrate: ${redactUrl((err as Error).message)}\nRun \`onceflow migrate --help\` for the options.\n`,
+        );
+        return EXIT_USAGE;
+      }
+      throw err;
+    }
+  }
+  if (command === 'serve') {
+    try {
+      return await serveCommand(rest, process.stdout);
+    } catch (err) {
+      if (
+        err instanceof ServeUsageError ||
+        (err as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS')
+      ) {
+        process.stderr.write(
+          `onceflow serve: ${redactUrl((err as Error).message)}\nRun \`onceflow serve --help\` for the options.\n`,
         );
         return EXIT_USAGE;
       }

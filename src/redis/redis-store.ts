@@ -127,7 +127,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const nodes = nodeRouter(client, timeoutMs);
   const limiter = redisLimiterOps(client, prefix, { keyPrefix, timeoutMs, nodes });
 
-  return {
+  const store: Store = {
     kind: 'redis',
     // Not wrapped in `guarded` (an async wrapper per take): the batch's failure is already a
     // StoreError, and a synchronous throw becomes one here.
@@ -149,4 +149,21 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ...redisIdempotencyOps(redis, prefix, durability, nodes),
     ...redisLedgerOps({ client, redis, prefix, durability, nodes, journalLimit: maxEntries, guarded }),
   };
+  // Not part of the Store contract: how onceflow/ws finds the client and key space of a store it
+  // is given (its session state and user streams live beside the store's keys).
+  Object.defineProperty(store, REDIS_HANDLE, { value: { client, prefix } satisfies RedisHandle });
+  return store;
+}
+
+const REDIS_HANDLE = Symbol('onceflow.redisHandle');
+
+/** The client and key prefix a Redis store was created with. */
+export interface RedisHandle {
+  readonly client: RedisLike;
+  readonly prefix: string;
+}
+
+/** The client and prefix of a store made by {@link createRedisStore}, or `undefined` for another store. */
+export function redisHandleOf(store: Store): RedisHandle | undefined {
+  return (store as unknown as { [REDIS_HANDLE]?: RedisHandle })[REDIS_HANDLE];
 }

@@ -7,6 +7,8 @@
  *
  * @module
  */
+
+export type { SendPolicyOptions } from './backpressure.js';
 export {
   ACK_CODES,
   type FrameErrorCode,
@@ -16,6 +18,7 @@ export {
   type WsCode,
   type WsErrorCode,
 } from './errors.js';
+export type { ConnectionState, GatewayEvent } from './events.js';
 export {
   type ClientAckFrame,
   type ClientFrame,
@@ -37,4 +40,15 @@ export {
   type WelcomeFrame,
   type WelcomeLimits,
 } from './frames.js';
+export { createGateway, type Gateway } from './gateway.js';
+export type { AuthResult, GatewayLimit, GatewayOptions } from './gateway-options.js';
+export {
+  BodyRefusedError,
+  type GatewayMessage,
+  type HandlerSpec,
+  type Handlers,
+  type MessageHandler,
+} from './handlers.js';
 export { type FrameLimits, WS_LIMITS, WS_SUBPROTOCOL, WS_VERSION } from './limits.js';
+export { createPublisher, type Publisher, type PublisherOptions } from './publisher.js';
+export type { StreamPosition, UserStreamsOptions } from './user-streams.js';

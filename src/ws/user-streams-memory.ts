@@ -3,6 +3,7 @@ import {
   checkClock,
   checkLimit,
   checkPosition,
+  checkPublishOptions,
   checkSession,
   checkType,
   checkUser,
@@ -21,7 +22,8 @@ export interface MemoryUserStreamsOptions extends UserStreamsOptions {
   /**
    * Users whose streams are held; past it the least recently used user's stream is dropped (its
    * next publish or read starts a new epoch, as after a lost store). Default 10,000: with the
-   * default `maxLength` and ~500-byte bodies, ~5 GB at the very worst, far less in practice.
+   * default `maxLength` and ~500-byte bodies, ~5 GB at the very worst (plus `publishDedup` ids
+   * each, ~40 KiB with ULIDs), far less in practice.
    */
   readonly maxUsers?: number;
   /** Sessions whose positions are held; past it the least recently acked goes. Default 100,000 (~100 bytes each). */
@@ -44,6 +46,8 @@ interface Stream {
   entries: Entry[];
   head: number;
   expiresAt: number;
+  /** Publish id to its offset, the last `publishDedup` ids; Map order is publish order. */
+  readonly ids: Map<string, number>;
 }
 
 interface Kept extends SessionPosition {
@@ -69,7 +73,7 @@ export function createMemoryUserStreams(options: MemoryUserStreamsOptions = {}):
     let s = streams.get(user);
     streams.delete(user);
     if (s === undefined || t >= s.expiresAt) {
-      s = { epoch: newEpoch(), end: 0, entries: [], head: 0, expiresAt: 0 };
+      s = { epoch: newEpoch(), end: 0, entries: [], head: 0, expiresAt: 0, ids: new Map() };
     }
     s.expiresAt = t + o.idleTtlMs;
     streams.set(user, s);
@@ -79,15 +83,22 @@ export function createMemoryUserStreams(options: MemoryUserStreamsOptions = {}):
   }
 
   return {
-    async publish(user, type, body) {
+    async publish(user, type, body, options) {
       checkUser(user);
       checkType(type);
       const text = encodeBody(body, o.maxBodyBytes);
+      const id = checkPublishOptions(options);
       const t = now();
       const s = open(user, t);
+      const first = id === undefined ? undefined : s.ids.get(id);
+      if (first !== undefined) return { epoch: s.epoch, offset: first };
       s.end += 1;
       s.entries.push({ offset: s.end, type, body: text, at: t });
       trim(s, t, o);
+      if (id !== undefined) {
+        s.ids.set(id, s.end);
+        if (s.ids.size > o.publishDedup) s.ids.delete(s.ids.keys().next().value as string);
+      }
       return { epoch: s.epoch, offset: s.end };
     },
 

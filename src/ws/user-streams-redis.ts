@@ -6,6 +6,7 @@ import {
   checkClock,
   checkLimit,
   checkPosition,
+  checkPublishOptions,
   checkSession,
   checkType,
   checkUser,
@@ -34,14 +35,15 @@ export interface RedisUserStreamsOptions extends UserStreamsOptions {
  *
  *   <prefix>{u:<user>}:m     hash    epoch, end, idle deadline (lib/user-stream-open.lua)
  *   <prefix>{u:<user>}:s     stream  the messages, entry id '<offset>-1'
+ *   <prefix>{u:<user>}:d     zset    publish ids scored by offset, the newest `publishDedup`
  *   <prefix>{p:<session>}    hash    the session's acked position (user-stream-ack.lua)
  *
  * Users are escaped (keys.ts escapeId) so no user can end the hash tag early or imitate another's
  * keys; a session's charset has no `{`, `}` or `:`.
  */
-export function userStreamKeys(prefix: string, user: string): [meta: string, stream: string] {
+export function userStreamKeys(prefix: string, user: string): [meta: string, stream: string, ids: string] {
   const base = `${prefix}{u:${escapeId(user)}}:`;
-  return [`${base}m`, `${base}s`];
+  return [`${base}m`, `${base}s`, `${base}d`];
 }
 
 export function sessionPositionKey(prefix: string, session: string): string {
@@ -65,10 +67,11 @@ export function createRedisUserStreams(options: RedisUserStreamsOptions): UserSt
   const now = () => (clock === undefined ? '' : String(clock()));
 
   return {
-    async publish(user, type, body) {
+    async publish(user, type, body, options) {
       checkUser(user);
       checkType(type);
       const text = encodeBody(body, o.maxBodyBytes);
+      const id = checkPublishOptions(options);
       const reply = (await evalScript(client, scripts.userStreamPublish, userStreamKeys(prefix, user), [
         newEpoch(),
         type,
@@ -77,6 +80,8 @@ export function createRedisUserStreams(options: RedisUserStreamsOptions): UserSt
         o.maxAgeMs,
         o.idleTtlMs,
         now(),
+        id ?? '',
+        o.publishDedup,
       ])) as [string, number];
       return { epoch: String(reply[0]), offset: Number(reply[1]) };
     },

@@ -132,6 +132,61 @@ describe('memory user streams', () => {
     expect(() => createMemoryUserStreams({ now: 5 as never })).toThrow(/now.*a function returning ms/);
   });
 
+  it('a publish retried with its id (after a lost reply) appends once and answers the first position', async () => {
+    const s = createMemoryUserStreams();
+    const first = await s.publish('u1', 'order.shipped', { n: 1 }, { id: 'order-881:shipped' });
+    const retry = await s.publish('u1', 'order.shipped', { n: 1 }, { id: 'order-881:shipped' });
+    expect(retry).toEqual(first);
+    // The id is the user's: another user's publish with it appends.
+    expect((await s.publish('u2', 't', 0, { id: 'order-881:shipped' })).offset).toBe(1);
+    expect((await s.publish('u1', 't', 2, { id: 'other' })).offset).toBe(2);
+    expect((await s.publish('u1', 't', 3)).offset).toBe(3);
+    const r = await s.read('u1', { offset: 0, epoch: first.epoch }, 10);
+    expect(r.messages.map((m) => m.body)).toEqual([{ n: 1 }, 2, 3]);
+  });
+
+  it('the dedup window: the last publishDedup ids of the epoch; a new epoch forgets them', async () => {
+    const clock = fakeClock();
+    const s = createMemoryUserStreams({ publishDedup: 2, maxLength: 1, sessionTtlMs: 5000, now: clock.now });
+    const a = await s.publish('u1', 't', 1, { id: 'a' });
+    await s.publish('u1', 't', 2, { id: 'b' });
+    await s.publish('u1', 't', 3);
+    // Retention dropped message 1 (maxLength 1), not its id: a retry still answers offset 1.
+    expect(await s.publish('u1', 't', 1, { id: 'a' })).toEqual(a);
+    await s.publish('u1', 't', 4, { id: 'c' });
+    // 'a' left the window (b, c are the last two ids): it appends again.
+    expect(await s.publish('u1', 't', 1, { id: 'a' })).toEqual({ epoch: a.epoch, offset: 5 });
+    expect((await s.publish('u1', 't', 4, { id: 'c' })).offset).toBe(4);
+    clock.advance(5000);
+    const fresh = await s.publish('u1', 't', 4, { id: 'c' });
+    expect(fresh.epoch).not.toBe(a.epoch);
+    expect(fresh.offset).toBe(1);
+  });
+
+  it('a bad publish id or option: a typed error, nothing appended', async () => {
+    const s = createMemoryUserStreams();
+    const { epoch } = await s.publish('u1', 't', 0);
+    for (const options of [
+      { id: '' },
+      { id: 'x'.repeat(129) },
+      { id: 'a b' },
+      { id: 'é' },
+      { id: 5 },
+      { idd: 'x' },
+      null,
+      'x',
+    ]) {
+      await expect(s.publish('u1', 't', 1, options as never)).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      });
+    }
+    await expect(s.publish('u1', 't', 1, { idd: 'x' } as never)).rejects.toThrow(/did you mean `id`/);
+    expect((await s.publish('u1', 't', 1, { id: 'x'.repeat(128) })).offset).toBe(2);
+    expect((await s.read('u1', { offset: 0, epoch }, 10)).end).toBe(2);
+    expect(() => createMemoryUserStreams({ publishDedup: 0 })).toThrow(/publishDedup/);
+    expect(() => createMemoryUserStreams({ publishDedup: 65_537 })).toThrow(/publishDedup.*at most 65536/);
+  });
+
   it('memory is bounded: past maxUsers the least recently used stream is dropped (a new epoch)', async () => {
     const s = createMemoryUserStreams({ maxUsers: 2 });
     const a = await s.publish('a', 't', 1);

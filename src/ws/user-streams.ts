@@ -13,9 +13,14 @@ import { WS_LIMITS } from './limits.js';
 export interface UserStreams {
   /**
    * Appends one message to `user`'s stream: its offset is the stream's next, in one atomic step.
-   * Not idempotent: a call retried after a lost reply may append the message twice.
+   * With `options.id`, idempotent within a window: when the stream holds a publish with the same
+   * id among the user's last `publishDedup` publishes with an id (same epoch), it answers that
+   * publish's position and appends nothing, in the same atomic step; so a call retried after a
+   * lost reply appends once (the retry's type and body are not compared: an id names one
+   * message). A new epoch (the store lost the stream) forgets the ids with the
+   * messages. Without an id, every call appends.
    */
-  publish(user: string, type: string, body: JsonValue): Promise<StreamPosition>;
+  publish(user: string, type: string, body: JsonValue, options?: PublishOptions): Promise<StreamPosition>;
   /**
    * A page of `user`'s stream after `from`: every message after `from.offset` (at most `limit`)
    * when `recovered`, none when `from` cannot be resumed (no partial recovery; see {@link ReadResult}).
@@ -29,6 +34,15 @@ export interface UserStreams {
   ackPosition(session: string, user: string, position: StreamPosition): Promise<SessionPosition>;
   /** `session`'s kept position, or `undefined` (never acked, or idle longer than `sessionTtlMs`). */
   position(session: string): Promise<SessionPosition | undefined>;
+}
+
+/** Options of {@link UserStreams.publish}. */
+export interface PublishOptions {
+  /**
+   * The publish's dedup key, 1 to 128 of `[A-Za-z0-9._:-]` (a UUID, a ULID, or an application
+   * key such as `order-881:shipped`): the bound and charset of a client message id.
+   */
+  readonly id?: string;
 }
 
 export interface StreamPosition {
@@ -87,6 +101,14 @@ export interface UserStreamsOptions {
    * and a catch-up of `maxLength` messages takes 4 reads.
    */
   readonly maxReadLimit?: number;
+  /**
+   * Publish ids remembered per user (the dedup window of `publish`), the newest; at most
+   * 65,536. Default 1024: a retry follows a lost reply by seconds (a client timeout plus
+   * backoff), and 1024 ids cover over 3 minutes of a user receiving 5 messages a second, far
+   * above a chat or game user's usual rate. Costs at most 1024 x ~150 bytes (a 128-byte id and
+   * its offset) = ~150 KiB per user, ~40 KiB with 26-byte ULIDs; only publishes with an id count.
+   */
+  readonly publishDedup?: number;
 }
 
 export const USER_STREAM_DEFAULTS = Object.freeze({
@@ -94,7 +116,11 @@ export const USER_STREAM_DEFAULTS = Object.freeze({
   sessionTtlMs: 86_400_000,
   maxBodyBytes: WS_LIMITS.maxFrameBytes - 1024,
   maxReadLimit: 256,
+  publishDedup: 1024,
 });
+
+/** The largest `publishDedup`: 65,536 x ~150 bytes = ~10 MiB per user at worst. */
+export const MAX_PUBLISH_DEDUP = 65_536;
 
 export const USER_STREAMS_KEYS: readonly string[] = [
   'maxLength',
@@ -102,6 +128,7 @@ export const USER_STREAMS_KEYS: readonly string[] = [
   'sessionTtlMs',
   'maxBodyBytes',
   'maxReadLimit',
+  'publishDedup',
 ];
 
 export interface ResolvedUserStreamsOptions {
@@ -110,6 +137,7 @@ export interface ResolvedUserStreamsOptions {
   readonly sessionTtlMs: number;
   readonly maxBodyBytes: number;
   readonly maxReadLimit: number;
+  readonly publishDedup: number;
   /**
    * A stream's epoch and messages are dropped after this long without a publish or a read: the
    * longer of `maxAgeMs` (every message is gone by then anyway) and `sessionTtlMs` (a session
@@ -139,12 +167,17 @@ export function resolveUserStreamsOptions(
     );
   }
   const maxReadLimit = positiveInt('maxReadLimit', options.maxReadLimit ?? USER_STREAM_DEFAULTS.maxReadLimit);
+  const publishDedup = positiveInt('publishDedup', options.publishDedup ?? USER_STREAM_DEFAULTS.publishDedup);
+  if (publishDedup > MAX_PUBLISH_DEDUP) {
+    throw new InvalidOptionError('publishDedup', `at most ${MAX_PUBLISH_DEDUP}`, publishDedup);
+  }
   return {
     maxLength,
     maxAgeMs,
     sessionTtlMs,
     maxBodyBytes,
     maxReadLimit,
+    publishDedup,
     idleTtlMs: Math.max(maxAgeMs, sessionTtlMs),
   };
 }
@@ -155,6 +188,23 @@ export function checkClock(now: unknown): (() => number) | undefined {
     throw new InvalidOptionError('now', 'a function returning ms', now);
   }
   return now as (() => number) | undefined;
+}
+
+const PUBLISH_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A publish's options: its id, or undefined when it has none. */
+export function checkPublishOptions(options: unknown): string | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', 'an object { id? }', options);
+  }
+  knownKeys('options', options, ['id'], 'argument');
+  const { id } = options as Record<string, unknown>;
+  if (id === undefined) return undefined;
+  if (typeof id !== 'string' || !PUBLISH_ID.test(id)) {
+    throw new InvalidArgumentError('options.id', '1 to 128 of [A-Za-z0-9._:-]', id);
+  }
+  return id;
 }
 
 const TYPE = /^[A-Za-z][A-Za-z0-9._:-]*$/;

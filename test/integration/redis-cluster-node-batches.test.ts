@@ -62,12 +62,31 @@ async function scriptCalls(): Promise<number> {
 
 /** The master (index into `admins`) of each slot, as the first master reports it. */
 async function slotOwners(): Promise<number[]> {
+  return slotOwnersOf(admins[0] as Redis);
+}
+
+/** The master (index into `admins`) of each slot, as `admin` reports it. */
+async function slotOwnersOf(admin: Redis): Promise<number[]> {
   const owners: number[] = new Array(16384).fill(-1);
-  const ranges = (await admins[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+  const ranges = (await admin.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
   for (const [from, to, [, port]] of ranges) {
     for (let s = from; s <= to; s++) owners[s] = cluster.ports.indexOf(port);
   }
   return owners;
+}
+
+/** What each master says of `owner`'s slot: its owner, and whether it is migrating or importing. */
+async function slotReport(owner: string): Promise<string> {
+  const slot = keySlot(`{nb:${owner}}`);
+  const views: string[] = [];
+  for (const [i, admin] of admins.entries()) {
+    const nodes = String(await admin.call('CLUSTER', 'NODES'));
+    const myself = nodes.split('\n').find((line) => line.includes('myself')) ?? '';
+    const marks = myself.match(new RegExp(`\\[${slot}-[<>]-[0-9a-f]+\\]`, 'g')) ?? [];
+    const owners = await slotOwnersOf(admin);
+    views.push(`master ${i}: owner ${owners[slot]} ${marks.join(' ')}`);
+  }
+  return `slot ${slot}: ${views.join('; ')}`;
 }
 
 /** Every key of one node that matches `pattern`. */
@@ -119,13 +138,18 @@ describe('Redis Cluster node batches', () => {
   async function drive(l: ReturnType<typeof ledger>, more: () => boolean): Promise<number> {
     let applies = 0;
     const apply = async (owner: string, k: number) => {
+      // A caller's patience: a slot in the middle of a move answers TRYAGAIN or bounces between
+      // masters until every master has been told its new owner, which on a loaded machine can
+      // take seconds; a slot still unusable after 30 s is broken, and the failure says how.
+      const giveUp = performance.now() + 30_000;
       for (let attempt = 0; ; attempt++) {
         try {
           applies++;
           return (await l.apply({ owner, signature: `f${k}`, deltas: { coins: k + 1 } })).outcome;
         } catch (err) {
-          if (attempt >= 20) throw err;
-          await sleep(50);
+          if (performance.now() > giveUp)
+            throw new Error(`${owner} f${k}: ${await slotReport(owner)}`, { cause: err });
+          await sleep(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
         }
       }
     };
@@ -198,6 +222,15 @@ describe('Redis Cluster node batches', () => {
           const from = where[slot] as number;
           await moveSlot(slot, from, (from + 1) % 3);
         }
+      }
+      // Every master agrees on every slot's owner before the applies stop (and the next test starts).
+      const agreed = performance.now() + 30_000;
+      for (;;) {
+        const views = await Promise.all(admins.map((a) => slotOwnersOf(a)));
+        if (views.every((v) => v.join() === views[0]?.join())) break;
+        if (performance.now() > agreed)
+          throw new Error('the masters still disagree on slot owners after 30 s');
+        await sleep(100);
       }
     } catch (err) {
       // The slot moves' own failure is the one to report, not what it left the applies with.

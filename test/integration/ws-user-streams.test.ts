@@ -1,6 +1,7 @@
 // The per-user server-to-client stream (src/ws/user-streams*.ts) on Redis, standalone and the
-// 3-master cluster: random publish/read/ack/clock sequences against the memory store as the model,
-// resume across two clients ("nodes"), a lost stream, retention, and bad input.
+// 3-master cluster: random publish/read/ack/clock sequences (publishes with repeated ids too) against
+// the memory store as the model, resume across two clients ("nodes"), a retried publish, a lost
+// stream, retention, and bad input.
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ const SESSIONS = ['session-aaaaaaaaaaaa', 'session-bbbbbbbbbbbb'] as const;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Cmd =
-  | { op: 'publish'; user: number; n: number }
+  | { op: 'publish'; user: number; n: number; id: string | undefined }
   | { op: 'read'; user: number; from: 'none' | 'end' | 'bogus' | number | 'stale'; limit: number }
   | { op: 'advance'; ms: number }
   | { op: 'ack'; session: number; user: number; offset: number; stale: boolean }
@@ -23,7 +24,13 @@ type Cmd =
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   {
     weight: 4,
-    arbitrary: fc.record({ op: fc.constant('publish' as const), user: fc.nat(1), n: fc.nat(1000) }),
+    arbitrary: fc.record({
+      op: fc.constant('publish' as const),
+      user: fc.nat(1),
+      n: fc.nat(1000),
+      // Few ids, so they repeat within and past a small dedup window.
+      id: fc.option(fc.constantFrom('k1', 'k2', 'k3', 'order-9:a.b_c'), { nil: undefined }),
+    }),
   },
   {
     weight: 3,
@@ -88,7 +95,12 @@ async function step(side: Side, c: Cmd, ends: Map<string, number>): Promise<unkn
   if (c.op === 'advance') return null;
   if (c.op === 'publish') {
     const user = USERS[c.user] as string;
-    const r = await side.store.publish(user, 'ev', { n: c.n, s: 'é' });
+    const r = await side.store.publish(
+      user,
+      'ev',
+      { n: c.n, s: 'é' },
+      c.id === undefined ? undefined : { id: c.id },
+    );
     side.see(user, r.epoch);
     return { epoch: side.name(r.epoch), offset: r.offset };
   }
@@ -130,12 +142,13 @@ for (const mode of ['standalone', 'cluster'] as const) {
           fc.array(cmd, { minLength: 1, maxLength: 40 }),
           fc.integer({ min: 1, max: 5 }),
           fc.constantFrom(0, 10_000),
-          async (cmds, maxLength, maxAgeMs) => {
+          fc.integer({ min: 1, max: 3 }),
+          async (cmds, maxLength, maxAgeMs, publishDedup) => {
             let t = 1_700_000_000_000;
             const now = () => t;
             // sessionTtlMs (and so the keys' real expiry) far beyond a run's real time: only the
             // fake clock ages the data, on both sides alike.
-            const options = { maxLength, maxAgeMs, sessionTtlMs: 60_000, now };
+            const options = { maxLength, maxAgeMs, sessionTtlMs: 60_000, publishDedup, now };
             const model = new Side(createMemoryUserStreams(options));
             const redis = new Side(
               createRedisUserStreams({ ...options, client, prefix: `${prefix}${run++}:` }),
@@ -187,6 +200,37 @@ for (const mode of ['standalone', 'cluster'] as const) {
       }
     });
 
+    it('a publish retried with its id, on the same node or another, concurrently too: one message', async () => {
+      const other = mode === 'cluster' ? clusterClient() : new Redis(REDIS_URL);
+      try {
+        const p = `${prefix}retry:`;
+        const a = createRedisUserStreams({ client, prefix: p });
+        const b = createRedisUserStreams({ client: other, prefix: p });
+        const first = await a.publish('ivan', 'order.shipped', { n: 1 }, { id: 'order-881:shipped' });
+        // The reply was lost: the caller retries, here and through another node.
+        expect(await a.publish('ivan', 'order.shipped', { n: 1 }, { id: 'order-881:shipped' })).toEqual(
+          first,
+        );
+        expect(await b.publish('ivan', 'order.shipped', { n: 1 }, { id: 'order-881:shipped' })).toEqual(
+          first,
+        );
+        const racing = await Promise.all(
+          [a, b, a, b].map((s) => s.publish('ivan', 'order.paid', { n: 2 }, { id: 'order-881:paid' })),
+        );
+        for (const r of racing) expect(r).toEqual({ epoch: first.epoch, offset: 2 });
+        const r = await b.read('ivan', { offset: 0, epoch: first.epoch }, 10);
+        expect(r.messages.map((m) => m.body)).toEqual([{ n: 1 }, { n: 2 }]);
+        // The window is bounded: the ids key holds at most publishDedup ids.
+        const small = createRedisUserStreams({ client, prefix: `${p}small:`, publishDedup: 3 });
+        for (let i = 0; i < 10; i++) await small.publish('ivan', 't', i, { id: `id-${i}` });
+        expect(await client.zcard(userStreamKeys(`${p}small:`, 'ivan')[2])).toBe(3);
+        expect((await small.publish('ivan', 't', 0, { id: 'id-0' })).offset).toBe(11);
+        expect((await small.publish('ivan', 't', 9, { id: 'id-9' })).offset).toBe(10);
+      } finally {
+        other.disconnect();
+      }
+    });
+
     it('a session position on an injected clock: kept until sessionTtlMs, then gone and replaced', async () => {
       let t = 1_700_000_000_000;
       const s = createRedisUserStreams({
@@ -223,12 +267,26 @@ for (const mode of ['standalone', 'cluster'] as const) {
     it('a lost stream (its keys deleted) gets a new epoch and recovered: false', async () => {
       const p = `${prefix}lost:`;
       const s = createRedisUserStreams({ client, prefix: p });
-      const { epoch } = await s.publish('bob', 't', 1);
+      const { epoch } = await s.publish('bob', 't', 1, { id: 'once' });
       for (const key of userStreamKeys(p, 'bob')) await client.del(key);
       const r = await s.read('bob', { offset: 1, epoch }, 10);
       expect(r.epoch).not.toBe(epoch);
       expect(r).toMatchObject({ end: 0, recovered: false, messages: [] });
       expect(await s.publish('bob', 't', 2)).toEqual({ epoch: r.epoch, offset: 1 });
+      // The id went with the old epoch: publishing it again appends.
+      expect(await s.publish('bob', 't', 1, { id: 'once' })).toEqual({ epoch: r.epoch, offset: 2 });
+    });
+
+    it('only the meta lost (its ids left behind): the new epoch drops the old ids', async () => {
+      const p = `${prefix}lost-meta:`;
+      const s = createRedisUserStreams({ client, prefix: p });
+      const { epoch } = await s.publish('bea', 't', 1, { id: 'once' });
+      await s.publish('bea', 't', 2, { id: 'twice' });
+      await client.del(userStreamKeys(p, 'bea')[0]);
+      const again = await s.publish('bea', 't', 2, { id: 'twice' });
+      expect(again.epoch).not.toBe(epoch);
+      expect(again.offset).toBe(1);
+      expect((await s.publish('bea', 't', 1, { id: 'once' })).offset).toBe(2);
     });
 
     it('offsets past 1e14 stay exact integers (stream ids and reads)', async () => {
@@ -284,6 +342,9 @@ for (const mode of ['standalone', 'cluster'] as const) {
         code: 'ERR_INVALID_ARGUMENT',
       });
       await expect(s.publish('erin', '', 1)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+      await expect(s.publish('erin', 't', 1, { id: 'a b' })).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      });
       await expect(s.publish('', 't', 1)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
       await expect(s.read('erin', { offset: 0, epoch: 'e' }, 0)).rejects.toMatchObject({
         code: 'ERR_INVALID_ARGUMENT',

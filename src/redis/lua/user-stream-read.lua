@@ -4,6 +4,7 @@
 
   KEYS[1]  meta     hash    e: epoch, n: end, x: idle deadline (lib/user-stream-open.lua)
   KEYS[2]  stream   stream  entries '<offset>-1' with t: type, b: body, a: ms
+  KEYS[3]  ids      zset    publish ids (user-stream-publish.lua), dropped with a lost epoch
   ARGV[1]  epoch    a fresh random epoch, used only when the meta is missing
   ARGV[2]  from's epoch, or '' for no position   ARGV[3] from's offset
   ARGV[4]  limit    ARGV[5] maxAgeMs (0: none)   ARGV[6] idleTtlMs
@@ -17,9 +18,9 @@
 -- #include lib/user-stream-clock.lua
 -- #include lib/user-stream-open.lua
 
-local meta, stream = KEYS[1], KEYS[2]
+local meta, stream, ids = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[7])
-local epoch, n = open(meta, stream, ARGV[1], now, tonumber(ARGV[5]), tonumber(ARGV[6]))
+local epoch, n = open(meta, stream, ids, ARGV[1], now, tonumber(ARGV[5]), tonumber(ARGV[6]))
 local out = { epoch, n, 0 }
 if ARGV[2] ~= epoch then return out end
 local from = tonumber(ARGV[3])

@@ -2,6 +2,7 @@
 -- user-stream-read.lua). Layout of one user's keys (one {hash tag}, one Cluster slot):
 --   meta    hash    e: epoch   n: last offset (the end)   x: ms at which the stream is idle-dead
 --   stream  stream  one entry per message, id '<offset>-1', fields t: type, b: body (JSON), a: ms
+--   ids     zset    publish id scored by its offset: the last publishDedup ids of the epoch
 -- The entry id is the offset itself: XRANGE by offset is a range read, the first retained offset
 -- is the head's id, and XTRIM MINID drops a prefix, so retention never leaves a gap. The counter
 -- lives in the meta hash, not in the stream's last id, because an XTRIM that empties the stream
@@ -42,12 +43,13 @@ local function trim_age(stream, now, max_age)
 end
 
 -- The user's epoch and end, creating the meta with `epoch` when it is missing or idle past its
--- x (a lost or expired stream: a new epoch, and any old entries go with the old one).
-local function open(meta, stream, epoch, now, max_age, idle_ttl)
+-- x (a lost or expired stream: a new epoch, and any old entries and publish ids go with the old
+-- one: an id's offset means nothing in another epoch).
+local function open(meta, stream, ids, epoch, now, max_age, idle_ttl)
   local m = call('HMGET', meta, 'e', 'n', 'x')
   local e, n = m[1], tonumber(m[2])
   if not e or now >= tonumber(m[3]) then
-    call('DEL', stream)
+    call('DEL', stream, ids)
     e, n = epoch, 0
     call('HSET', meta, 'e', e, 'n', 0)
   end
@@ -56,6 +58,7 @@ local function open(meta, stream, epoch, now, max_age, idle_ttl)
   -- test's clock, so both keys also carry the same bound in the server's time.
   call('PEXPIRE', meta, idle_ttl)
   if call('EXISTS', stream) == 1 then call('PEXPIRE', stream, idle_ttl) end
+  if call('EXISTS', ids) == 1 then call('PEXPIRE', ids, idle_ttl) end
   trim_age(stream, now, max_age)
   return e, n
 end

@@ -1,0 +1,60 @@
+import { InvalidOptionError } from '../core/errors.js';
+import { redisHandleOf } from '../redis/redis-store.js';
+import type { Store } from '../store/store.js';
+import type { LiveFeed } from './live-feed.js';
+import { createMemoryLiveFeed } from './live-feed-memory.js';
+import { createRedisLiveFeed } from './live-feed-redis.js';
+import type { UserStreams, UserStreamsOptions } from './user-streams.js';
+import { createMemoryUserStreams } from './user-streams-memory.js';
+import { createRedisUserStreams } from './user-streams-redis.js';
+
+/**
+ * What a gateway node and a publisher share through a store: the users' streams and the feed that
+ * tells nodes a stream grew. On a Redis store (Redis or Cluster) they live beside the store's keys,
+ * under `<store prefix>ws:`, so every process given the same store meets the same streams; on the
+ * memory store they are this process's, one per store object.
+ */
+export interface WsShared {
+  readonly streams: UserStreams;
+  readonly live: LiveFeed;
+  /** The Redis client and key prefix of the ws state, or `undefined` on the memory store. */
+  readonly redis:
+    | { readonly client: Parameters<typeof createRedisUserStreams>[0]['client']; readonly prefix: string }
+    | undefined;
+}
+
+// One per store object: a gateway and a publisher given the same memory store must see one
+// stream per user, and a Redis store's feed needs one subscriber connection per process.
+const shared = new WeakMap<Store, WsShared>();
+
+/**
+ * The streams and feed of `store`, made at the first call with `options` (later calls with other
+ * options get the first ones': the stream's retention is decided where messages are appended,
+ * so every publisher and node of a deployment must pass the same).
+ */
+export function wsShared(store: Store, options: UserStreamsOptions): WsShared {
+  const known = shared.get(store);
+  if (known !== undefined) return known;
+  if (typeof store !== 'object' || store === null || typeof store.kind !== 'string')
+    throw new InvalidOptionError('store', 'a onceflow store (memoryStore() or createRedisStore(...))', store);
+  const handle = redisHandleOf(store);
+  let made: WsShared;
+  if (handle !== undefined) {
+    const prefix = `${handle.prefix}ws:`;
+    made = {
+      streams: createRedisUserStreams({ ...options, client: handle.client, prefix }),
+      live: createRedisLiveFeed({ client: handle.client, prefix }),
+      redis: { client: handle.client, prefix },
+    };
+  } else if (store.kind === 'memory') {
+    made = { streams: createMemoryUserStreams(options), live: createMemoryLiveFeed(), redis: undefined };
+  } else {
+    throw new InvalidOptionError(
+      'store',
+      'the memory store or a Redis store (the gateway keeps its sessions and streams there)',
+      store.kind,
+    );
+  }
+  shared.set(store, made);
+  return made;
+}

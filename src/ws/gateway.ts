@@ -1,0 +1,213 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { Duration } from '../core/duration.js';
+import { timerDuration } from '../core/timer-delay.js';
+import { createLimiter } from '../limiter/limiter.js';
+import { memoryStore } from '../store/memory/memory-store.js';
+import type { Store } from '../store/store.js';
+import { wsShared } from './backend.js';
+import { Connection } from './connection.js';
+import type { JsonValue } from './frames.js';
+import { GatewayNode } from './gateway-node.js';
+import { type AuthResult, type GatewayOptions, resolveGatewayOptions } from './gateway-options.js';
+import { createHeartbeat } from './heartbeat.js';
+import { WS_SUBPROTOCOL } from './limits.js';
+import type { SessionStateStore } from './session-state.js';
+import { MemorySessionState } from './session-state-memory.js';
+import { RedisSessionState } from './session-state-redis.js';
+import type { StreamPosition } from './user-streams.js';
+
+/** A running gateway node. */
+export interface Gateway {
+  /** The port it listens on (with `port`; `undefined` when attached to a `server`). */
+  readonly port: number | undefined;
+  /** Open WebSockets on this node. */
+  readonly connections: number;
+  /** The store the node keeps its state in (give the same one to `createPublisher` elsewhere). */
+  readonly store: Store;
+  /**
+   * Appends a message to `user`'s stream and wakes the node holding the user's connections, on
+   * any node of the deployment. With `id`, a retry of the same publish appends nothing.
+   */
+  publish(user: string, type: string, body: JsonValue, options?: { id?: string }): Promise<StreamPosition>;
+  /**
+   * Stops taking connections, tells each client to reconnect elsewhere (DRAINING, close 1001, with
+   * its resume position), waits for the handlers already running (at most `drain`, default
+   * `'10s'`), then closes. Idempotent.
+   */
+  close(options?: { drain?: Duration }): Promise<void>;
+}
+
+/**
+ * The anonymous user of a gateway without `auth`: every connection is this user, and a `hello`
+ * with a token is refused (a token nobody checks would be trusted silently).
+ */
+const defaultAuth = (token: string | undefined): AuthResult => (token === undefined ? 'anonymous' : null);
+
+/**
+ * Per-frame bound of the `ws` parser: twice the protocol's frame bound. A frame up to it is read
+ * and answered FRAME_TOO_LARGE with an error frame naming the bound; a larger one is cut by `ws`
+ * (close 1009) before it is buffered whole, so one frame costs the node at most 128 KiB.
+ */
+const PAYLOAD_FACTOR = 2;
+
+/**
+ * Starts a gateway node (docs/ws.md): WebSockets speaking docs/ws-protocol.md, with client
+ * messages decided exactly once and in order per session, server messages resumable on any node,
+ * cluster-wide limits, heartbeats judged by this node's own awake time, bounded send buffers.
+ *
+ * @example
+ * ```ts
+ * import { createGateway } from 'onceflow/ws';
+ *
+ * const gateway = await createGateway({
+ *   port: 0,
+ *   handlers: { 'chat.send': (m) => gateway.publish(m.user, 'chat.echo', m.body) },
+ *   limits: [{ by: 'user', algorithm: 'sliding-window', limit: 20, window: '1s' }],
+ * });
+ * await gateway.publish('anonymous', 'note', { text: 'waits in the stream until read' });
+ * await gateway.close();
+ * ```
+ */
+export async function createGateway(options: GatewayOptions): Promise<Gateway> {
+  const o = resolveGatewayOptions(options);
+  const store = options.store ?? memoryStore();
+  const shared = wsShared(store, options.streams ?? {});
+  const session = { maxInFlight: o.maxInFlight, sessionTtlMs: o.sessionTtlMs, leaseMs: o.leaseMs };
+  const sessions: SessionStateStore =
+    shared.redis === undefined
+      ? new MemorySessionState(session)
+      : new RedisSessionState({ ...session, client: shared.redis.client, prefix: shared.redis.prefix });
+  const limiter =
+    options.limits === undefined || options.limits.length === 0
+      ? undefined
+      : createLimiter({ store, name: 'ws', limits: [...options.limits] });
+  const heartbeat = createHeartbeat<Connection>({ interval: o.heartbeatMs, timeout: 2 * o.heartbeatMs });
+  const node = new GatewayNode(
+    o,
+    sessions,
+    shared.streams,
+    shared.live,
+    limiter,
+    heartbeat,
+    options.send ?? {},
+    options.auth ?? defaultAuth,
+    options.onEvent,
+  );
+  const stopHeartbeat = heartbeat.start({
+    drop: (c) => c.fail('HEARTBEAT_TIMEOUT', `nothing heard for ${2 * o.heartbeatMs} ms`),
+    ping: (c) => c.ping(),
+  });
+
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: PAYLOAD_FACTOR * o.maxFrameBytes,
+    clientTracking: false,
+    handleProtocols: (protocols) => (protocols.has(WS_SUBPROTOCOL) ? WS_SUBPROTOCOL : false),
+  });
+  const server: Server =
+    (options.server as Server | undefined) ??
+    createServer((_req, res) => {
+      res.writeHead(426, { 'content-type': 'text/plain' }).end('a WebSocket endpoint (onceflow.v1)\n');
+    });
+  let nextId = 1;
+  let draining = false;
+
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    if (url.pathname !== o.path) {
+      // Another endpoint's upgrade on a shared server: leave it to its own listener.
+      if (options.server !== undefined) return;
+      return refuse(socket, 404, 'path');
+    }
+    if (!originAllowed(options.origins, request)) return refuse(socket, 403, 'origin');
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      const ip = clientIp(request, options.trustProxy === true);
+      const c = new Connection(nextId++, ws, request, ip, node);
+      node.connections.add(c);
+      if (draining) c.fail('DRAINING', 'node shutting down');
+      else if (node.connections.size > o.maxConnections)
+        c.fail('TOO_MANY_CONNECTIONS', `the node holds ${o.maxConnections} connections (maxConnections)`);
+    });
+  };
+  const refuse = (socket: Duplex, status: number, reason: 'origin' | 'path') => {
+    node.emit({ type: 'refused', reason, status });
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Not Found'}\r\nConnection: close\r\n\r\n`,
+    );
+  };
+  server.on('upgrade', onUpgrade);
+  if (options.port !== undefined) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, o.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    get port() {
+      return options.port === undefined ? undefined : (server.address() as AddressInfo).port;
+    },
+    get connections() {
+      return node.connections.size;
+    },
+    store,
+    async publish(user, type, body, publishOptions) {
+      const at = await shared.streams.publish(user, type, body, publishOptions);
+      await shared.live.published(user);
+      return at;
+    },
+    close(closeOptions) {
+      closing ??= (async () => {
+        const drainMs = timerDuration('drain', closeOptions?.drain ?? '10s');
+        draining = true;
+        server.off('upgrade', onUpgrade);
+        const open = [...node.connections];
+        for (const c of open) c.fail('DRAINING', 'node shutting down');
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          Promise.all(open.map((c) => c.idle())),
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, drainMs);
+          }),
+        ]);
+        clearTimeout(timer);
+        stopHeartbeat();
+        wss.close();
+        if (options.server === undefined) {
+          server.closeAllConnections();
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+        }
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The default: no Origin (not a browser), or the page's origin is this host; else the list or function. */
+function originAllowed(origins: GatewayOptions['origins'], request: IncomingMessage): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  if (typeof origins === 'function') return origins(origin, request) === true;
+  if (origins !== undefined) return origins.includes(origin);
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+function clientIp(request: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = request.headers['x-forwarded-for'];
+    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
+    if (first !== undefined && first.length > 0) return first;
+  }
+  return request.socket.remoteAddress ?? 'unknown';
+}
