@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { backoffDelay } from '../../src/ws/client/backoff.js';
+import { afterClose } from '../../src/ws/client/close-policy.js';
 import {
   type ClientOptions,
   createClient,
@@ -247,5 +248,33 @@ describe('createClient options', () => {
     const second = await server.welcomed(1);
     expect(second.hello?.token).toBe('t3');
     expect(errors.map((e) => e.code)).toEqual(['TRANSPORT', 'TOKEN']);
+  });
+});
+
+describe('afterClose: section 6 as a table', () => {
+  it('stops on 1008 and 1009, reconnects at once on 1001, backs off on the rest', () => {
+    const frame = (
+      code: 'AUTH_FAILED' | 'DRAINING' | 'INTERNAL' | 'SLOW_CONSUMER',
+      retryAfterMs?: number,
+    ) => ({
+      op: 'error' as const,
+      code,
+      message: '',
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    });
+    expect(afterClose(undefined, 1008)).toEqual({ action: 'stop' });
+    expect(afterClose(undefined, 1009)).toEqual({ action: 'stop' });
+    expect(afterClose(frame('AUTH_FAILED'), 1006)).toEqual({ action: 'stop' }); // the frame's code counts
+    expect(afterClose(frame('DRAINING'), 1001)).toEqual({ action: 'reconnect', at: 'once' });
+    expect(afterClose(undefined, 1001)).toEqual({ action: 'reconnect', at: 'once' });
+    expect(afterClose(frame('INTERNAL'), 1011)).toEqual({ action: 'reconnect', at: 'backoff', atLeastMs: 0 });
+    expect(afterClose(frame('SLOW_CONSUMER', 500), 1013)).toEqual({
+      action: 'reconnect',
+      at: 'backoff',
+      atLeastMs: 500,
+    });
+    for (const code of [1000, 1005, 1006, 1011, 1013, 4000]) {
+      expect(afterClose(undefined, code)).toMatchObject({ action: 'reconnect', at: 'backoff' });
+    }
   });
 });

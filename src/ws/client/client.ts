@@ -1,6 +1,5 @@
 import { InvalidArgumentError } from '../../core/errors.js';
 import { knownKeys } from '../../core/validate.js';
-import { WS_CODES } from '../errors.js';
 import {
   type ClientFrame,
   type ErrorFrame,
@@ -12,12 +11,14 @@ import {
 } from '../frames.js';
 import { WS_LIMITS, WS_SUBPROTOCOL } from '../limits.js';
 import { backoffDelay } from './backoff.js';
+import { afterClose } from './close-policy.js';
 import { Emitter } from './emitter.js';
 import { WsClientError } from './errors.js';
 import { Inbox } from './inbox.js';
 import { type ClientOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { Outbox, type SendResult } from './outbox.js';
 import { randomId } from './random-id.js';
+import { SilenceWatch } from './silence-watch.js';
 import type { Client, ClientEvents, ClientState, SendOptions, SocketLike } from './types.js';
 
 export type { Client, ClientEvents, ClientState, SendOptions, ServerMessage } from './types.js';
@@ -51,8 +52,8 @@ class OnceflowClient implements Client {
   #inFlightCap: number;
   #maxFrameBytes: number = WS_LIMITS.maxFrameBytes;
   #lastAckAt = 0;
-  #lastHeard = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined; // connect timeout, silence watch or backoff wait
+  #silence: SilenceWatch | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined; // connect timeout or backoff wait
   #ackTimer: ReturnType<typeof setTimeout> | undefined;
   #closed: Promise<void> | undefined;
 
@@ -162,7 +163,7 @@ class OnceflowClient implements Client {
       } catch (err) {
         if (gen !== this.#gen) return;
         this.#report(new WsClientError('TOKEN', 'the token function failed', { cause: err }));
-        this.#dropped(undefined);
+        this.#dropped(0);
         return;
       }
       if (gen !== this.#gen) return;
@@ -184,14 +185,14 @@ class OnceflowClient implements Client {
           cause: err,
         }),
       );
-      this.#dropped(undefined);
+      this.#dropped(0);
       return;
     }
     try {
       socket = new this.#o.WebSocket(this.#o.url, [WS_SUBPROTOCOL]) as SocketLike;
     } catch (err) {
       this.#report(new WsClientError('TRANSPORT', 'the WebSocket could not be created', { cause: err }));
-      this.#dropped(undefined);
+      this.#dropped(0);
       return;
     }
     this.#socket = socket;
@@ -226,7 +227,7 @@ class OnceflowClient implements Client {
   }
 
   #onData(data: unknown): void {
-    this.#lastHeard = now();
+    this.#silence?.heard();
     if (typeof data !== 'string') {
       this.#giveUp(
         new WsClientError('PROTOCOL', 'the server sent a binary frame; the protocol has text frames only'),
@@ -340,18 +341,12 @@ class OnceflowClient implements Client {
 
   #watchSilence(): void {
     const heartbeatMs = this.#welcome?.limits.heartbeatMs ?? WS_LIMITS.maxHeartbeatMs;
-    const limit = 2 * heartbeatMs + SILENCE_GRACE_MS;
     const gen = this.#gen;
-    this.#lastHeard = now();
-    // One timer re-armed for the remainder, rather than a new timer per frame received.
-    const check = (): void => {
+    this.#silence?.stop();
+    this.#silence = new SilenceWatch(2 * heartbeatMs + SILENCE_GRACE_MS, (silentMs) => {
       if (gen !== this.#gen) return;
-      const silent = now() - this.#lastHeard;
-      if (silent >= limit) {
-        this.#giveUp(new WsClientError('TIMEOUT', `the server was silent for ${Math.round(silent)} ms`));
-      } else this.#timer = setTimeout(check, limit - silent);
-    };
-    this.#timer = setTimeout(check, limit);
+      this.#giveUp(new WsClientError('TIMEOUT', `the server was silent for ${Math.round(silentMs)} ms`));
+    });
   }
 
   /** This client ends the connection (timeout, silence, protocol): report, then reconnect. */
@@ -365,14 +360,13 @@ class OnceflowClient implements Client {
       // already closing: the socket is left behind either way
     }
     this.#report(err);
-    this.#dropped(undefined);
+    this.#dropped(0);
   }
 
   #onClose(code: number, reason: string): void {
     this.#gen++;
     this.#socket = undefined;
     const frame = this.#errorFrame;
-    const closeCode = frame ? WS_CODES[frame.code].close : code;
     const err = frame
       ? new WsClientError(frame.code, frame.message, {
           closeCode: code,
@@ -386,16 +380,19 @@ class OnceflowClient implements Client {
         });
     if (frame?.resume) this.#inbox.adopt(frame.resume);
     this.#report(err);
-    if (closeCode === 1008 || closeCode === 1009) {
-      // The same frame or token would be refused again (section 6): stop, and say why.
+    const next = afterClose(frame, code);
+    if (next.action === 'stop') {
       this.#finish(err, `the server refused this client (${err.code})`);
       return;
     }
-    this.#dropped(closeCode === 1001 ? 0 : frame?.retryAfterMs);
+    this.#dropped(next.at === 'once' ? 'once' : next.atLeastMs);
   }
 
-  /** After a connection ended: wait (`atLeastMs`, 0 for at once) and connect again, or close for good. */
-  #dropped(atLeastMs: number | undefined): void {
+  /**
+   * After a connection ended: connect again at `'once'`, or after a backoff of at least
+   * `atLeastMs`; or close for good when reconnecting is off.
+   */
+  #dropped(atLeastMs: number | 'once'): void {
     this.#clearTimer();
     if (this.#ackTimer !== undefined) clearTimeout(this.#ackTimer);
     this.#ackTimer = undefined;
@@ -410,10 +407,10 @@ class OnceflowClient implements Client {
       return;
     }
     const delay =
-      atLeastMs === 0
+      atLeastMs === 'once'
         ? 0
         : Math.max(
-            atLeastMs ?? 0,
+            atLeastMs,
             backoffDelay(this.#attempt++, reconnect.minMs, reconnect.maxMs, this.#o.random),
           );
     this.#setState('reconnecting');
@@ -435,6 +432,8 @@ class OnceflowClient implements Client {
   #clearTimer(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#silence?.stop();
+    this.#silence = undefined;
   }
 }
 
