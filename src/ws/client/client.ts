@@ -443,6 +443,21 @@ class OnceflowClient implements Client {
  * server acks it (re-sent after a reconnect, answered `duplicate`), and delivers each server
  * message once, in offset order, resuming from the last one processed. Unacked plus queued
  * messages are bounded by `maxInFlight` and `maxQueued`; dedup state is one offset.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from 'onceflow/ws/client';
+ * import WebSocket from 'ws';
+ *
+ * // Nothing listens on port 9: the message waits in the queue until close() gives up on it.
+ * const client = createClient({ url: 'ws://127.0.0.1:9', WebSocket, reconnect: false });
+ * client.on('error', () => {});
+ * const sent = client.send('chat.send', { text: 'hi' }).catch((e) => [e.code, e.outcome]);
+ * client.pending; // { inFlight: 0, queued: 1 }
+ * await client.close();
+ * await sent; // ['CLOSED', 'not-sent']
+ * client.state; // 'closed'
+ * ```
  */
 export function createClient(options: ClientOptions): Client {
   return new OnceflowClient(options);
