@@ -316,6 +316,25 @@ const PINNED: Record<string, Surface> = {
       'WsErrorCode',
     ],
   },
+  'onceflow/ws/client': {
+    values: ['WsClientError', 'createClient', 'isWsClientError'],
+    types: [
+      'Client',
+      'ClientEvents',
+      'ClientOptions',
+      'ClientState',
+      'ReconnectOptions',
+      'Resume',
+      'SendOptions',
+      'SendResult',
+      'ServerMessage',
+      'UnknownMessage',
+      'WebSocketConstructor',
+      'WelcomeFrame',
+      'WsClientErrorCode',
+      'WsClientErrorDetails',
+    ],
+  },
 };
 
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {

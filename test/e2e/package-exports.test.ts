@@ -37,6 +37,7 @@ const ENTRY_POINTS: Record<string, string[]> = {
   'onceflow/streams': ['createStreamProducer', 'createStreamConsumer', 'trimStream'],
   'onceflow/store': ['StoreError', 'ErrorCode'],
   'onceflow/ws': ['parseClientFrame', 'encodeServerFrame', 'WS_CODES'],
+  'onceflow/ws/client': ['createClient', 'isWsClientError', 'WsClientError'],
 };
 
 /**
