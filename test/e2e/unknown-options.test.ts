@@ -20,7 +20,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   exports: Record<string, string | { import?: string }>;
 };
 
-type Entry = '.' | './testing' | './redis' | './postgres' | './streams';
+type Entry = '.' | './testing' | './redis' | './postgres' | './streams' | './ws' | './ws/client';
 // biome-ignore lint/suspicious/noExplicitAny: the built modules are loaded untyped, by path.
 type Mod = Record<string, any>;
 type Mods = Record<Entry, Mod>;
@@ -450,6 +450,30 @@ const ROWS: Row[] = [
     suggest: 'pageSize',
   },
   {
+    entry: './ws',
+    export: 'createGateway',
+    what: 'createGateway',
+    call: (m) => m.createGateway({ port: 0, handlrs: {} }),
+    key: 'handlrs',
+    suggest: 'handlers',
+  },
+  {
+    entry: './ws',
+    export: 'createPublisher',
+    what: 'createPublisher',
+    call: (m) => m.createPublisher({ stor: {} }),
+    key: 'stor',
+    suggest: 'store',
+  },
+  {
+    entry: './ws/client',
+    export: 'createClient',
+    what: 'createClient',
+    call: (m) => m.createClient({ url: 'ws://127.0.0.1:9/', WebSocket: class {}, reconect: false }),
+    key: 'reconect',
+    suggest: 'reconnect',
+  },
+  {
     entry: './postgres',
     export: 'withTransaction',
     what: 'withTransaction',
@@ -464,7 +488,7 @@ const NO_OPTIONS: Record<string, string> = {
   FakeClock: 'constructor(now: number)',
 };
 
-const ENTRIES: Entry[] = ['.', './testing', './redis', './postgres', './streams'];
+const ENTRIES: Entry[] = ['.', './testing', './redis', './postgres', './streams', './ws', './ws/client'];
 const mods = {} as Mods;
 const ctx: Context = {
   // Never connects (lazyConnect) and refuses a command at once (no offline queue): a row whose
