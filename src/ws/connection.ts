@@ -178,6 +178,8 @@ export class Connection {
     if (from === undefined && opened.continued) {
       const kept = await streams.position(frame.session);
       if (kept !== undefined && kept.user === user) from = { offset: kept.offset, epoch: kept.epoch };
+      // Closed meanwhile: a watch taken now would never be removed (`closed` already ran).
+      if (this.ended()) return;
     }
     // Watched before the first read: a message published after the read wakes the pump, one
     // published before it is in the read. Nothing falls between catch-up and live.
@@ -386,7 +388,10 @@ export class Connection {
     this.send({ op: 'ping' });
     const now = performance.now();
     if (this.ref === undefined || this.opened === undefined) return;
-    if (now - this.lastTouch < this.node.o.sessionTtlMs / 2) return;
+    // Touched now when the next ping would come past half the TTL: a touch at most every half
+    // TTL (heartbeat <= TTL / 2, gateway-options), so a late ping or a slow store cannot let the
+    // state expire under an open connection.
+    if (now - this.lastTouch + this.node.o.heartbeatMs < this.node.o.sessionTtlMs / 2) return;
     this.lastTouch = now;
     this.node.sessions.touch(this.ref, this.opened.token).then(
       (r) => {

@@ -6,7 +6,7 @@ import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, positiveInt } from '../core/validate.js';
 import type { LimitOptions } from '../limiter/options.js';
 import type { Store } from '../store/store.js';
-import type { SendPolicyOptions } from './backpressure.js';
+import { createSendPolicy, type SendPolicyOptions } from './backpressure.js';
 import type { GatewayEvent } from './events.js';
 import { checkHandlers, type Handlers } from './handlers.js';
 import { WS_LIMITS } from './limits.js';
@@ -63,7 +63,10 @@ export interface GatewayOptions {
   maxInFlight?: number;
   /** How often the node pings. Default `'15s'` (under the 60 s idle timeout of the usual proxies). */
   heartbeat?: Duration;
-  /** How long a session's state outlives its last connection. Default `'10m'`. */
+  /**
+   * How long a session's state outlives its last connection. Default `'10m'`. At least twice
+   * `heartbeat`: an open connection's pings keep its state alive.
+   */
   sessionTtl?: Duration;
   /** How long a handler holds its message against a re-send on another node. Default `'30s'`. */
   lease?: Duration;
@@ -150,6 +153,8 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
       'a list of origins or a function (origin, request) => boolean',
       origins,
     );
+  if (options.limits !== undefined && !Array.isArray(options.limits))
+    throw new InvalidOptionError('limits', 'an array of limits, each with `by`', options.limits);
   for (const [i, limit] of (options.limits ?? []).entries()) {
     if (!BY.includes((limit as GatewayLimit | undefined)?.by as (typeof BY)[number]))
       throw new InvalidOptionError(
@@ -158,8 +163,11 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
         limit?.by,
       );
   }
-  if (options.limits !== undefined && !Array.isArray(options.limits))
-    throw new InvalidOptionError('limits', 'an array of limits, each with `by`', options.limits);
+  if (options.trustProxy !== undefined && typeof options.trustProxy !== 'boolean')
+    throw new InvalidOptionError('trustProxy', 'a boolean', options.trustProxy);
+  // Checked here, not at the first connection: a connection is made in the upgrade callback,
+  // where a throw would take the process down.
+  createSendPolicy(options.send ?? {});
   const path = options.path ?? '/';
   if (typeof path !== 'string' || !path.startsWith('/'))
     throw new InvalidOptionError('path', "a URL path starting with '/'", path);
@@ -181,6 +189,14 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     throw new InvalidOptionError(
       'sessionTtl',
       `from 1 s to ${WS_LIMITS.maxSessionTtlMs} ms`,
+      options.sessionTtl,
+    );
+  // An open connection keeps its session state alive from its pings (Connection.ping): with
+  // pings at most half a TTL apart, the state is refreshed at least every half TTL while open.
+  if (sessionTtlMs < 2 * heartbeatMs)
+    throw new InvalidOptionError(
+      'sessionTtl',
+      `at least twice \`heartbeat\` (${2 * heartbeatMs} ms): the pings keep an open session's state alive`,
       options.sessionTtl,
     );
   const leaseMs = timerDuration('lease', options.lease ?? LEASE_MS.default);

@@ -78,7 +78,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const session = { maxInFlight: o.maxInFlight, sessionTtlMs: o.sessionTtlMs, leaseMs: o.leaseMs };
   const sessions: SessionStateStore =
     shared.redis === undefined
-      ? new MemorySessionState(session)
+      ? memorySessions(store, session)
       : new RedisSessionState({ ...session, client: shared.redis.client, prefix: shared.redis.prefix });
   const limiter =
     options.limits === undefined || options.limits.length === 0
@@ -105,6 +105,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     noServer: true,
     maxPayload: PAYLOAD_FACTOR * o.maxFrameBytes,
     clientTracking: false,
+    // parseClientFrame checks UTF-8 (BAD_ENCODING, with an error frame, close 1008); `ws` would
+    // close a text frame that is not UTF-8 itself (1007, no error frame) before the node saw it.
+    skipUTF8Validation: true,
     handleProtocols: (protocols) => (protocols.has(WS_SUBPROTOCOL) ? WS_SUBPROTOCOL : false),
   });
   const server: Server =
@@ -213,6 +216,22 @@ export function abortGateway(gateway: Gateway): Promise<void> {
   const abort = aborts.get(gateway);
   if (abort === undefined) throw new Error('not a gateway made by createGateway');
   return abort();
+}
+
+// The memory store's session state, one per store object (and options), like its streams: two
+// gateways given one memory store see each other's sessions, as two nodes on one Redis store do.
+const memorySessionStates = new WeakMap<Store, Map<string, MemorySessionState>>();
+
+function memorySessions(
+  store: Store,
+  options: { maxInFlight: number; sessionTtlMs: number; leaseMs: number },
+): MemorySessionState {
+  let byOptions = memorySessionStates.get(store);
+  if (byOptions === undefined) memorySessionStates.set(store, (byOptions = new Map()));
+  const key = `${options.maxInFlight}/${options.sessionTtlMs}/${options.leaseMs}`;
+  let state = byOptions.get(key);
+  if (state === undefined) byOptions.set(key, (state = new MemorySessionState(options)));
+  return state;
 }
 
 /** The default: no Origin (not a browser), or the page's origin is this host; else the list or function. */
