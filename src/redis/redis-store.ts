@@ -151,7 +151,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   };
   // Not part of the Store contract: how onceflow/ws finds the client and key space of a store it
   // is given (its session state and user streams live beside the store's keys).
-  Object.defineProperty(store, REDIS_HANDLE, { value: { client, prefix } satisfies RedisHandle });
+  Object.defineProperty(store, REDIS_HANDLE, {
+    value: { client, prefix, bounded: redis } satisfies RedisHandle,
+  });
   return store;
 }
 
@@ -161,6 +163,8 @@ const REDIS_HANDLE = Symbol('onceflow.redisHandle');
 export interface RedisHandle {
   readonly client: RedisLike;
   readonly prefix: string;
+  /** The client as the store sends through it: held while disconnected, every wait within the store's `timeout`. */
+  readonly bounded: RedisLike;
 }
 
 /** The client and prefix of a store made by {@link createRedisStore}, or `undefined` for another store. */

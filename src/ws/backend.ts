@@ -42,9 +42,11 @@ export function wsShared(store: Store, options: UserStreamsOptions): WsShared {
   if (handle !== undefined) {
     const prefix = `${handle.prefix}ws:`;
     made = {
-      streams: createRedisUserStreams({ ...options, client: handle.client, prefix }),
+      streams: createRedisUserStreams({ ...options, client: handle.bounded, prefix }),
       live: createRedisLiveFeed({ client: handle.client, prefix }),
-      redis: { client: handle.client, prefix },
+      // Scripts go through the store's bounded client: an outage fails a call within the store's
+      // `timeout`, as every other store call does, instead of the client's own retries.
+      redis: { client: handle.bounded, prefix },
     };
   } else if (store.kind === 'memory') {
     made = { streams: createMemoryUserStreams(options), live: createMemoryLiveFeed(), redis: undefined };

@@ -385,6 +385,9 @@ export class Connection {
 
   /** The heartbeat's ping; and, every half session TTL, the session's TTL restarted in the store. */
   ping(): void {
+    // Before `welcome` a client waits for the handshake's answer, not for pings; silence in the
+    // handshake is still judged (the heartbeat drops a connection that never says hello).
+    if (this.state !== 'open') return;
     this.send({ op: 'ping' });
     const now = performance.now();
     if (this.ref === undefined || this.opened === undefined) return;
