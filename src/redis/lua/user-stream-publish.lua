@@ -7,7 +7,8 @@
   KEYS[1]  meta     hash    e: epoch, n: end, x: idle deadline (lib/user-stream-open.lua)
   KEYS[2]  stream   stream  entries '<offset>-1' with t: type, b: body, a: ms
   KEYS[3]  ids      zset    publish id scored by its offset, the newest publishDedup
-  ARGV[1]  epoch    a fresh random epoch, used only when the meta is missing (a lost stream)
+  ARGV[1]  epoch    a fresh epoch (user-streams.ts newEpoch), used only when the meta is missing
+                    (a new or lost stream)
   ARGV[2]  type     ARGV[3] body (JSON text, checked by the client)
   ARGV[4]  maxLength   ARGV[5] maxAgeMs (0: none)   ARGV[6] idleTtlMs
   ARGV[7]  now in ms, or '' for the server's TIME

@@ -5,7 +5,7 @@
   KEYS[1]  meta     hash    e: epoch, n: end, x: idle deadline (lib/user-stream-open.lua)
   KEYS[2]  stream   stream  entries '<offset>-1' with t: type, b: body, a: ms
   KEYS[3]  ids      zset    publish ids (user-stream-publish.lua), dropped with a lost epoch
-  ARGV[1]  epoch    a fresh random epoch, used only when the meta is missing
+  ARGV[1]  epoch    a fresh epoch (user-streams.ts newEpoch), used only when the meta is missing
   ARGV[2]  from's epoch, or '' for no position   ARGV[3] from's offset
   ARGV[4]  limit    ARGV[5] maxAgeMs (0: none)   ARGV[6] idleTtlMs
   ARGV[7]  now in ms, or '' for the server's TIME
