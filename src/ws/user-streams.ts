@@ -239,7 +239,8 @@ export function encodeBody(body: unknown, maxBodyBytes: number): string {
   const problem = bodyProblem(body, WS_LIMITS.maxBodyDepth);
   if (problem) throw new InvalidArgumentError('body', `a JSON value (${problem.message})`, body);
   const text = JSON.stringify(body);
-  if (utf8Bytes(text) > maxBodyBytes) {
+  // At most 3 bytes per UTF-16 unit: a body well under the bound is not counted.
+  if (text.length * 3 > maxBodyBytes && utf8Bytes(text) > maxBodyBytes) {
     throw new InvalidArgumentError(
       'body',
       `at most ${maxBodyBytes} bytes of JSON`,
