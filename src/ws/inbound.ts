@@ -36,6 +36,9 @@ export interface InboundOptions {
   readonly fail: (code: WsErrorCode, message: string) => void;
 }
 
+/** The shared empty `waiting` of every driver: never written (replaced by a Map before a set). */
+const NO_WAITING: Map<number, InboundMessage> = new Map();
+
 /**
  * The client messages of one connection: every seq gets one outcome, decided in seq order on the
  * session's state in the store, and acked; a re-send gets its outcome again, marked duplicate.
@@ -57,7 +60,11 @@ export class InboundDriver {
    */
   private next: number;
   private readonly inbox: InboundMessage[] = [];
-  private readonly waiting = new Map<number, InboundMessage>();
+  /**
+   * Frames past the next seq, waiting for the gap, by seq: the shared empty Map until the first
+   * one (frames come out of order only around a reconnect, so an idle connection holds no Map).
+   */
+  private waiting: Map<number, InboundMessage> = NO_WAITING;
   private busy: Promise<void> | null = null;
   /** The frame being decided (taken from the inbox or the waiting ones), if any. */
   private current: InboundMessage | null = null;
@@ -94,46 +101,46 @@ export class InboundDriver {
   close(): void {
     this.ended = true;
     this.inbox.length = 0;
-    this.waiting.clear();
+    this.waiting = NO_WAITING;
   }
 
   private async pump(): Promise<void> {
     try {
       for (let m = this.inbox.shift(); m !== undefined && !this.ended; m = this.inbox.shift()) {
-        await this.decide(m);
+        // `current` is set here and cleared by `take` (or the catch): one async frame per message.
+        this.current = m;
+        await this.take(m);
+        this.current = null;
+        if (this.waiting.size === 0) continue;
         for (
           let w = this.waiting.get(this.next);
           w !== undefined && !this.ended;
           w = this.waiting.get(this.next)
         ) {
           this.waiting.delete(w.seq);
-          await this.decide(w);
+          this.current = w;
+          await this.take(w);
+          this.current = null;
         }
       }
     } catch (err) {
+      this.current = null;
       this.end('INTERNAL', `session state store failed: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       this.busy = null;
     }
   }
 
-  private async decide(m: InboundMessage): Promise<void> {
-    this.current = m;
-    try {
-      await this.take(m);
-    } finally {
-      this.current = null;
-    }
-  }
-
   private async take(m: InboundMessage): Promise<void> {
-    const parked = this.waiting.get(m.seq);
-    if (parked !== undefined) {
-      if (parked.id !== m.id) this.end('BAD_SEQ', `seq ${m.seq} already waits under another id`, m);
-      return;
+    if (this.waiting.size > 0) {
+      const parked = this.waiting.get(m.seq);
+      if (parked !== undefined) {
+        if (parked.id !== m.id) this.end('BAD_SEQ', `seq ${m.seq} already waits under another id`, m);
+        return;
+      }
+      for (const w of this.waiting.values())
+        if (w.id === m.id) return this.end('BAD_SEQ', `id already waits under seq ${w.seq}`, m);
     }
-    for (const w of this.waiting.values())
-      if (w.id === m.id) return this.end('BAD_SEQ', `id already waits under seq ${w.seq}`, m);
     if (m.seq > this.next) {
       if (m.seq - (this.next - 1) > this.maxInFlight)
         return this.end(
@@ -142,6 +149,7 @@ export class InboundDriver {
           m,
         );
       this.current = null;
+      if (this.waiting === NO_WAITING) this.waiting = new Map();
       this.waiting.set(m.seq, m);
       return;
     }
@@ -176,13 +184,16 @@ export class InboundDriver {
    */
   private async begin(m: InboundMessage): Promise<Exclude<BeginResult, { kind: 'busy' }> | null> {
     const { store, ref, opened } = this.o;
-    // The monotonic clock: a wall clock stepped by NTP must not end (or stretch) the wait.
-    const giveUp = performance.now() + 2 * store.leaseMs;
+    // The clock is read only once a seq is busy (rare): the bound counts from the first `busy`
+    // answer, one store round trip later than the first ask, immaterial against 2 x leaseMs.
+    let giveUp = 0;
     for (let wait: number = BUSY_POLL_MS.first; ; wait = Math.min(2 * wait, BUSY_POLL_MS.max)) {
       const begun = await store.begin(ref, opened.token, m.seq, m.id);
       if (begun.kind === 'run') return begun;
       if (this.ended) return null;
       if (begun.kind !== 'busy') return begun;
+      // The monotonic clock: a wall clock stepped by NTP must not end (or stretch) the wait.
+      if (giveUp === 0) giveUp = performance.now() + 2 * store.leaseMs;
       if (performance.now() > giveUp) {
         this.end('INTERNAL', `seq ${m.seq} stayed busy past twice its lease`, m);
         return null;
@@ -242,7 +253,11 @@ const BUSY_POLL_MS = Object.freeze({ first: 5, max: 200 });
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** The ack of `m`: its outcome's fields (checked by checkOutcome) in place of a spread and a copy. */
 function ack(m: InboundMessage, outcome: Outcome, duplicate: boolean): ServerAckFrame {
-  const frame = { op: 'ack', seq: m.seq, id: m.id, ...outcome } as ServerAckFrame;
-  return duplicate ? ({ ...frame, duplicate: true } as ServerAckFrame) : frame;
+  const frame: Record<string, unknown> = { op: 'ack', seq: m.seq, id: m.id, outcome: outcome.outcome };
+  if (outcome.outcome !== 'handled') frame.code = outcome.code;
+  if (outcome.outcome === 'limited') frame.retryAfterMs = outcome.retryAfterMs;
+  if (duplicate) frame.duplicate = true;
+  return frame as unknown as ServerAckFrame;
 }

@@ -61,7 +61,11 @@ interface Watch {
  * of them, costs one re-read per watcher).
  */
 export class Watchers {
-  private readonly byUser = new Map<string, Set<Watch>>();
+  /**
+   * A user's one watch, or a Set of them once a second one comes: a user usually has one
+   * connection per node, and a Set per user is most of a watch's memory.
+   */
+  private readonly byUser = new Map<string, Watch | Set<Watch>>();
   private readonly pending = new Set<string>();
   private scheduled = false;
 
@@ -77,18 +81,17 @@ export class Watchers {
     checkUser(user);
     if (typeof listener !== 'function') throw new InvalidArgumentError('listener', 'a function', listener);
     const watch: Watch = { listener: listener as () => void };
-    let set = this.byUser.get(user);
-    if (set === undefined) {
-      set = new Set();
-      this.byUser.set(user, set);
-    }
-    set.add(watch);
+    const held = this.byUser.get(user);
+    if (held === undefined) this.byUser.set(user, watch);
+    else if (held instanceof Set) held.add(watch);
+    else this.byUser.set(user, new Set([held, watch]));
     let removed = false;
     return () => {
       if (removed) return;
       removed = true;
-      const s = this.byUser.get(user);
-      if (s?.delete(watch) && s.size === 0) this.byUser.delete(user);
+      const h = this.byUser.get(user);
+      if (h === watch) this.byUser.delete(user);
+      else if (h instanceof Set && h.delete(watch) && h.size === 0) this.byUser.delete(user);
       onRemoved();
     };
   }
@@ -120,17 +123,29 @@ export class Watchers {
     const users = [...this.pending];
     this.pending.clear();
     for (const user of users) {
-      const set = this.byUser.get(user);
-      if (set === undefined) continue;
-      for (const watch of [...set]) {
-        // A listener may unsubscribe another of the same user: that one is not called.
-        if (!set.has(watch)) continue;
-        try {
-          watch.listener();
-        } catch (err) {
-          this.onError(err, 'listener');
-        }
+      const held = this.byUser.get(user);
+      if (held === undefined) continue;
+      if (!(held instanceof Set)) {
+        this.call(held);
+        continue;
       }
+      for (const watch of [...held]) {
+        // A listener may unsubscribe another of the same user: that one is not called.
+        if (this.holds(user, watch)) this.call(watch);
+      }
+    }
+  }
+
+  private holds(user: string, watch: Watch): boolean {
+    const held = this.byUser.get(user);
+    return held === watch || (held instanceof Set && held.has(watch));
+  }
+
+  private call(watch: Watch): void {
+    try {
+      watch.listener();
+    } catch (err) {
+      this.onError(err, 'listener');
     }
   }
 }

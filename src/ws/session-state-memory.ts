@@ -30,12 +30,20 @@ interface State {
   next: number;
   writer: string;
   expiresAt: number;
-  /** seq -> [id, encoded outcome], the last `maxInFlight` seqs. */
-  outcomes: Map<number, [string, string]>;
-  /** id -> seq, for the same seqs. */
-  ids: Map<string, number>;
-  /** The lease of the last `begin` that answered `run`, if not recorded since. */
-  lease: { seq: number; token: string; until: number } | undefined;
+  /**
+   * seq -> [id, encoded outcome], the last `maxInFlight` seqs. Made by the first record: a session
+   * that never sent a message (an idle connection) holds no Map.
+   */
+  outcomes: Map<number, [string, string]> | undefined;
+  /** id -> seq, for the same seqs; made with `outcomes`. */
+  ids: Map<string, number> | undefined;
+  /**
+   * The lease of the last `begin` that answered `run`, if not recorded since (`leaseSeq` 0: none;
+   * seqs start at 1). Fields of the state, not an object: a `begin` per message allocates nothing.
+   */
+  leaseSeq: number;
+  leaseToken: string;
+  leaseUntil: number;
 }
 
 /**
@@ -48,6 +56,11 @@ export class MemorySessionState implements SessionStateStore {
   private readonly ttl: number;
   private readonly now: () => number;
   private readonly states = new Map<string, State>();
+  /**
+   * No state expires before this (at most the first state's expiry): `live` sweeps the map's
+   * front only once the clock reaches it, not on every call.
+   */
+  private sweepAt = Number.POSITIVE_INFINITY;
 
   constructor(options: MemorySessionStateOptions) {
     knownKeys('', options, ['maxInFlight', 'sessionTtlMs', 'leaseMs', 'now']);
@@ -59,45 +72,52 @@ export class MemorySessionState implements SessionStateStore {
 
   async open(ref: SessionRef): Promise<OpenResult> {
     checkRef(ref);
-    const state = this.live(ref);
+    const k = key(ref);
+    const state = this.live(k);
     const token = randomUUID();
     if (state === undefined) {
-      this.states.set(key(ref), {
+      const expiresAt = this.now() + this.ttl;
+      this.states.set(k, {
         next: 1,
         writer: token,
-        expiresAt: this.now() + this.ttl,
-        outcomes: new Map(),
-        ids: new Map(),
-        lease: undefined,
+        expiresAt,
+        outcomes: undefined,
+        ids: undefined,
+        leaseSeq: 0,
+        leaseToken: '',
+        leaseUntil: 0,
       });
+      if (expiresAt < this.sweepAt) this.sweepAt = expiresAt;
       return { continued: false, nextSeq: 1, token };
     }
     state.writer = token;
-    this.refresh(ref, state);
+    this.refresh(k, state);
     return { continued: true, nextSeq: state.next, token };
   }
 
   async begin(ref: SessionRef, token: string, seq: number, id: string): Promise<BeginResult> {
     checkRef(ref);
     checkMessage(token, seq, id);
-    const state = this.live(ref);
+    const k = key(ref);
+    const state = this.live(k);
     if (state === undefined) return { kind: 'expired' };
     if (state.writer !== token) return { kind: 'replaced' };
-    this.refresh(ref, state);
+    this.refresh(k, state);
     if (seq < state.next) {
-      const kept = state.outcomes.get(seq);
+      const kept = state.outcomes?.get(seq);
       if (kept === undefined) return { kind: 'forgotten' };
       if (kept[0] !== id) return { kind: 'conflict' };
       return { kind: 'decided', outcome: decodeOutcome(kept[1]), duplicate: true };
     }
-    if (state.ids.has(id)) return { kind: 'conflict' };
+    if (state.ids?.has(id)) return { kind: 'conflict' };
     if (seq === state.next) {
-      const lease = state.lease;
       const now = this.now();
-      if (lease !== undefined && lease.seq === seq && lease.token !== token && lease.until > now)
-        return { kind: 'busy', retryAfterMs: lease.until - now };
-      state.lease = { seq, token, until: now + this.leaseMs };
-      return { kind: 'run' };
+      if (state.leaseSeq === seq && state.leaseToken !== token && state.leaseUntil > now)
+        return { kind: 'busy', retryAfterMs: state.leaseUntil - now };
+      state.leaseSeq = seq;
+      state.leaseToken = token;
+      state.leaseUntil = now + this.leaseMs;
+      return RUN;
     }
     if (seq - (state.next - 1) > this.maxInFlight) return { kind: 'too-far' };
     return { kind: 'ahead' };
@@ -113,36 +133,40 @@ export class MemorySessionState implements SessionStateStore {
     checkRef(ref);
     checkMessage(token, seq, id);
     checkOutcome(outcome);
-    const state = this.live(ref);
+    const k = key(ref);
+    const state = this.live(k);
     if (state === undefined) return { kind: 'expired' };
     if (state.writer !== token && !this.holds(state, token, seq)) return { kind: 'replaced' };
-    if (seq !== state.next || state.ids.has(id)) return { kind: 'stale' };
-    state.lease = undefined;
-    state.outcomes.set(seq, [id, encodeOutcome(outcome)]);
-    state.ids.set(id, seq);
-    const old = state.outcomes.get(seq - this.maxInFlight);
+    if (seq !== state.next || state.ids?.has(id)) return { kind: 'stale' };
+    state.leaseSeq = 0;
+    state.leaseToken = '';
+    const outcomes = (state.outcomes ??= new Map());
+    const ids = (state.ids ??= new Map());
+    outcomes.set(seq, [id, encodeOutcome(outcome)]);
+    ids.set(id, seq);
+    const old = outcomes.get(seq - this.maxInFlight);
     if (old !== undefined) {
-      state.outcomes.delete(seq - this.maxInFlight);
-      state.ids.delete(old[0]);
+      outcomes.delete(seq - this.maxInFlight);
+      ids.delete(old[0]);
     }
     state.next = seq + 1;
-    this.refresh(ref, state);
-    return { kind: 'recorded' };
+    this.refresh(k, state);
+    return RECORDED;
   }
 
   async touch(ref: SessionRef, token: string): Promise<TouchResult> {
     checkRef(ref);
     checkToken(token);
-    const state = this.live(ref);
+    const k = key(ref);
+    const state = this.live(k);
     if (state === undefined) return { kind: 'expired' };
     if (state.writer !== token) return { kind: 'replaced' };
-    this.refresh(ref, state);
+    this.refresh(k, state);
     return { kind: 'touched' };
   }
 
   private holds(state: State, token: string, seq: number): boolean {
-    const lease = state.lease;
-    return lease !== undefined && lease.token === token && lease.seq === seq && lease.until > this.now();
+    return state.leaseSeq === seq && state.leaseToken === token && state.leaseUntil > this.now();
   }
 
   /**
@@ -150,21 +174,26 @@ export class MemorySessionState implements SessionStateStore {
    * map stays in expiry order and `live` drops the expired ones from its front. The map is then
    * bounded by the sessions of the last TTL, not every session ever opened.
    */
-  private refresh(ref: SessionRef, state: State): void {
-    const k = key(ref);
+  private refresh(k: string, state: State): void {
     state.expiresAt = this.now() + this.ttl;
+    if (state.expiresAt < this.sweepAt) this.sweepAt = state.expiresAt;
     this.states.delete(k);
     this.states.set(k, state);
   }
 
-  private live(ref: SessionRef): State | undefined {
+  private live(k: string): State | undefined {
     const t = this.now();
-    for (const [k, s] of this.states) {
-      if (s.expiresAt > t) break;
-      this.states.delete(k);
+    if (t >= this.sweepAt) {
+      this.sweepAt = Number.POSITIVE_INFINITY;
+      for (const [front, s] of this.states) {
+        if (s.expiresAt > t) {
+          this.sweepAt = s.expiresAt;
+          break;
+        }
+        this.states.delete(front);
+      }
     }
     // Checked again: a clock moved back leaves the order loose, never a dead state answering live.
-    const k = key(ref);
     const state = this.states.get(k);
     if (state !== undefined && state.expiresAt <= t) {
       this.states.delete(k);
@@ -174,6 +203,11 @@ export class MemorySessionState implements SessionStateStore {
   }
 }
 
+/** A session's charset has no space, so the first space ends it: no two refs share a key. */
 function key(ref: SessionRef): string {
-  return JSON.stringify([ref.user, ref.session]);
+  return `${ref.session} ${ref.user}`;
 }
+
+// Answers without fields are shared: callers only read them.
+const RUN: BeginResult = Object.freeze({ kind: 'run' });
+const RECORDED: RecordResult = Object.freeze({ kind: 'recorded' });

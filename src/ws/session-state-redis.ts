@@ -47,6 +47,13 @@ export class RedisSessionState implements SessionStateStore {
   private readonly client: RedisLike;
   private readonly prefix: string;
   private readonly ttl: string;
+  /**
+   * The keys of each ref object seen, with the user and session they were made of: a connection
+   * passes the same ref to every call, so two escapes and four concatenations per call become one
+   * lookup. Checked against the ref's fields (a caller may reuse an object for another session);
+   * weak, so it holds nothing past the ref's own life.
+   */
+  private readonly keys = new WeakMap<SessionRef, RefKeys>();
 
   constructor(options: RedisSessionStateOptions) {
     knownKeys('', options, ['client', 'prefix', 'maxInFlight', 'sessionTtlMs', 'leaseMs']);
@@ -132,12 +139,25 @@ export class RedisSessionState implements SessionStateStore {
     args: string[],
     keys: 1 | 2 = 2,
   ): Promise<unknown> {
-    const state = this.key(ref);
+    let k = this.keys.get(ref);
+    if (k === undefined || k.user !== ref.user || k.session !== ref.session) {
+      const state = this.key(ref);
+      k = { user: ref.user, session: ref.session, both: [state, this.leaseKey(ref)], state: [state] };
+      this.keys.set(ref, k);
+    }
     const closed = isClosedClient(this.client);
     try {
-      return await evalScript(this.client, script, keys === 1 ? [state] : [state, this.leaseKey(ref)], args);
+      return await evalScript(this.client, script, keys === 1 ? k.state : k.both, args);
     } catch (err) {
       throw redisStoreError(`wsSession.${operation}`, err, closed, 'script');
     }
   }
+}
+
+interface RefKeys {
+  readonly user: string;
+  readonly session: string;
+  /** [state, lease] and [state]: the KEYS of the scripts, never modified. */
+  readonly both: readonly string[];
+  readonly state: readonly string[];
 }

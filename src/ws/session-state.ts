@@ -99,11 +99,20 @@ export type RecordResult =
 const ID = /^[A-Za-z0-9._:-]+$/;
 const SESSION = /^[A-Za-z0-9_-]+$/;
 
+/**
+ * Whether `text` is over `max` UTF-8 bytes. A UTF-16 unit is at most 3 bytes (a surrogate pair, 2
+ * units, is 4), so a string of at most max / 3 units is never counted: the per-message checks of
+ * a usual short user id cost no byte count.
+ */
+function tooManyBytes(text: string, max: number): boolean {
+  return text.length * 3 > max && Buffer.byteLength(text, 'utf8') > max;
+}
+
 /** Refuses a bad ref, token, seq, id or outcome with a typed error naming it; nothing is read or written. */
 export function checkRef(ref: SessionRef): void {
   if (typeof ref !== 'object' || ref === null) throw new InvalidArgumentError('ref', 'an object', ref);
   const { user, session } = ref;
-  if (typeof user !== 'string' || user.length === 0 || Buffer.byteLength(user, 'utf8') > WS_LIMITS.userBytes)
+  if (typeof user !== 'string' || user.length === 0 || tooManyBytes(user, WS_LIMITS.userBytes))
     throw new InvalidArgumentError('ref.user', `a string of 1-${WS_LIMITS.userBytes} bytes`, user);
   if (
     typeof session !== 'string' ||

@@ -46,8 +46,11 @@ interface Stream {
   entries: Entry[];
   head: number;
   expiresAt: number;
-  /** Publish id to its offset, the last `publishDedup` ids; Map order is publish order. */
-  readonly ids: Map<string, number>;
+  /**
+   * Publish id to its offset, the last `publishDedup` ids; Map order is publish order. Made on the
+   * first publish with an id: a user who only reads (an idle connection) holds no Map.
+   */
+  ids: Map<string, number> | undefined;
 }
 
 interface Kept extends SessionPosition {
@@ -73,7 +76,7 @@ export function createMemoryUserStreams(options: MemoryUserStreamsOptions = {}):
     let s = streams.get(user);
     streams.delete(user);
     if (s === undefined || t >= s.expiresAt) {
-      s = { epoch: newEpoch(), end: 0, entries: [], head: 0, expiresAt: 0, ids: new Map() };
+      s = { epoch: newEpoch(), end: 0, entries: [], head: 0, expiresAt: 0, ids: undefined };
     }
     s.expiresAt = t + o.idleTtlMs;
     streams.set(user, s);
@@ -90,12 +93,13 @@ export function createMemoryUserStreams(options: MemoryUserStreamsOptions = {}):
       const id = checkPublishOptions(options);
       const t = now();
       const s = open(user, t);
-      const first = id === undefined ? undefined : s.ids.get(id);
+      const first = id === undefined ? undefined : s.ids?.get(id);
       if (first !== undefined) return { epoch: s.epoch, offset: first };
       s.end += 1;
       s.entries.push({ offset: s.end, type, body: text, at: t });
       trim(s, t, o);
       if (id !== undefined) {
+        s.ids ??= new Map();
         s.ids.set(id, s.end);
         if (s.ids.size > o.publishDedup) s.ids.delete(s.ids.keys().next().value as string);
       }

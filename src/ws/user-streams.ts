@@ -215,7 +215,8 @@ export function checkUser(user: unknown): string {
     typeof user !== 'string' ||
     user === '' ||
     !isWellFormed(user) ||
-    utf8Bytes(user) > WS_LIMITS.userBytes
+    // At most 3 bytes per UTF-16 unit: a short user is never counted.
+    (user.length * 3 > WS_LIMITS.userBytes && utf8Bytes(user) > WS_LIMITS.userBytes)
   ) {
     throw new InvalidArgumentError('user', `a well-formed string of 1 to ${WS_LIMITS.userBytes} bytes`, user);
   }
@@ -238,7 +239,8 @@ export function encodeBody(body: unknown, maxBodyBytes: number): string {
   const problem = bodyProblem(body, WS_LIMITS.maxBodyDepth);
   if (problem) throw new InvalidArgumentError('body', `a JSON value (${problem.message})`, body);
   const text = JSON.stringify(body);
-  if (utf8Bytes(text) > maxBodyBytes) {
+  // At most 3 bytes per UTF-16 unit: a body well under the bound is not counted.
+  if (text.length * 3 > maxBodyBytes && utf8Bytes(text) > maxBodyBytes) {
     throw new InvalidArgumentError(
       'body',
       `at most ${maxBodyBytes} bytes of JSON`,
@@ -290,7 +292,23 @@ export function checkLimit(limit: unknown, maxReadLimit: number): number {
   return limit;
 }
 
-/** A new epoch: 128 random bits, base64url (22 characters of the epoch charset). */
+/**
+ * This process's epoch prefix: 96 random bits (16 base64url characters), drawn once. An epoch
+ * must be unique for a user's stream's life, never reused after a lost stream; it is no
+ * credential (a read is scoped by the authenticated user, and a forged epoch only makes that
+ * user's own resume answer `recovered: false`), so it need not be unpredictable once a process
+ * has shown one. Two processes share a prefix with probability ~n^2 / 2^97.
+ */
+const EPOCH_PREFIX = randomBytes(12).toString('base64url');
+let epochCount = 0;
+
+/**
+ * A new epoch: the process's random prefix and a counter in base 36, at most 16 + 11 characters
+ * of the epoch charset (the counter stays a safe integer). Drawing no randomness per call lets
+ * the Redis store send a fresh candidate with every publish and read (the script keeps it only
+ * for a new stream) at the cost of a string concatenation.
+ */
 export function newEpoch(): string {
-  return randomBytes(16).toString('base64url');
+  epochCount++;
+  return EPOCH_PREFIX + epochCount.toString(36);
 }

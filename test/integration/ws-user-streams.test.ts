@@ -333,6 +333,38 @@ for (const mode of ['standalone', 'cluster'] as const) {
       expect((await s.read('dave', { offset: 1, epoch }, 10)).recovered).toBe(true);
     });
 
+    it('maxAgeMs dropping more old messages than one page of the trim (64), as the memory model', async () => {
+      let t = 1_700_000_000_000;
+      const now = () => t;
+      const options = { maxLength: 1000, maxAgeMs: 10_000, now };
+      const model = createMemoryUserStreams(options);
+      const s = createRedisUserStreams({ client, prefix: `${prefix}age-pages:`, ...options });
+      const both = async <R>(f: (x: UserStreams) => Promise<R>) => [await f(s), await f(model)] as const;
+      // 150 old messages (over two pages), then 3 young ones; the old ones age out together.
+      const [first, firstModel] = await both((x) => x.publish('gil', 't', 0));
+      for (let n = 1; n < 150; n++) await both((x) => x.publish('gil', 't', n));
+      t += 5_000;
+      for (let n = 150; n < 153; n++) await both((x) => x.publish('gil', 't', n));
+      t += 5_000;
+      const epoch = first.epoch;
+      const from = (offset: number) => async (x: UserStreams) =>
+        x.read('gil', { offset, epoch: x === s ? epoch : firstModel.epoch }, 10);
+      const [lost, lostModel] = await both(from(149));
+      expect(lost).toEqual({ epoch, end: 153, recovered: false, messages: [] });
+      expect(lostModel).toMatchObject({ end: 153, recovered: false, messages: [] });
+      const [kept, keptModel] = await both(from(150));
+      expect(kept.messages.map((m) => m.offset)).toEqual([151, 152, 153]);
+      expect(keptModel.messages.map((m) => m.offset)).toEqual([151, 152, 153]);
+      expect(await client.xlen(userStreamKeys(`${prefix}age-pages:`, 'gil')[1])).toBe(3);
+      // At the end: recovered, no message.
+      expect(await s.read('gil', { offset: 153, epoch }, 10)).toEqual({
+        epoch,
+        end: 153,
+        recovered: true,
+        messages: [],
+      });
+    });
+
     it('bad input: typed errors, no key written', async () => {
       const p = `${prefix}bad:`;
       expect(() => createRedisUserStreams({ client, prefx: 'x' } as never)).toThrow(/did you mean `prefix`/);

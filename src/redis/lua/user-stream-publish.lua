@@ -7,7 +7,8 @@
   KEYS[1]  meta     hash    e: epoch, n: end, x: idle deadline (lib/user-stream-open.lua)
   KEYS[2]  stream   stream  entries '<offset>-1' with t: type, b: body, a: ms
   KEYS[3]  ids      zset    publish id scored by its offset, the newest publishDedup
-  ARGV[1]  epoch    a fresh random epoch, used only when the meta is missing (a lost stream)
+  ARGV[1]  epoch    a fresh epoch (user-streams.ts newEpoch), used only when the meta is missing
+                    (a new or lost stream)
   ARGV[2]  type     ARGV[3] body (JSON text, checked by the client)
   ARGV[4]  maxLength   ARGV[5] maxAgeMs (0: none)   ARGV[6] idleTtlMs
   ARGV[7]  now in ms, or '' for the server's TIME
@@ -21,18 +22,22 @@ local meta, stream, ids = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[7])
 local max_len, max_age, idle_ttl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local id = ARGV[8]
-local epoch, n = open(meta, stream, ids, ARGV[1], now, max_age, idle_ttl)
+local epoch, n = open(meta, stream, ids, ARGV[1], now, max_age, idle_ttl, false)
+local x = int(now + idle_ttl)
 if id ~= '' then
   -- A score is a double: exact for every offset up to 2^53 - 1.
   local first = call('ZSCORE', ids, id)
-  if first then return { epoch, tonumber(first) } end
+  if first then
+    call('HSET', meta, 'x', x)
+    call('PEXPIRE', stream, idle_ttl)
+    return { epoch, tonumber(first) }
+  end
 end
 n = n + 1
-call('XADD', stream, int(n) .. '-1', 't', ARGV[2], 'b', ARGV[3], 'a', int(now))
-call('HSET', meta, 'n', int(n))
-call('PEXPIRE', stream, idle_ttl)
 -- Exact MAXLEN (no '~'): the bound is the one the memory model keeps, message for message.
-call('XTRIM', stream, 'MAXLEN', max_len)
+call('XADD', stream, 'MAXLEN', max_len, int(n) .. '-1', 't', ARGV[2], 'b', ARGV[3], 'a', int(now))
+call('HSET', meta, 'n', int(n), 'x', x)
+call('PEXPIRE', stream, idle_ttl)
 if id ~= '' then
   -- Offsets grow within an epoch, so rank order is publish order: the lowest ranks are the oldest.
   call('ZADD', ids, int(n), id)

@@ -5,7 +5,7 @@
   KEYS[1]  meta     hash    e: epoch, n: end, x: idle deadline (lib/user-stream-open.lua)
   KEYS[2]  stream   stream  entries '<offset>-1' with t: type, b: body, a: ms
   KEYS[3]  ids      zset    publish ids (user-stream-publish.lua), dropped with a lost epoch
-  ARGV[1]  epoch    a fresh random epoch, used only when the meta is missing
+  ARGV[1]  epoch    a fresh epoch (user-streams.ts newEpoch), used only when the meta is missing
   ARGV[2]  from's epoch, or '' for no position   ARGV[3] from's offset
   ARGV[4]  limit    ARGV[5] maxAgeMs (0: none)   ARGV[6] idleTtlMs
   ARGV[7]  now in ms, or '' for the server's TIME
@@ -20,16 +20,21 @@
 
 local meta, stream, ids = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[7])
-local epoch, n = open(meta, stream, ids, ARGV[1], now, tonumber(ARGV[5]), tonumber(ARGV[6]))
+local max_age = tonumber(ARGV[5])
+local idle_ttl = tonumber(ARGV[6])
+local epoch, n, first = open(meta, stream, ids, ARGV[1], now, max_age, idle_ttl, true)
+call('HSET', meta, 'x', int(now + idle_ttl))
 local out = { epoch, n, 0 }
 if ARGV[2] ~= epoch then return out end
 local from = tonumber(ARGV[3])
 if from > n then return out end
-local head = call('XRANGE', stream, '-', '+', 'COUNT', 1)
-local first = n + 1
-if #head > 0 then first = offset_of(head[1][1]) end
+-- open() read the head while applying the age bound; without one it did not look.
+if max_age <= 0 then first = head(stream, now, 0) end
+if first == nil then first = n + 1 end
 if first > from + 1 then return out end
 out[3] = 1
+-- Nothing after from (the pump's last read of a burst): no XRANGE for an empty page.
+if from == n then return out end
 local page = call('XRANGE', stream, int(from + 1) .. '-1', '+', 'COUNT', tonumber(ARGV[4]))
 for _, e in ipairs(page) do
   local f = e[2]

@@ -12,20 +12,21 @@
 -- #include lib/int-text.lua
 
 local key = KEYS[1]
-local st = redis.call('HMGET', key, 'n', 'w')
+local seq = tonumber(ARGV[2])
+local old = seq - tonumber(ARGV[5])
+local old_field = 'o:' .. int(old)
+-- Every field the record may need, in one read (each redis.call costs about as much as the
+-- command itself). The outcome to drop, o:<seq - maxInFlight>, is read before the HSET below,
+-- which writes only o:<seq> and i:<id> of a new id: neither is that field nor its id's.
+local st = redis.call('HMGET', key, 'n', 'w', 'i:' .. ARGV[3], old_field)
 if not st[1] then return 'expired' end
 if st[2] ~= ARGV[1] and redis.call('GET', KEYS[2]) ~= ARGV[2] .. ' ' .. ARGV[1] then return 'replaced' end
-local seq = tonumber(ARGV[2])
-if tonumber(st[1]) ~= seq or redis.call('HEXISTS', key, 'i:' .. ARGV[3]) == 1 then return 'stale' end
+if tonumber(st[1]) ~= seq or st[3] then return 'stale' end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', key, 'o:' .. ARGV[2], ARGV[3] .. ' ' .. ARGV[4], 'i:' .. ARGV[3], ARGV[2], 'n', int(seq + 1))
-local old = seq - tonumber(ARGV[5])
-if old >= 1 then
-  local field = 'o:' .. int(old)
-  local kept = redis.call('HGET', key, field)
-  if kept then
-    redis.call('HDEL', key, field, 'i:' .. string.sub(kept, 1, string.find(kept, ' ', 1, true) - 1))
-  end
+local kept = st[4]
+if old >= 1 and kept then
+  redis.call('HDEL', key, old_field, 'i:' .. string.sub(kept, 1, string.find(kept, ' ', 1, true) - 1))
 end
 redis.call('PEXPIRE', key, ARGV[6])
 return 'recorded'

@@ -19,23 +19,29 @@ local function offset_of(id)
   return tonumber(string.match(id, '^(%d+)'))
 end
 
--- Drops the head entries no younger than max_age (0: no age bound): a prefix, the same as
--- the memory store's trim. Pages of 64 keep each XRANGE reply small; the loop ends at the first
--- young entry or an empty stream, so it reads each dropped entry once.
-local function trim_age(stream, now, max_age)
-  if max_age <= 0 then return end
+local function written_at(entry)
+  local f = entry[2]
+  for i = 1, #f, 2 do
+    if f[i] == 'a' then return tonumber(f[i + 1]) end
+  end
+end
+
+-- The first retained offset (nil: the stream is empty), after dropping the head entries no younger
+-- than max_age (0: no age bound): a prefix, the same as the memory store's trim. Entries are in
+-- publish order, so a young head means nothing is old: the usual case reads one entry and writes
+-- nothing. Only an old head pages, 64 entries at a time (each XRANGE reply small); the loop ends at
+-- the first young entry or an empty stream, so it reads each dropped entry once (and the head twice).
+local function head(stream, now, max_age)
+  local page = call('XRANGE', stream, '-', '+', 'COUNT', 1)
+  if #page == 0 then return nil end
+  if max_age <= 0 or now - written_at(page[1]) < max_age then return offset_of(page[1][1]) end
   while true do
-    local page = call('XRANGE', stream, '-', '+', 'COUNT', 64)
-    if #page == 0 then return end
+    page = call('XRANGE', stream, '-', '+', 'COUNT', 64)
+    if #page == 0 then return nil end
     for _, e in ipairs(page) do
-      local f = e[2]
-      local at
-      for i = 1, #f, 2 do
-        if f[i] == 'a' then at = tonumber(f[i + 1]) end
-      end
-      if now - at < max_age then
+      if now - written_at(e) < max_age then
         call('XTRIM', stream, 'MINID', e[1])
-        return
+        return offset_of(e[1])
       end
     end
     call('XTRIM', stream, 'MINID', int(offset_of(page[#page][1]) + 1) .. '-1')
@@ -44,21 +50,27 @@ end
 
 -- The user's epoch and end, creating the meta with `epoch` when it is missing or idle past its
 -- x (a lost or expired stream: a new epoch, and any old entries and publish ids go with the old
--- one: an id's offset means nothing in another epoch).
-local function open(meta, stream, ids, epoch, now, max_age, idle_ttl)
+-- one: an id's offset means nothing in another epoch), then the age retention. Returns epoch, end,
+-- and the first retained offset: nil when the stream is empty, or when max_age is 0 (no
+-- retention to apply, so the head is not read: call head() for it).
+-- The caller then sets the meta's x to `now + idle_ttl` and, without `touch_stream`, PEXPIREs the
+-- stream: folded into its own writes, that is one redis.call fewer each (a call from Lua costs
+-- about as much as the command it runs).
+local function open(meta, stream, ids, epoch, now, max_age, idle_ttl, touch_stream)
   local m = call('HMGET', meta, 'e', 'n', 'x')
   local e, n = m[1], tonumber(m[2])
+  -- The key expiry reclaims a user gone for good; x judges idleness by `now`, which may be a
+  -- test's clock, so every key also carries the same bound in the server's time. PEXPIRE of a
+  -- missing key does nothing, so no EXISTS first.
   if not e or now >= tonumber(m[3]) then
     call('DEL', stream, ids)
-    e, n = epoch, 0
-    call('HSET', meta, 'e', e, 'n', 0)
+    call('HSET', meta, 'e', epoch, 'n', 0)
+    call('PEXPIRE', meta, idle_ttl)
+    return epoch, 0, nil
   end
-  call('HSET', meta, 'x', int(now + idle_ttl))
-  -- The key expiry reclaims a user gone for good; x judges idleness by `now`, which may be a
-  -- test's clock, so both keys also carry the same bound in the server's time.
   call('PEXPIRE', meta, idle_ttl)
-  if call('EXISTS', stream) == 1 then call('PEXPIRE', stream, idle_ttl) end
-  if call('EXISTS', ids) == 1 then call('PEXPIRE', ids, idle_ttl) end
-  trim_age(stream, now, max_age)
-  return e, n
+  if touch_stream then call('PEXPIRE', stream, idle_ttl) end
+  call('PEXPIRE', ids, idle_ttl)
+  if max_age <= 0 then return e, n, nil end
+  return e, n, head(stream, now, max_age)
 end
