@@ -9,6 +9,7 @@ import {
   DEMO_OPTIONS,
   type DemoArgValues,
   demoCommandFrom,
+  gatewayCommandFrom,
   refuseUnknown,
 } from './demo/options.js';
 import { progressBar } from './demo/progress.js';
@@ -22,7 +23,8 @@ import { SERVE_HELP, ServeUsageError, serveCommand } from './serve-command.js';
 const HELP = `Usage: onceflow <command> [options]
 
 Commands:
-  demo            run the exactly-once demo (see \`onceflow demo --help\`)
+  demo            run the exactly-once demo, or with --gateway the WebSocket gateway's
+                  (see \`onceflow demo --help\`)
   migrate         create or update the PostgreSQL store's schema (see \`onceflow migrate --help\`)
   serve           run a WebSocket gateway node (see \`onceflow serve --help\`)
   help [command]  this help, or a command's
@@ -118,6 +120,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(DEMO_HELP);
     return EXIT_OK;
   }
+  if (parsed.gateway) return gatewayDemo(parsed);
   let demo: ReturnType<typeof demoCommandFrom>;
   try {
     demo = demoCommandFrom(parsed);
@@ -136,6 +139,38 @@ async function main(argv: string[]): Promise<number> {
   }
   const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
   process.stdout.write(demo.json ? `${JSON.stringify(toJson(result))}\n` : formatReport(result, columns));
+  return demoExitCode(result);
+}
+
+/** `onceflow demo --gateway`: the gateway demo, its report or JSON, and the same exit codes. */
+async function gatewayDemo(parsed: DemoArgValues): Promise<number> {
+  let demo: ReturnType<typeof gatewayCommandFrom>;
+  try {
+    demo = gatewayCommandFrom(parsed);
+  } catch (err) {
+    return usageError(err);
+  }
+  // Loaded here: the gateway demo needs `ws`, an optional peer the other commands never load.
+  let gateway: typeof import('./demo/gateway-run.js');
+  try {
+    gateway = await import('./demo/gateway-run.js');
+  } catch (cause) {
+    if ((cause as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw cause;
+    throw new DemoFailure('`onceflow demo --gateway` needs the ws package: npm install ws', { cause });
+  }
+  const { formatGatewayReport, gatewayJson } = await import('./demo/gateway-report.js');
+  const bar = progressBar(process.stderr, demo.progress);
+  beforeInterrupt(() => bar.stop());
+  let result: Awaited<ReturnType<typeof gateway.runGatewayDemo>>;
+  try {
+    result = await gateway.runGatewayDemo(demo.config, bar.update);
+  } finally {
+    bar.stop();
+  }
+  const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
+  process.stdout.write(
+    demo.json ? `${JSON.stringify(gatewayJson(result))}\n` : formatGatewayReport(result, columns),
+  );
   return demoExitCode(result);
 }
 

@@ -1,6 +1,7 @@
 import { closest } from '../../core/validate.js';
 import { InvalidOptionError } from '../../index.js';
 import { redactUrl } from '../redact-url.js';
+import { type GatewayDemoConfig, NODES } from './gateway-plan.js';
 import { DEFAULT_SCENARIO } from './log.js';
 import { SETTLEMENT_CAPACITY } from './onceflow.js';
 import type { DemoConfig } from './run.js';
@@ -19,6 +20,9 @@ export const DEMO_OPTIONS = {
   overlap: { type: 'string' },
   ttl: { type: 'string' },
   store: { type: 'string' },
+  gateway: { type: 'boolean' },
+  clients: { type: 'string' },
+  messages: { type: 'string' },
   json: { type: 'boolean' },
   'no-progress': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -37,6 +41,40 @@ export interface DemoCommand {
   /** Show the progress bar (still only when stderr is a terminal). */
   readonly progress: boolean;
 }
+
+/** How to run `onceflow demo --gateway`, from the command line. */
+export interface GatewayDemoCommand {
+  readonly config: GatewayDemoConfig;
+  readonly json: boolean;
+  readonly progress: boolean;
+}
+
+/** The defaults of `onceflow demo --gateway`: a run of 10-20 s. */
+export const DEFAULT_GATEWAY_DEMO: Readonly<GatewayDemoConfig> = Object.freeze({
+  clients: 50,
+  messages: 100,
+  seed: DEFAULT_SCENARIO.seed,
+});
+// Each client holds two sockets in the demo's process (its own and the node's end), and a run
+// sends clients x messages each way within the same 5 s workload: 1000 x 1000 (a million each way)
+// is far past a run of seconds, and 2,000 sockets fit a default limit of open files once Node
+// raised it to the hard limit.
+const MAX_CLIENTS = 1000;
+const MAX_MESSAGES = 1000;
+// The settlement demo's own options, which mean nothing to --gateway, and the other way round.
+const SETTLEMENT_ONLY = [
+  'settlements',
+  'players',
+  'dup-rate',
+  'late-rate',
+  'replay-rate',
+  'late-replay-rate',
+  'reorder-rate',
+  'move-rate',
+  'overlap',
+  'ttl',
+] as const;
+const GATEWAY_ONLY = ['clients', 'messages'] as const;
 
 /** The defaults of `onceflow demo`: a run of a few seconds that shows every failure mode. */
 export const DEFAULT_DEMO: Readonly<DemoConfig> = Object.freeze({ ...DEFAULT_SCENARIO, ttl: 60 });
@@ -73,13 +111,19 @@ Options:
   --move-rate R        per round: the player moves to another room (default ${d.moveRate})
   --overlap 1|2        2 lets a late final land after the next round's instant (default ${d.overlap})
   --ttl SECONDS        the TTL of the short SET NX EX row, 1..${MAX_TTL_SECONDS} (default ${d.ttl})
+  --gateway            the WebSocket gateway demo instead: real clients through ${NODES} nodes on loopback
+                       with moves between nodes and node kills, onceflow's gateway (on --store:
+                       memory or redis://) next to a naive one (per-node windows, no resume); prints
+                       delivered once / lost / doubled / out of order per direction
+  --clients N          with --gateway: clients, 1..${MAX_CLIENTS} (default ${DEFAULT_GATEWAY_DEMO.clients})
+  --messages N         with --gateway: messages each client sends and is sent, 1..${MAX_MESSAGES} (default ${DEFAULT_GATEWAY_DEMO.messages})
   --json               print one JSON object (config, requiredCapacity, rows) and nothing else
   --no-progress        no progress bar (it is also off when stderr is not a terminal)
   -h, --help           this help
 
-Exit codes: 0 the onceflow C=${SETTLEMENT_CAPACITY} row is exact; 1 it lost, doubled or misbooked money
-(or the demo failed); 2 invalid options; 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM,
-after removing the run's keys or schema.
+Exit codes: 0 the onceflow C=${SETTLEMENT_CAPACITY} row is exact (with --gateway: onceflow's rows lost, doubled and
+reordered nothing); 1 it lost, doubled or misbooked money (or the demo failed); 2 invalid options;
+130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM, after removing the run's keys or schema.
 
 Runs with worker processes killed mid-run: examples/settlement-workers.mjs.
 `;
@@ -123,6 +167,7 @@ export function refuseUnknown(args: readonly string[]): void {
  * Expected `--overlap` to be 1 or 2, got `"3"` (string).
  */
 export function demoCommandFrom(values: DemoArgValues): DemoCommand {
+  refuseAlong(values, GATEWAY_ONLY, 'given with --gateway only (an option of the gateway demo)');
   const config: DemoConfig = {
     // Two per round: an odd count is rounded up, so the config reported is the run's.
     settlements: roundUpToEven(int('settlements', values.settlements, d.settlements, 2, MAX_SETTLEMENTS)),
@@ -140,6 +185,39 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
   };
   const json = values.json ?? false;
   return { config, json, progress: !json && !(values['no-progress'] ?? false) };
+}
+
+/**
+ * Validates parsed `onceflow demo --gateway` options into a run, as {@link demoCommandFrom} does
+ * for the settlement demo; the settlement demo's own options are refused here.
+ *
+ * Usage (internal to the CLI): `gatewayCommandFrom({ gateway: true, clients: '20' }).config.clients // 20`
+ */
+export function gatewayCommandFrom(values: DemoArgValues): GatewayDemoCommand {
+  refuseAlong(values, SETTLEMENT_ONLY, 'left out with --gateway (an option of the settlement demo)');
+  const g = DEFAULT_GATEWAY_DEMO;
+  const store = storeOf(values.store);
+  if (store.store !== undefined && !isRedisUrl(store.store))
+    throw new InvalidOptionError(
+      '--store',
+      'memory or a Redis URL like redis://127.0.0.1:6379 with --gateway (the gateway keeps its sessions and streams there)',
+      redactUrl(store.store),
+    );
+  const config: GatewayDemoConfig = {
+    clients: int('clients', values.clients, g.clients, 1, MAX_CLIENTS),
+    messages: int('messages', values.messages, g.messages, 1, MAX_MESSAGES),
+    seed: int('seed', values.seed, g.seed, 0, 0xffff_ffff),
+    ...store,
+  };
+  const json = values.json ?? false;
+  return { config, json, progress: !json && !(values['no-progress'] ?? false) };
+}
+
+function refuseAlong(values: DemoArgValues, names: readonly (keyof DemoArgValues)[], why: string): void {
+  for (const name of names) {
+    const given = values[name];
+    if (given !== undefined) throw new InvalidOptionError(`--${name}`, why, given);
+  }
 }
 
 function storeOf(url: string | undefined): { store?: string } {
