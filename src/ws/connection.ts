@@ -15,7 +15,7 @@ import {
 } from './frames.js';
 import type { GatewayNode } from './gateway-node.js';
 import { BodyRefusedError, messageKey } from './handlers.js';
-import { InboundDriver, type InboundMessage } from './inbound.js';
+import { InboundDriver, type InboundMessage, UndecidedError } from './inbound.js';
 import { utf8Bytes } from './json-body.js';
 import { WS_LIMITS, WS_SUBPROTOCOL } from './limits.js';
 import type { OpenResult, Outcome, SessionRef } from './session-state.js';
@@ -221,7 +221,7 @@ export class Connection {
       store: sessions,
       ref: this.ref,
       opened,
-      handler: (m) => this.run(m),
+      handler: (m, again) => this.run(m, again),
       send: (ack) => {
         this.node.emit({
           type: 'message',
@@ -244,14 +244,26 @@ export class Connection {
     void this.pump();
   }
 
-  /** A message's outcome: unknown type, then the limits, then the body check and the handler. */
-  private async run(m: InboundMessage): Promise<Outcome> {
+  /**
+   * A message's outcome: unknown type, then the limits, then the body check and the handler.
+   * `again` (a node died, or a lease ran out, after an earlier run of it began): the limits are
+   * not taken again. The first run may have been charged and its handler may have run, so a
+   * refusal now could claim `limited` for an effect that happened; at most one message per such
+   * death passes uncharged.
+   */
+  private async run(m: InboundMessage, again: boolean): Promise<Outcome> {
     const handler = this.node.o.handlers[m.type];
     if (handler === undefined) return { outcome: 'rejected', code: 'UNKNOWN_TYPE' };
     const user = this.user as string;
     const { limiter } = this.node;
-    if (limiter !== undefined) {
-      const d = await limiter.take({ user, ip: this.ip, type: m.type, 'user-type': `${user}\n${m.type}` });
+    if (limiter !== undefined && !again) {
+      let d: Awaited<ReturnType<typeof limiter.take>>;
+      try {
+        d = await limiter.take({ user, ip: this.ip, type: m.type, 'user-type': `${user}\n${m.type}` });
+      } catch (err) {
+        // The store that decides the limits failed: no outcome to record (INTERNAL, re-sent later).
+        throw new UndecidedError(`deciding the limits failed: ${errorText(err)}`, { cause: err });
+      }
       if (!d.allowed)
         return {
           outcome: 'limited',

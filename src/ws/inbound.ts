@@ -22,7 +22,19 @@ export interface InboundMessage {
  * `limited`, a dispatcher `rejected` UNKNOWN_TYPE or BODY_REFUSED); a throw, or an answer that is
  * not an outcome, is `rejected` HANDLER_FAILED.
  */
-export type InboundHandler = (message: InboundMessage) => Outcome | Promise<Outcome>;
+export type InboundHandler = (message: InboundMessage, again: boolean) => Outcome | Promise<Outcome>;
+
+/**
+ * Thrown by a handler that cannot decide the message now (the store that decides its limits
+ * failed): nothing is recorded, the connection ends INTERNAL, and the client's re-send is
+ * decided afresh (its begin answers `again`).
+ */
+export class UndecidedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UndecidedError';
+  }
+}
 
 export interface InboundOptions {
   readonly store: SessionStateStore;
@@ -164,7 +176,8 @@ export class InboundDriver {
       return this.reply(ack(m, begun.outcome, true));
     }
     if (begun.kind !== 'run') return this.refused(begun, m);
-    const outcome = await this.run(m);
+    const outcome = await this.run(m, begun.again === true);
+    if (outcome === null) return;
     const recorded = await store.record(ref, opened.token, m.seq, m.id, outcome);
     if (this.ended) return;
     if (recorded.kind === 'recorded') {
@@ -227,12 +240,21 @@ export class InboundDriver {
     this.end(code, message, m);
   }
 
-  private async run(m: InboundMessage): Promise<Outcome> {
+  /** The handler's outcome; null when it could not decide (UndecidedError: the driver ended). */
+  private async run(m: InboundMessage, again: boolean): Promise<Outcome | null> {
     try {
-      const outcome = await this.o.handler(m);
+      const outcome = await this.o.handler(m, again);
       checkOutcome(outcome);
       return outcome;
-    } catch {
+    } catch (err) {
+      if (err instanceof UndecidedError) {
+        // Given back, so the re-send is decided afresh (limits taken) and does not wait out the
+        // lease; if the store fails this too, the re-send waits for the lease and runs `again`.
+        const { store, ref, opened } = this.o;
+        await store.release(ref, opened.token, m.seq).catch(() => false);
+        this.end('INTERNAL', err.message, m);
+        return null;
+      }
       return { outcome: 'rejected', code: 'HANDLER_FAILED' };
     }
   }

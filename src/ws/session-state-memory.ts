@@ -114,10 +114,12 @@ export class MemorySessionState implements SessionStateStore {
       const now = this.now();
       if (state.leaseSeq === seq && state.leaseToken !== token && state.leaseUntil > now)
         return { kind: 'busy', retryAfterMs: state.leaseUntil - now };
+      // The lease's fields outlive its end until a record: a seq leased before is a second run.
+      const again = state.leaseSeq === seq;
       state.leaseSeq = seq;
       state.leaseToken = token;
       state.leaseUntil = now + this.leaseMs;
-      return RUN;
+      return again ? RUN_AGAIN : RUN;
     }
     if (seq - (state.next - 1) > this.maxInFlight) return { kind: 'too-far' };
     return { kind: 'ahead' };
@@ -165,6 +167,16 @@ export class MemorySessionState implements SessionStateStore {
     return { kind: 'touched' };
   }
 
+  async release(ref: SessionRef, token: string, seq: number): Promise<boolean> {
+    checkRef(ref);
+    checkToken(token);
+    const state = this.live(key(ref));
+    if (state === undefined || !this.holds(state, token, seq)) return false;
+    state.leaseSeq = 0;
+    state.leaseToken = '';
+    return true;
+  }
+
   private holds(state: State, token: string, seq: number): boolean {
     return state.leaseSeq === seq && state.leaseToken === token && state.leaseUntil > this.now();
   }
@@ -210,4 +222,5 @@ function key(ref: SessionRef): string {
 
 // Answers without fields are shared: callers only read them.
 const RUN: BeginResult = Object.freeze({ kind: 'run' });
+const RUN_AGAIN: BeginResult = Object.freeze({ kind: 'run', again: true });
 const RECORDED: RecordResult = Object.freeze({ kind: 'recorded' });

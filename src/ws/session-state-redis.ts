@@ -101,6 +101,7 @@ export class RedisSessionState implements SessionStateStore {
     ])) as [string, string | number | undefined];
     if (kind === 'busy') return { kind, retryAfterMs: Number(outcome) };
     if (kind === 'decided') return { kind, outcome: decodeOutcome(outcome as string), duplicate: true };
+    if (kind === 'run' && outcome === 'again') return { kind, again: true };
     return { kind } as BeginResult;
   }
 
@@ -130,6 +131,12 @@ export class RedisSessionState implements SessionStateStore {
     checkToken(token);
     const kind = (await this.run('touch', scripts.wsSessionTouch, ref, [token, this.ttl], 1)) as string;
     return { kind } as TouchResult;
+  }
+
+  async release(ref: SessionRef, token: string, seq: number): Promise<boolean> {
+    checkRef(ref);
+    checkToken(token);
+    return (await this.run('release', scripts.wsSessionRelease, ref, [token, String(seq)])) === 1;
   }
 
   private async run(

@@ -67,7 +67,8 @@ describe('MemorySessionState', () => {
     clock.t += 9_999;
     expect(await store.begin(ref, a.token, 2, 'y')).toEqual({ kind: 'run' });
     clock.t += 9_999;
-    expect(await store.begin(ref, a.token, 2, 'y')).toEqual({ kind: 'run' });
+    // Begun before and not recorded: its handler may have run.
+    expect(await store.begin(ref, a.token, 2, 'y')).toEqual({ kind: 'run', again: true });
     clock.t += 10_000;
     expect(await store.begin(ref, a.token, 2, 'y')).toEqual({ kind: 'expired' });
     expect(await store.record(ref, a.token, 2, 'y', handled)).toEqual({ kind: 'expired' });
@@ -127,6 +128,17 @@ describe('MemorySessionState', () => {
     expect(await store.begin(ref, b.token, 2, 'y')).toEqual({ kind: 'run' });
   });
 
+  it('a released seq is a first run again, not `again`; a release by another token changes nothing', async () => {
+    const store = new MemorySessionState({ maxInFlight: 3, sessionTtlMs: 60_000 });
+    const a = await store.open(ref);
+    expect(await store.begin(ref, a.token, 1, 'x')).toEqual({ kind: 'run' });
+    expect(await store.release(ref, 'someone-else-token', 1)).toBe(false);
+    expect(await store.release(ref, a.token, 2)).toBe(false);
+    expect(await store.release(ref, a.token, 1)).toBe(true);
+    const b = await store.open(ref);
+    expect(await store.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run' });
+  });
+
   it('a lease that ran out lets the new writer run the seq; the old holder then records nothing', async () => {
     const clock = { t: 1_000_000 };
     const store = new MemorySessionState({
@@ -141,7 +153,8 @@ describe('MemorySessionState', () => {
     clock.t += 499;
     expect(await store.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'busy', retryAfterMs: 1 });
     clock.t += 1;
-    expect(await store.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run' });
+    // a's run began and recorded nothing: b's run is a second one.
+    expect(await store.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run', again: true });
     expect(await store.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
     // The lease is now b's: a third connection waits for b.
     const c = await store.open(ref);

@@ -39,6 +39,12 @@ export interface SessionStateStore {
    * under it: the TTL counts from the last connection's end.
    */
   touch(ref: SessionRef, token: string): Promise<TouchResult>;
+  /**
+   * Gives back a seq this token began and will not record (its handler never started): the lease
+   * ends, and the next `begin` of the seq is a first run, not `again`. Nothing changes when the
+   * lease is not this token's on `seq`. Answers whether it released.
+   */
+  release(ref: SessionRef, token: string, seq: number): Promise<boolean>;
 }
 
 export type TouchResult = { readonly kind: 'touched' | 'replaced' | 'expired' };
@@ -67,7 +73,11 @@ export type Outcome =
 
 export type BeginResult =
   /** `seq` is the next one and `id` is new: run the handler, then `record`. */
-  | { readonly kind: 'run' }
+  /**
+   * `again`: an earlier `begin` of this seq (another connection's, whose lease ran out) answered
+   * `run` and nothing was recorded: its handler may have run, and its limits may have been charged.
+   */
+  | { readonly kind: 'run'; readonly again?: true }
   /** `seq` has an outcome under this `id`: send it again, marked duplicate. */
   | { readonly kind: 'decided'; readonly outcome: Outcome; readonly duplicate: true }
   /**

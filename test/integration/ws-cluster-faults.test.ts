@@ -224,10 +224,8 @@ describe('ws gateway: 3 node processes, kills and moves, 200 clients', () => {
         expect(Number(runs[`${p.session}:${result.id}`] ?? 0), `${p.user}: runs of ${result.id}`).toBe(
           log.filter((l) => l.id === result.id).length,
         );
-      // A limited message whose handler ran: only when every run was on a killed node, and the
-      // re-send on the next node was charged again and refused. The gateway then acks `limited`
-      // for a message whose handler ran, and whose effect may have landed: a gap in the
-      // promise ("limited: the handler did not run"), counted and printed here, not hidden.
+      // `limited` means the handler did not run: a message re-run after a kill is not charged
+      // again (its begin says `again`), so it is never refused after an earlier run.
       const limitedRan = new Set<string>();
       for (const { result } of limited) {
         const ran = log.filter((l) => l.id === result.id);
@@ -239,6 +237,7 @@ describe('ws gateway: 3 node processes, kills and moves, 200 clients', () => {
         limitedRan.add(result.id);
       }
       limitedAfterRun += limitedRan.size;
+      expect([...limitedRan], `${p.user}: limited after its handler ran`).toEqual([]);
       expect(new Set(log.map((l) => l.id)), `${p.user}: runs of ids without a handled outcome`).toEqual(
         new Set([...handled.map((h) => h.result.id), ...limitedRan]),
       );
@@ -257,14 +256,11 @@ describe('ws gateway: 3 node processes, kills and moves, 200 clients', () => {
         journal.filter((j) => !allowed.has(j)),
         `${p.user}: booked without a handled outcome`,
       ).toEqual([]);
-      // The limit counted across nodes: every charge is a handled bet or a re-run after a kill,
-      // and a kill between the charge and the run can cost one more charge per kill hit.
-      const betRuns = log.filter((l) => l.id.startsWith('bet.place')).length;
-      expect(betRuns, `${p.user}: bet charges`).toBeLessThanOrEqual(LIMIT);
-      expect(betRuns, `${p.user}: bet charges`).toBeGreaterThanOrEqual(LIMIT - p.killHits);
-      expect(bets.length, `${p.user}: handled bets`).toBeGreaterThanOrEqual(
-        LIMIT - p.killHits - (betRuns - bets.length),
-      );
+      // The limit counted across nodes: a charged bet always ends handled (a re-run after a kill
+      // is not charged again), so at least LIMIT pass; one whose first run died before its charge
+      // passes uncharged on the re-run, at most one per kill that hit this client.
+      expect(bets.length, `${p.user}: handled bets`).toBeGreaterThanOrEqual(LIMIT);
+      expect(bets.length, `${p.user}: handled bets`).toBeLessThanOrEqual(LIMIT + p.killHits);
       if (bets.length !== LIMIT) deficits++;
       expect(handled.filter((h) => h.type === 'chat.echo').length).toBe(ECHOES);
 
@@ -277,7 +273,7 @@ describe('ws gateway: 3 node processes, kills and moves, 200 clients', () => {
       moves: MOVES,
       reruns,
       limited: limitedTotal,
-      usersWithLimitDeficit: deficits,
+      usersOverLimit: deficits,
       limitedAfterRun,
       notRecovered,
       activeMs: Math.round(activeMs),

@@ -95,9 +95,28 @@ describe.each(targets)('RedisSessionState ($name)', ({ client }) => {
     const b = await s.open(ref);
     // Redis expires a key at its deadline or later, never before: wait past it.
     await sleep(500);
-    expect(await s.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run' });
+    expect(await s.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run', again: true });
     expect(await s.record(ref, a.token, 1, 'x', handled)).toEqual({ kind: 'replaced' });
     expect(await s.record(ref, b.token, 1, 'x', handled)).toEqual({ kind: 'recorded' });
+  });
+
+  it('a released seq is a first run again, not `again`; a release by another token changes nothing', async () => {
+    const s = new RedisSessionState({
+      client,
+      prefix,
+      maxInFlight: 4,
+      sessionTtlMs: 60_000,
+      leaseMs: 60_000,
+    });
+    const ref = fresh();
+    const a = await s.open(ref);
+    expect(await s.begin(ref, a.token, 1, 'x')).toEqual({ kind: 'run' });
+    expect(await s.release(ref, 'someone-else-token', 1)).toBe(false);
+    expect(await s.release(ref, a.token, 2)).toBe(false);
+    expect(await s.release(ref, a.token, 1)).toBe(true);
+    expect(await client.exists(s.leaseKey(ref))).toBe(0);
+    const b = await s.open(ref);
+    expect(await s.begin(ref, b.token, 1, 'x')).toEqual({ kind: 'run' });
   });
 
   it('forgets a session sessionTtlMs after its last operation', async () => {

@@ -4,6 +4,7 @@
   on), and the session's TTL restarts. A session without state (new, or expired) starts at seq 1.
   KEYS[1]   the session's state   hash   n: next seq expected   w: the writer's token
                                          o:<seq>: '<id> <outcome>'   i:<id>: seq (the last maxInFlight seqs)
+                                         b: the seq last begun ('0' once recorded)
   KEYS[2]   the lease   string '<seq> <token>' with a PX TTL: the seq a begin answered run for,
             until recorded or leaseMs after (ws-session-begin.lua); none left by an expired state
   ARGV[1]   token (the new writer's)    ARGV[2] sessionTtlMs

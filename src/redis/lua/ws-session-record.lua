@@ -23,7 +23,7 @@ if not st[1] then return 'expired' end
 if st[2] ~= ARGV[1] and redis.call('GET', KEYS[2]) ~= ARGV[2] .. ' ' .. ARGV[1] then return 'replaced' end
 if tonumber(st[1]) ~= seq or st[3] then return 'stale' end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', key, 'o:' .. ARGV[2], ARGV[3] .. ' ' .. ARGV[4], 'i:' .. ARGV[3], ARGV[2], 'n', int(seq + 1))
+redis.call('HSET', key, 'o:' .. ARGV[2], ARGV[3] .. ' ' .. ARGV[4], 'i:' .. ARGV[3], ARGV[2], 'n', int(seq + 1), 'b', '0')
 local kept = st[4]
 if old >= 1 and kept then
   redis.call('HDEL', key, old_field, 'i:' .. string.sub(kept, 1, string.find(kept, ' ', 1, true) - 1))
