@@ -71,6 +71,7 @@ export class Connection {
   private pumpAgain = false;
   private pauseTimer: NodeJS.Timeout | undefined;
   private persisting = false;
+  private persistence: Promise<void> | undefined;
   private persisted = 0;
   private unwatch: (() => void) | undefined;
   private lastTouch = performance.now();
@@ -102,9 +103,13 @@ export class Connection {
     return this.epoch === '' ? undefined : { offset: this.acked, epoch: this.epoch };
   }
 
-  /** Resolves once every message taken so far has its outcome recorded (or the driver ended). */
+  /**
+   * Resolves once every message taken so far has its outcome recorded (or the driver ended), and
+   * the last ack received is written (a drained client that kept no position resumes from it).
+   */
   async idle(): Promise<void> {
     await this.driver?.idle();
+    await this.persistence;
   }
 
   private transition(state: ConnectionState, detail: Record<string, unknown> = {}): void {
@@ -287,12 +292,15 @@ export class Connection {
   }
 
   private ack(offset: number) {
-    if (this.epoch === '' || offset > this.sent)
+    // Before welcome nothing was sent: a pipelining client's ack of its resume position is no news.
+    if (this.epoch === '') return;
+    if (offset > this.sent)
       return this.fail('BAD_ACK', `ack of offset ${offset}, past the last one sent (${this.sent})`);
     if (offset <= this.acked) return;
     this.acked = offset;
     this.policy.acked(offset);
-    void this.persist();
+    // A write in progress takes the new offset on its next turn: its promise stays the one to wait for.
+    if (!this.persisting) this.persistence = this.persist();
   }
 
   /** Writes the acked position to the store, one write at a time, always the latest. */

@@ -32,5 +32,5 @@ export type GatewayEvent =
       readonly code?: WsAckCode;
       readonly duplicate: boolean;
     }
-  /** An upgrade refused before the WebSocket opened (origin, path). */
-  | { readonly type: 'refused'; readonly reason: 'origin' | 'path'; readonly status: number };
+  /** An upgrade refused before the WebSocket opened (origin, path, a request it cannot read). */
+  | { readonly type: 'refused'; readonly reason: 'origin' | 'path' | 'request'; readonly status: number };

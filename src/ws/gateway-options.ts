@@ -168,6 +168,15 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
   // Checked here, not at the first connection: a connection is made in the upgrade callback,
   // where a throw would take the process down.
   createSendPolicy(options.send ?? {});
+  // A stream message makes a frame of up to the protocol's bound: a cap below it could never
+  // send that message, and its user would be closed on it at every resume.
+  const cap = (options.send as { cap?: unknown } | undefined)?.cap;
+  if (typeof cap === 'number' && cap < WS_LIMITS.maxFrameBytes)
+    throw new InvalidOptionError(
+      'send.cap',
+      `at least ${WS_LIMITS.maxFrameBytes} bytes (the largest frame a stream message makes)`,
+      cap,
+    );
   const path = options.path ?? '/';
   if (typeof path !== 'string' || !path.startsWith('/'))
     throw new InvalidOptionError('path', "a URL path starting with '/'", path);

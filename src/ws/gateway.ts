@@ -119,13 +119,25 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let draining = false;
 
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(request.url ?? '/', 'http://localhost');
-    if (url.pathname !== o.path) {
+    // Node removes its own error listener before 'upgrade': a peer's reset would otherwise be an
+    // uncaught error (the process's end) on a socket refused below.
+    socket.on('error', () => {});
+    // Synchronous, in the server's 'upgrade' event: a throw here (a request target URL cannot
+    // parse, an `origins` function that throws) would end the process.
+    let pathname: string;
+    let allowed: boolean;
+    try {
+      pathname = new URL(request.url ?? '/', 'http://localhost').pathname;
+      allowed = originAllowed(options.origins, request);
+    } catch {
+      return refuse(socket, 400, 'request');
+    }
+    if (pathname !== o.path) {
       // Another endpoint's upgrade on a shared server: leave it to its own listener.
       if (options.server !== undefined) return;
       return refuse(socket, 404, 'path');
     }
-    if (!originAllowed(options.origins, request)) return refuse(socket, 403, 'origin');
+    if (!allowed) return refuse(socket, 403, 'origin');
     wss.handleUpgrade(request, socket, head, (ws) => {
       const ip = clientIp(request, options.trustProxy === true);
       const c = new Connection(nextId++, ws, request, ip, node);
@@ -135,21 +147,28 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         c.fail('TOO_MANY_CONNECTIONS', `the node holds ${o.maxConnections} connections (maxConnections)`);
     });
   };
-  const refuse = (socket: Duplex, status: number, reason: 'origin' | 'path') => {
+  const refuse = (socket: Duplex, status: 400 | 403 | 404, reason: 'origin' | 'path' | 'request') => {
     node.emit({ type: 'refused', reason, status });
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Not Found'}\r\nConnection: close\r\n\r\n`,
-    );
+    const text = status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Not Found';
+    socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\n\r\n`);
   };
   server.on('upgrade', onUpgrade);
   if (options.port !== undefined) {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port, o.host, () => {
-        server.off('error', reject);
-        resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.port, o.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (err) {
+      // The port is taken (or the host is not ours): nothing of the node may outlive the error.
+      server.off('upgrade', onUpgrade);
+      stopHeartbeat();
+      wss.close();
+      throw err;
+    }
   }
 
   let closing: Promise<void> | undefined;

@@ -13,7 +13,7 @@ describe('limits undecided', () => {
     let failNext = true;
     const store = wrapStore(base, {
       limiterTake: (cmd) => {
-        if (!failNext) return base.limiterTake(cmd);
+        if (!failNext) return (base.limiterTake as NonNullable<typeof base.limiterTake>)(cmd);
         failNext = false;
         return Promise.reject(new Error('limits store unreachable'));
       },
