@@ -71,6 +71,23 @@ describe('onceflow/ws/client: sending', () => {
     expect((await server.welcomed(0)).hello?.token).toBe('tok-1');
   });
 
+  it('refuses an id the session used lately (the server would close on it): a retry is a new message', async () => {
+    const { client, server } = await setup({
+      outcome: () => ({ outcome: 'limited', code: 'RATE_LIMITED', retryAfterMs: 10 }),
+    });
+    expect(await client.send('order.place', { n: 1 }, { id: 'order-881' })).toMatchObject({
+      outcome: 'limited',
+    });
+    await expect(client.send('order.place', { n: 1 }, { id: 'order-881' })).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+    });
+    expect(await client.send('order.place', { n: 1 }, { id: 'order-881-2' })).toMatchObject({
+      outcome: 'limited',
+    });
+    expect(client.state).toBe('open');
+    expect(server.connections.length).toBe(1);
+  });
+
   it('refuses at send() what the server would refuse, queueing nothing', async () => {
     const { client, server } = await setup();
     await expect(client.send('9bad', {})).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });

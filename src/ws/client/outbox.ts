@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { WsAckCode } from '../errors.js';
 import { encodeClientFrame, type JsonValue, type ServerAckFrame } from '../frames.js';
+import { WS_LIMITS } from '../limits.js';
 import { WsClientError } from './errors.js';
 
 /** What `send()` resolves with: the server's outcome for the message (docs/ws-protocol.md, section 2). */
@@ -46,6 +47,12 @@ export class Outbox {
   #head = 0;
   readonly #inFlight = new Map<number, Pending>(); // insertion order is seq order
   readonly #ids = new Set<string>();
+  /**
+   * Ids settled lately, oldest first: the server keeps the last `maxInFlight` ids of the session
+   * (at most WS_LIMITS.maxInFlightCap) and closes the connection (BAD_SEQ) on a reused one, so a
+   * reuse is refused here, at `send`, instead. 1024 ids x ~40 bytes is ~40 KB at worst.
+   */
+  readonly #recent = new Set<string>();
   readonly #maxQueued: number;
   #nextSeq = 1;
 
@@ -77,6 +84,15 @@ export class Outbox {
     if (this.#ids.has(id)) {
       return Promise.reject(
         new InvalidArgumentError('options.id', 'an id no pending message of this client has', id),
+      );
+    }
+    if (this.#recent.has(id)) {
+      return Promise.reject(
+        new InvalidArgumentError(
+          'options.id',
+          `an id not used by the last ${WS_LIMITS.maxInFlightCap} messages of this session (a retry is a new message, with a new id)`,
+          id,
+        ),
       );
     }
     if (this.queued >= this.#maxQueued) {
@@ -133,6 +149,9 @@ export class Outbox {
     if (!p || p.id !== ack.id) return false;
     this.#inFlight.delete(ack.seq);
     this.#ids.delete(p.id);
+    this.#recent.add(p.id);
+    if (this.#recent.size > WS_LIMITS.maxInFlightCap)
+      this.#recent.delete(this.#recent.values().next().value as string);
     const result: { -readonly [K in keyof SendResult]: SendResult[K] } = {
       id: p.id,
       seq: p.seq,
@@ -157,6 +176,8 @@ export class Outbox {
       return [];
     }
     this.#nextSeq = 1;
+    // A new session on the server: it holds no id of the old one.
+    this.#recent.clear();
     const unknown: UnknownMessage[] = [];
     for (const p of this.#inFlight.values()) {
       unknown.push({ id: p.id, seq: p.seq, type: p.type, body: p.body });
