@@ -30,8 +30,8 @@ export interface SendPolicyOptions {
    * The longest a connection may stay paused (above `highWater` without getting down to
    * `lowWater`). Default `'5s'`: longer than a phone's handover or a client's GC pause; past it
    * the client is not keeping up, and resuming from its acknowledged offset costs less than
-   * holding its queue. Judged at each decision: a gateway asks on every frame and on its
-   * heartbeat sweep (`frameBytes: 0`), so a paused connection with nothing new is judged too.
+   * holding its queue. Judged at each decision: a gateway asks on every frame and, while paused,
+   * every 25 ms (`frameBytes: 0`), so a paused connection with nothing new is judged too.
    * Bounds: up to 2^31 - 1 ms.
    */
   grace?: Duration;

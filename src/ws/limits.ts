@@ -41,7 +41,7 @@ export const WS_LIMITS = Object.freeze({
    */
   sessionMinBytes: 16,
   sessionBytes: 64,
-  /** An `epoch`, `[A-Za-z0-9_-]`: the server's random id of a stream's life, 64 like a session. */
+  /** An `epoch`, `[A-Za-z0-9_-]`: the server's unique id of a stream's life, 64 like a session. */
   epochBytes: 64,
   /** A `user` id in `welcome`: the same bound as a ledger owner (LIMITS.ownerBytes), 256. */
   userBytes: 256,
