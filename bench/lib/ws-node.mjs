@@ -22,7 +22,9 @@ async function startGateway({ store: kind, prefix }) {
   let client;
   if (kind === 'redis') {
     const { createRedisStore } = await import('../../dist/redis/index.js');
-    client = new Redis(REDIS_URL);
+    // Both Redis sides get ioredis's auto-pipelining (a turn's commands in one write), as
+    // docs/ws.md recommends for a gateway node: without it each command is its own syscall.
+    client = new Redis(REDIS_URL, { enableAutoPipelining: true });
     store = createRedisStore({ client, prefix });
   }
   const gw = await createGateway({
@@ -84,7 +86,7 @@ async function startRaw() {
 async function startSocketIo({ prefix }) {
   const { Server } = await import('socket.io');
   const { createAdapter } = await import('@socket.io/redis-streams-adapter');
-  const client = new Redis(REDIS_URL);
+  const client = new Redis(REDIS_URL, { enableAutoPipelining: true });
   const http = createServer();
   const io = new Server(http, {
     transports: ['websocket'],

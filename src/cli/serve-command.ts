@@ -112,9 +112,12 @@ async function storeFrom(
     throw new DemoFailure('`--store redis://` needs the ioredis package: npm install ioredis', { cause });
   }
   const { createRedisStore } = await import('../redis/index.js');
+  // Auto-pipelining: a turn's scripts of many connections in one write (docs/ws.md).
   const client = cluster
-    ? new ioredis.Cluster([{ host: parsed.hostname || '127.0.0.1', port: Number(parsed.port || 6379) }])
-    : new ioredis.Redis(url);
+    ? new ioredis.Cluster([{ host: parsed.hostname || '127.0.0.1', port: Number(parsed.port || 6379) }], {
+        enableAutoPipelining: true,
+      })
+    : new ioredis.Redis(url, { enableAutoPipelining: true });
   // Reconnects are ioredis's; an error event without a listener would end the process.
   client.on('error', () => {});
   try {
