@@ -58,7 +58,8 @@ export class Connection {
   private request: IncomingMessage | undefined;
   private readonly ip: string;
   private readonly node: GatewayNode<Connection>;
-  private readonly policy: SendPolicy<number>;
+  /** Made at the first frame of the stream sent (an idle connection holds none). */
+  private sendPolicy: SendPolicy<number> | undefined;
   private opened: OpenResult | undefined;
   private driver: InboundDriver | undefined;
   /** `msg` frames received between `hello` and `welcome` (at most maxInFlight). */
@@ -89,7 +90,6 @@ export class Connection {
     this.request = request;
     this.ip = ip;
     this.node = node;
-    this.policy = createSendPolicy<number>(node.sendOptions);
     ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
     ws.on('close', () => this.closed('CLIENT'));
     // A socket error is followed by `close`: nothing else to do, but it must have a listener.
@@ -160,7 +160,7 @@ export class Connection {
 
   private message(frame: ClientMsgFrame) {
     const m: InboundMessage = { id: frame.id, seq: frame.seq, type: frame.type, body: frame.body };
-    if (this.driver !== undefined) return this.driver.push(m);
+    if (this.state === 'open') return this.inbound().push(m);
     this.early ??= [];
     if (this.early.length >= this.node.o.maxInFlight)
       return this.fail('TOO_MANY_IN_FLIGHT', `more than ${this.node.o.maxInFlight} messages before welcome`);
@@ -202,7 +202,6 @@ export class Connection {
     this.sent = recovered ? (from as StreamPosition).offset : first.end;
     this.acked = this.sent;
     this.persisted = this.sent;
-    this.policy.acked(this.acked);
     const o = this.node.o;
     this.send({
       op: 'welcome',
@@ -222,24 +221,7 @@ export class Connection {
       },
     });
     this.transition('open', { continued: opened.continued, recovered });
-    this.driver = new InboundDriver({
-      store: sessions,
-      ref: this.ref,
-      opened,
-      handler: (m, again) => this.run(m, again),
-      send: (ack) => {
-        this.node.emit({
-          type: 'message',
-          connection: this.id,
-          outcome: ack.outcome,
-          ...('code' in ack ? { code: ack.code } : {}),
-          duplicate: ack.duplicate === true,
-        });
-        this.send(ack);
-      },
-      fail: (code, message) => this.fail(code, message),
-    });
-    for (const m of this.early ?? []) this.driver.push(m);
+    if (this.early !== undefined) for (const m of this.early) this.inbound().push(m);
     this.early = undefined;
     if (recovered) {
       for (const m of first.messages) if (!this.deliver(m)) return;
@@ -298,7 +280,7 @@ export class Connection {
       return this.fail('BAD_ACK', `ack of offset ${offset}, past the last one sent (${this.sent})`);
     if (offset <= this.acked) return;
     this.acked = offset;
-    this.policy.acked(offset);
+    this.sendPolicy?.acked(offset);
     // A write in progress takes the new offset on its next turn: its promise stays the one to wait for.
     if (!this.persisting) this.persistence = this.persist();
   }
@@ -333,7 +315,7 @@ export class Connection {
       do {
         this.pumpAgain = false;
         for (;;) {
-          if (this.state !== 'open' || this.policy.paused) return;
+          if (this.state !== 'open' || this.sendPolicy?.paused === true) return;
           const page = await this.node.streams.read(
             this.user as string,
             { offset: this.sent, epoch: this.epoch },
@@ -355,6 +337,39 @@ export class Connection {
     }
   }
 
+  /**
+   * The message driver, made at the first client message (an idle connection holds none): one
+   * decision at a time, in seq order, on the session's state in the store.
+   */
+  private inbound(): InboundDriver {
+    this.driver ??= new InboundDriver({
+      store: this.node.sessions,
+      ref: this.ref as SessionRef,
+      opened: this.opened as OpenResult,
+      handler: (m, again) => this.run(m, again),
+      send: (ack) => {
+        this.node.emit({
+          type: 'message',
+          connection: this.id,
+          outcome: ack.outcome,
+          ...('code' in ack ? { code: ack.code } : {}),
+          duplicate: ack.duplicate === true,
+        });
+        this.send(ack);
+      },
+      fail: (code, message) => this.fail(code, message),
+    });
+    return this.driver;
+  }
+
+  private policy(): SendPolicy<number> {
+    if (this.sendPolicy === undefined) {
+      this.sendPolicy = createSendPolicy<number>(this.node.sendOptions);
+      this.sendPolicy.acked(this.acked);
+    }
+    return this.sendPolicy;
+  }
+
   /** Writes one stream message if the send policy lets it; false when paused or closed. */
   private deliver(m: StreamMessage): boolean {
     if (m.offset <= this.sent) return true;
@@ -365,7 +380,7 @@ export class Connection {
       type: m.type,
       body: m.body,
     });
-    const decision = this.policy.decide({
+    const decision = this.policy().decide({
       bufferedAmount: this.ws.bufferedAmount,
       queuedBytes: 0,
       frameBytes: utf8Bytes(text),
@@ -390,7 +405,7 @@ export class Connection {
     if (this.pauseTimer !== undefined) return;
     this.pauseTimer = setInterval(() => {
       if (this.state !== 'open') return this.stopPauseTimer();
-      const d = this.policy.decide({
+      const d = this.policy().decide({
         bufferedAmount: this.ws.bufferedAmount,
         queuedBytes: 0,
         frameBytes: 0,
