@@ -299,7 +299,8 @@ export function checkLimit(limit: unknown, maxReadLimit: number): number {
  * user's own resume answer `recovered: false`), so it need not be unpredictable once a process
  * has shown one. Two processes share a prefix with probability ~n^2 / 2^97.
  */
-const EPOCH_PREFIX = randomBytes(12).toString('base64url');
+// Drawn at the first epoch, not at import: importing onceflow/ws starts no work.
+let epochPrefix: string | undefined;
 let epochCount = 0;
 
 /**
@@ -309,6 +310,7 @@ let epochCount = 0;
  * for a new stream) at the cost of a string concatenation.
  */
 export function newEpoch(): string {
+  epochPrefix ??= randomBytes(12).toString('base64url');
   epochCount++;
-  return EPOCH_PREFIX + epochCount.toString(36);
+  return epochPrefix + epochCount.toString(36);
 }
