@@ -2,45 +2,17 @@
 // decided in seq order, across reconnects and across two nodes on one Redis store; the BAD_SEQ and
 // TOO_MANY_IN_FLIGHT refusals; an exactly-once effect through a ledger when a node dies mid-handler.
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLedger, memoryStore } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import type { Store } from '../../src/store/store.js';
-import { BodyRefusedError, createGateway, type Gateway, type GatewayOptions } from '../../src/ws/index.js';
-import { connectRaw, type Frame, newSession, open, type RawClient, sleep } from '../support/ws-raw-client.js';
-import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+import { BodyRefusedError, type Gateway } from '../../src/ws/index.js';
+import { gatewayEnv } from '../support/ws-gateway-env.js';
+import { connectRaw, type Frame, newSession, sleep } from '../support/ws-raw-client.js';
+import { cleanupPrefix, REDIS_URL } from './redis-env.js';
 
-const prefix = runPrefix('ws-gateway-inbound');
-const redisClients: Redis[] = [];
-/** A Redis store of its own client, as another process would have: nodes share only Redis. */
-function redisStore(): Store {
-  const client = new Redis(REDIS_URL);
-  redisClients.push(client);
-  return createRedisStore({ client, prefix });
-}
-afterAll(async () => {
-  const raw = new Redis(REDIS_URL);
-  await cleanupPrefix(raw, prefix);
-  raw.disconnect();
-  for (const c of redisClients) c.disconnect();
-});
-
-const gateways: Gateway[] = [];
-const clients: RawClient[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.terminate();
-  for (const g of gateways.splice(0)) await g.close({ drain: '200ms' });
-});
-async function gateway(options: Omit<GatewayOptions, 'port'>): Promise<Gateway> {
-  const g = await createGateway({ port: 0, ...options });
-  gateways.push(g);
-  return g;
-}
-async function connect(g: Gateway, session: string, hello: Frame = {}) {
-  const x = await open(g.port as number, session, hello);
-  clients.push(x.client);
-  return x;
-}
+const { clients, gateways, redisClients, prefix, redisStore, gateway, connect } =
+  gatewayEnv('ws-gateway-inbound');
 const ackOf = (seq: number) => (f: Frame) => f.op === 'ack' && f.seq === seq;
 
 const backends: [string, () => Store][] = [

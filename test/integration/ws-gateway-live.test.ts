@@ -1,42 +1,11 @@
-// Cross-node live delivery (docs/ws-protocol.md section 4): a message published from another
-// process (another gateway node, or a publisher holding no connections) reaches the user's open
-// connection at once, in order, without waiting for a reconnect or a publish on the holding node.
-// Each node and publisher here has its own Redis client and store object, as separate processes
-// would: they share only Redis. Needs the Redis live feed (src/ws/live-feed.ts).
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createRedisStore } from '../../src/redis/index.js';
-import type { Store } from '../../src/store/store.js';
-import { createGateway, createPublisher, type Gateway } from '../../src/ws/index.js';
-import { newSession, open, type RawClient, sleep } from '../support/ws-raw-client.js';
-import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+import { describe, expect, it } from 'vitest';
+import { createPublisher } from '../../src/ws/index.js';
+import { gatewayEnv, tokenAuth } from '../support/ws-gateway-env.js';
+import { newSession, open, sleep } from '../support/ws-raw-client.js';
 
-const prefix = runPrefix('ws-gateway-live');
-const redisClients: Redis[] = [];
-function redisStore(): Store {
-  const client = new Redis(REDIS_URL);
-  redisClients.push(client);
-  return createRedisStore({ client, prefix });
-}
-afterAll(async () => {
-  const raw = new Redis(REDIS_URL);
-  await cleanupPrefix(raw, prefix);
-  raw.disconnect();
-  for (const c of redisClients) c.disconnect();
-});
-
-const gateways: Gateway[] = [];
-const clients: RawClient[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.terminate();
-  for (const g of gateways.splice(0)) await g.close({ drain: '200ms' });
-});
-const auth = (t: string | undefined) => t ?? null;
-async function gateway(): Promise<Gateway> {
-  const g = await createGateway({ port: 0, auth, store: redisStore() });
-  gateways.push(g);
-  return g;
-}
+const env = gatewayEnv('ws-gateway-live', tokenAuth);
+const { redisStore, clients } = env;
+const gateway = () => env.gateway({ store: redisStore() });
 /** Well past a pub/sub round trip on a loaded box, far under any reconnect or poll cadence. */
 const LIVE_MS = 5_000;
 

@@ -1,46 +1,10 @@
-// Server messages through the gateway (docs/ws-protocol.md section 4): delivery in offset order,
-// resume on any node with no gap and no repeat, the acked position kept in the store, recovered
-// false with nothing of the missed range, BAD_ACK; and a drain (DRAINING, 1001, resume).
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { memoryStore } from '../../src/index.js';
-import { createRedisStore } from '../../src/redis/index.js';
-import type { Store } from '../../src/store/store.js';
-import { createGateway, createPublisher, type Gateway, type GatewayOptions } from '../../src/ws/index.js';
-import { type Frame, newSession, open, type RawClient, sleep } from '../support/ws-raw-client.js';
-import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
+import { createPublisher } from '../../src/ws/index.js';
+import { gatewayEnv, tokenAuth } from '../support/ws-gateway-env.js';
+import { type Frame, newSession, sleep } from '../support/ws-raw-client.js';
 
-const prefix = runPrefix('ws-gateway-outbound');
-const redisClients: Redis[] = [];
-function redisStore(): Store {
-  const client = new Redis(REDIS_URL);
-  redisClients.push(client);
-  return createRedisStore({ client, prefix });
-}
-afterAll(async () => {
-  const raw = new Redis(REDIS_URL);
-  await cleanupPrefix(raw, prefix);
-  raw.disconnect();
-  for (const c of redisClients) c.disconnect();
-});
-
-const gateways: Gateway[] = [];
-const clients: RawClient[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.terminate();
-  for (const g of gateways.splice(0)) await g.close({ drain: '200ms' });
-});
-const auth = (t: string | undefined) => t ?? null;
-async function gateway(options: Omit<GatewayOptions, 'port'>): Promise<Gateway> {
-  const g = await createGateway({ port: 0, auth, ...options });
-  gateways.push(g);
-  return g;
-}
-async function connect(g: Gateway, session: string, hello: Frame = {}) {
-  const x = await open(g.port as number, session, hello);
-  clients.push(x.client);
-  return x;
-}
+const { gateways, redisStore, gateway, connect } = gatewayEnv('ws-gateway-outbound', tokenAuth);
 const texts = (frames: Frame[]) => frames.map((f) => `${f.offset}:${f.body.n}`);
 const range = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => `${from + i}:${from + i}`);
