@@ -4,30 +4,12 @@
 // WebSocket and crypto, against the protocol server: send and ack, messages, a dropped
 // connection resumed.
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleClient } from '../support/ws-browser.js';
 import { FakeServer, until } from '../support/ws-fake-server.js';
 
-const ENTRY = fileURLToPath(new URL('../../src/ws/client/index.ts', import.meta.url));
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-
-async function bundle(): Promise<string> {
-  const result = await build({
-    configFile: false,
-    logLevel: 'silent',
-    build: {
-      write: false,
-      minify: false,
-      lib: { entry: ENTRY, formats: ['iife'], name: 'OnceflowClient' },
-    },
-  });
-  const outputs = Array.isArray(result) ? result : [result];
-  const chunk = outputs.flatMap((o) => ('output' in o ? o.output : [])).find((c) => c.type === 'chunk');
-  if (!chunk || chunk.type !== 'chunk') throw new Error('vite produced no chunk');
-  return chunk.code;
-}
 
 describe('onceflow/ws/client in headless Chromium', () => {
   let browser: Browser | undefined;
@@ -36,7 +18,7 @@ describe('onceflow/ws/client in headless Chromium', () => {
 
   beforeAll(async () => {
     if (!CHROMIUM) throw new Error('no chromium at /usr/bin/chromium: install it (apt-get install chromium)');
-    const code = await bundle();
+    const code = await bundleClient();
     server = await FakeServer.start();
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     page = await browser.newPage();
