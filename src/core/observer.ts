@@ -2,13 +2,13 @@
 // option typed by this union, so a metrics adapter (onceflow/metrics) or a logger reads one shape.
 // Core is layer 0: the outcome unions are spelled here, and each part checks at compile time that
 // its own union matches (see the `satisfies` checks beside each emit).
-import { InvalidOptionError } from './errors.js';
+import { InvalidOptionError, isOnceflowError, type StoreOutcome } from './errors.js';
 
 /**
  * What a failed store call left behind (see `StoreError.outcome`): `not-applied` (no effect) or
  * `unknown` (it may have taken effect).
  */
-export type ObservedStoreOutcome = 'not-applied' | 'unknown';
+export type ObservedStoreOutcome = StoreOutcome;
 
 /**
  * A ledger apply: `applied`, `duplicate` or `stale` as the ledger answered, or `failed` when the
@@ -293,4 +293,9 @@ export function errorName(err: unknown): string {
   else if (err instanceof Error) name = err.name;
   else name = err === null ? 'null' : typeof err;
   return name.length > MAX_ERROR_NAME ? name.slice(0, MAX_ERROR_NAME) : name;
+}
+
+/** What a failure may have left behind: a `StoreError`'s own outcome, else `unknown`. */
+export function storeOutcomeOf(err: unknown): StoreOutcome {
+  return isOnceflowError(err, 'ERR_STORE') ? err.outcome : 'unknown';
 }
