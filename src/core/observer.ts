@@ -154,7 +154,8 @@ export interface AdaptiveTimeoutEvent {
 /**
  * The compensator's work: `gap` (a range queued for re-request), `retry` (an attempt failed and
  * will be retried), `filled` (requested, or filled by late arrivals), `give-up` (still unfilled
- * after the last retry: page on it). `backlog` is the number of ids still queued or in flight.
+ * after the last retry: page on it). `backlog` is the number of ranges still queued, waiting for a
+ * retry or in flight, after the event.
  */
 export type CompensatorEvent =
   | {
