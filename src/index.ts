@@ -27,6 +27,25 @@ export {
   type StoreOutcome,
 } from './core/errors.js';
 export { LIMITS, type LimitName } from './core/limits.js';
+export type {
+  AdaptiveTimeoutEvent,
+  CompensatorEvent,
+  IdempotencyLeaseLostEvent,
+  IdempotencyRunEvent,
+  LedgerApplyEvent,
+  LedgerResolveEvent,
+  LimiterDecisionEvent,
+  LimiterDegradedEvent,
+  ObservedDecisionReason,
+  ObservedStoreOutcome,
+  Observer,
+  OnceflowEvent,
+  ReorderGapEvent,
+  ReorderPushEvent,
+  SnowflakeEvent,
+  StoreCallEvent,
+  VersionGateEvent,
+} from './core/observer.js';
 export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';
 export type { Order } from './core/validate.js';
 export { type WindowConfig, window } from './core/window-config.js';
@@ -62,6 +81,7 @@ export {
   type MemoryStoreOptions,
   memoryStore,
 } from './store/memory/memory-store.js';
+export { observeStore } from './store/observe-store.js';
 // The results of ledger calls and the store a caller passes; the rest of the store contract is in
 // onceflow/store.
 export type { Balances, JournalEntry, JournalQuery, JsonValue, Store, WindowState } from './store/store.js';

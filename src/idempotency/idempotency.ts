@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Duration } from '../core/duration.js';
-import { InvalidArgumentError, LeaseLostError, ResultTooLargeError } from '../core/errors.js';
+import {
+  InvalidArgumentError,
+  isOnceflowError,
+  LeaseLostError,
+  ResultTooLargeError,
+} from '../core/errors.js';
 import { utf8Bytes, withinLimit } from '../core/limits.js';
+import { type Emit, errorName } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import type { IdempotencyBeginReply } from '../store/idempotency.js';
 import { LeaseRenewer } from './lease-renewer.js';
@@ -124,24 +130,61 @@ export function idempotencyOf(resolved: ResolvedIdempotencyOptions): Idempotency
   };
 }
 
-async function run<T>(
+// Not `async`: the validated run's own promise is returned as is (no second promise and its extra
+// microtask turns); invalid input still rejects, never throws.
+function run<T>(
   o: ResolvedIdempotencyOptions,
   call: IdempotencyCall,
   fn: () => T | Promise<T>,
   runOptions: RunOptions | undefined = {},
 ): Promise<RunResult<T>> {
-  if (!isPlainObject(call as unknown))
-    throw new InvalidArgumentError('call', 'an object like { key, payload }', call);
-  // A misspelt `payload` would go unhashed: another payload under the key would not be a mismatch.
-  knownKeys('call', call, CALL_FIELDS, 'argument');
-  const key = withinLimit('key', nonEmptyStringArg('key', call.key), 'keyBytes');
-  if (typeof fn !== 'function') throw new InvalidArgumentError('fn', 'a function', fn);
-  if (!isPlainObject(runOptions as unknown)) {
-    throw new InvalidArgumentError('options', 'an object like { wait }', runOptions);
+  let key: string;
+  let budget: number;
+  let hash: string;
+  try {
+    if (!isPlainObject(call as unknown))
+      throw new InvalidArgumentError('call', 'an object like { key, payload }', call);
+    // A misspelt `payload` would go unhashed: another payload under the key would not be a mismatch.
+    knownKeys('call', call, CALL_FIELDS, 'argument');
+    key = withinLimit('key', nonEmptyStringArg('key', call.key), 'keyBytes');
+    if (typeof fn !== 'function') throw new InvalidArgumentError('fn', 'a function', fn);
+    if (!isPlainObject(runOptions as unknown)) {
+      throw new InvalidArgumentError('options', 'an object like { wait }', runOptions);
+    }
+    knownKeys('options', runOptions, RUN_OPTIONS, 'argument');
+    budget = waitMs(runOptions.wait, o.leaseMs, 'wait', 'argument');
+    hash = o.hashPayload ? payloadHash(call.payload) : '';
+  } catch (err) {
+    return Promise.reject(err);
   }
-  knownKeys('options', runOptions, RUN_OPTIONS, 'argument');
-  const budget = waitMs(runOptions.wait, o.leaseMs, 'wait', 'argument');
-  const hash = o.hashPayload ? payloadHash(call.payload) : '';
+  const emit = o.emit;
+  if (emit === undefined) return settle(o, key, hash, budget, fn, undefined);
+  const name = o.name;
+  return settle(o, key, hash, budget, fn, emit).catch((err: unknown) => {
+    if (isOnceflowError(err, 'ERR_LEASE_LOST'))
+      emit({ part: 'idempotency', type: 'lease-lost', scope: name, key });
+    emit({
+      part: 'idempotency',
+      type: 'run',
+      scope: name,
+      outcome: 'failed',
+      takeover: false,
+      error: errorName(err),
+      key,
+    });
+    throw err;
+  });
+}
+
+/** A validated run: begins (waiting up to `budget`), then replays or executes. */
+async function settle<T>(
+  o: ResolvedIdempotencyOptions,
+  key: string,
+  hash: string,
+  budget: number,
+  fn: () => T | Promise<T>,
+  emit: Emit | undefined,
+): Promise<RunResult<T>> {
   const token = randomUUID();
   const start = performance.now();
   let reply: IdempotencyBeginReply;
@@ -149,17 +192,37 @@ async function run<T>(
     reply = await o.ops.idempotencyBegin({ name: o.name, key, payloadHash: hash, token, leaseMs: o.leaseMs });
     if (reply.outcome !== 'in-progress') break;
     const left = budget - (performance.now() - start);
-    if (left <= 0) return { outcome: 'in-progress', retryAfterMs: reply.retryAfterMs };
+    if (left <= 0) {
+      if (emit !== undefined) report(emit, o, key, 'in-progress', false);
+      return { outcome: 'in-progress', retryAfterMs: reply.retryAfterMs };
+    }
     await sleep(Math.min(left, pollDelay(attempt, o.leaseMs)));
   }
   switch (reply.outcome) {
-    case 'completed':
-      return { outcome: 'replayed', value: o.serializer.deserialize(reply.value) as T };
+    case 'completed': {
+      const value = o.serializer.deserialize(reply.value) as T;
+      if (emit !== undefined) report(emit, o, key, 'replayed', false);
+      return { outcome: 'replayed', value };
+    }
     case 'mismatch':
+      if (emit !== undefined) report(emit, o, key, 'mismatch', false);
       return { outcome: 'mismatch' };
-    case 'acquired':
-      return { outcome: 'executed', value: await execute(o, key, token, fn) };
+    case 'acquired': {
+      const value = await execute(o, key, token, fn);
+      if (emit !== undefined) report(emit, o, key, 'executed', reply.takeover);
+      return { outcome: 'executed', value };
+    }
   }
+}
+
+function report(
+  emit: Emit,
+  o: ResolvedIdempotencyOptions,
+  key: string,
+  outcome: RunResult<unknown>['outcome'],
+  takeover: boolean,
+): void {
+  emit({ part: 'idempotency', type: 'run', scope: o.name, outcome, takeover, key });
 }
 
 /** Runs `fn` as the key's holder: renewing, then recording its result, or releasing the key. */

@@ -1,6 +1,7 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString } from '../core/validate.js';
 import type { IdempotencyStoreOps } from '../store/idempotency.js';
@@ -31,6 +32,11 @@ export interface IdempotencyOptions {
   maxResultBytes?: number;
   /** How results are kept. Default {@link jsonSerializer} (JSON where bigint and Date round-trip). */
   serializer?: Serializer;
+  /**
+   * Told every run's answer (`idempotency.run`: executed, with `takeover`, replayed, in-progress,
+   * mismatch, failed) and every lost lease (`idempotency.lease-lost`): see docs/observability.md.
+   */
+  observer?: Observer;
 }
 
 /** Every key of {@link IdempotencyOptions}. */
@@ -42,6 +48,7 @@ export const IDEMPOTENCY_OPTIONS = keysOf<IdempotencyOptions>({
   hashPayload: true,
   maxResultBytes: true,
   serializer: true,
+  observer: true,
 });
 
 /**
@@ -80,6 +87,7 @@ export interface ResolvedIdempotencyOptions {
   readonly hashPayload: boolean;
   readonly maxResultBytes: number;
   readonly serializer: Serializer;
+  readonly emit: Emit | undefined;
 }
 
 const OPS = ['idempotencyBegin', 'idempotencyRenew', 'idempotencyComplete', 'idempotencyRelease'] as const;
@@ -142,7 +150,8 @@ export function resolveOptions(options: IdempotencyOptions): ResolvedIdempotency
       serializer,
     );
   }
-  return { ops, name, leaseMs, ttlMs, hashPayload, maxResultBytes, serializer };
+  const emit = observing(options.observer, 'observer');
+  return { ops, name, leaseMs, ttlMs, hashPayload, maxResultBytes, serializer, emit };
 }
 
 /**

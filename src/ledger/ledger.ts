@@ -1,6 +1,7 @@
 import { InvalidArgumentError, InvalidOptionError, type StoreError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
 import { optionWithinLimit, withinLimit } from '../core/limits.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import {
   amount,
@@ -30,6 +31,7 @@ import type {
   WindowState,
 } from '../store/store.js';
 import { checkQuery, ownerArg, scopeArg } from './arguments.js';
+import { observed } from './observed.js';
 
 /** Options of {@link createLedger}. */
 export interface LedgerOptions {
@@ -47,6 +49,11 @@ export interface LedgerOptions {
   horizon?: boolean;
   /** The ledger's name; several ledgers can share one store. Default `'default'`. */
   name?: string;
+  /**
+   * Told every apply and resolve answer (`ledger.apply`, `ledger.resolve`, with `failed` on a store
+   * error): see docs/observability.md. None by default: an unobserved ledger builds no event.
+   */
+  observer?: Observer;
 }
 
 /** One event to apply exactly once. */
@@ -177,7 +184,13 @@ export interface Ledger {
   totals(scope: string): Promise<Balances>;
 }
 
-const LEDGER_OPTIONS = keysOf<LedgerOptions>({ store: true, capacity: true, horizon: true, name: true });
+const LEDGER_OPTIONS = keysOf<LedgerOptions>({
+  store: true,
+  capacity: true,
+  horizon: true,
+  name: true,
+  observer: true,
+});
 const ENTRY_FIELDS = keysOf<LedgerEntry>({
   owner: true,
   signature: true,
@@ -225,7 +238,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     options.name === undefined
       ? 'default'
       : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
-  return new ExactLedger(name, capacity, store, horizon);
+  return new ExactLedger(name, capacity, store, horizon, observing(options.observer, 'observer'));
 }
 
 /**
@@ -242,13 +255,15 @@ class ExactLedger implements Ledger {
   readonly #capacity: number;
   readonly #store: Store;
   readonly #horizon: boolean;
+  readonly #emit: Emit | undefined;
 
-  constructor(name: string, capacity: number, store: Store, horizon: boolean) {
+  constructor(name: string, capacity: number, store: Store, horizon: boolean, emit: Emit | undefined) {
     pinShapes(ExactLedger, pinnedLedgers);
     this.#name = name;
     this.#capacity = capacity;
     this.#store = store;
     this.#horizon = horizon;
+    this.#emit = emit;
   }
 
   get name(): string {
@@ -269,7 +284,9 @@ class ExactLedger implements Ledger {
     let cmd: LedgerApplyCommand;
     try {
       cmd = this.#toCommand(entry);
-      return this.#store.ledgerApply(cmd);
+      const answer = this.#store.ledgerApply(cmd);
+      const emit = this.#emit;
+      return emit === undefined ? answer : observed(answer, emit, 'apply', this.#name, cmd.owner);
     } catch (error) {
       // Invalid input, or a store that throws instead of rejecting: a rejection either way.
       return Promise.reject(error);
@@ -286,7 +303,9 @@ class ExactLedger implements Ledger {
           this.#store.kind,
         );
       }
-      return this.#store.ledgerResolve(cmd);
+      const answer = this.#store.ledgerResolve(cmd);
+      const emit = this.#emit;
+      return emit === undefined ? answer : observed(answer, emit, 'resolve', this.#name, cmd.owner);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -2,6 +2,7 @@ import { type Clock, systemClock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
+import { type Observer, observing } from '../core/observer.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
@@ -42,6 +43,12 @@ export interface LimiterOptions extends Partial<LimitOptions> {
    * store answers within its `timeout`, 10 s by default).
    */
   timeout?: Duration;
+  /**
+   * Told every decision (`limiter.decision`, with its reason: `blocked` when the block cache
+   * answered) and every store failure the degraded policy answered (`limiter.degraded`): see
+   * docs/observability.md. None by default: an unobserved limiter builds no event.
+   */
+  observer?: Observer;
 }
 
 // 10 000 blocked keys x ~150 bytes (key string, entry, map slot) ≈ 1.5 MB per limiter: enough to
@@ -52,7 +59,12 @@ const DEFAULT_BLOCK_CACHE = 10_000;
 // means the store is unwell, and a request should not wait longer than that for its rate limit.
 const DEFAULT_TIMEOUT_MS = 100;
 
-/** Internal: the namespace is the tenant registry's business. */
+/**
+ * Internal, for the tenant registry (createTenantRegistry): not part of the public API.
+ * `namespace` replaces the key space the limiter's `name` would give (a tenant's own);
+ * `onDegraded` is called with each store failure the degraded policy answers, raw (the tenant
+ * registry's `degraded` event), at the moment the `limiter.degraded` event is emitted.
+ */
 export interface LimiterInternals {
   namespace?: string;
   onDegraded?: (error: unknown) => void;
@@ -77,6 +89,7 @@ const LIMITER_OPTIONS = [
     blockCache: true,
     degraded: true,
     timeout: true,
+    observer: true,
   }),
   ...LIMIT_OPTIONS,
 ];
@@ -97,6 +110,8 @@ const DEGRADED_OPTIONS = ['mode', 'share'];
  * clock.advance(1000);
  * (await limiter.take('user-1', { cost: 5 })).remaining; // 5
  * ```
+ *
+ * The second argument is internal (the tenant registry's, see {@link LimiterInternals}): leave it out.
  */
 export function createLimiter(input: LimiterOptions, internals: LimiterInternals = {}): Limiter {
   if (!isPlainObject(input)) throw new InvalidOptionError('options', 'an object', input);
@@ -146,13 +161,12 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     if (ids.has(s.id)) throw new InvalidOptionError(`limits[${i}].id`, 'unique within the limiter', s.id);
     ids.add(s.id);
   }
-  const namespace =
-    internals.namespace ??
-    limiterNamespace(
-      options.name === undefined
-        ? 'default'
-        : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes'),
-    );
+  const name =
+    options.name === undefined
+      ? 'default'
+      : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
+  const namespace = internals.namespace ?? limiterNamespace(name);
+  const emit = observing(options.observer, 'observer');
 
   const clockOption = options.clock ?? 'store';
   let passIn: Clock | undefined;
@@ -225,6 +239,8 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     fallback,
     timeoutMs,
     onDegraded: internals.onDegraded,
+    name,
+    emit,
   });
 }
 

@@ -5,6 +5,7 @@ import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
+import { type Emit, errorName } from '../core/observer.js';
 import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
 import type { LimitCall, LimiterDeleteCommand, LimiterTakeReply } from '../store/limiter.js';
 import type { MemoryLimiterBackend } from '../store/memory/limiter.js';
@@ -41,6 +42,9 @@ export interface LimiterConfig {
   readonly fallback: Fallback | undefined;
   readonly timeoutMs: number;
   readonly onDegraded: ((error: unknown) => void) | undefined;
+  /** The limiter's name, as its events carry it. */
+  readonly name: string;
+  readonly emit: Emit | undefined;
 }
 
 /** A limit with the subject it counts by (`undefined`: the plain key). */
@@ -66,6 +70,7 @@ export class RateLimiter implements Limiter {
   readonly #store: Store;
   readonly #cache: BlockCache | undefined;
   readonly #passIn: Clock | undefined;
+  readonly #emit: Emit | undefined;
   /** Distinct subject names (`by`), in first-use order; one entry: a single-subject limiter. */
   readonly #bys: string[];
   readonly #multiSubject: boolean;
@@ -94,6 +99,7 @@ export class RateLimiter implements Limiter {
     this.#store = config.store;
     this.#cache = config.cache;
     this.#passIn = config.passIn;
+    this.#emit = config.emit;
     this.#bys = [...new Set(config.specs.map((s) => s.by ?? 'key'))];
     this.#multiSubject = this.#bys.length > 1;
     this.#plainKeys = this.#bys.length === 1 && this.#bys[0] === 'key';
@@ -180,7 +186,11 @@ export class RateLimiter implements Limiter {
     if (cache !== undefined) {
       asked = given ?? this.#config.local.now();
       const block = cache.get(cacheKey, cost, asked);
-      if (block !== undefined) return Promise.resolve(blockedDecision(block, asked));
+      if (block !== undefined) {
+        const blocked = blockedDecision(block, asked);
+        if (this.#emit !== undefined) this.#observe(blocked);
+        return Promise.resolve(blocked);
+      }
     }
     const timeoutMs = this.#config.timeoutMs;
     let answer: LimiterTakeReply | PromiseLike<LimiterTakeReply>;
@@ -210,6 +220,7 @@ export class RateLimiter implements Limiter {
       }
       this.#decidesHere = true;
       if (cache !== undefined && this.#passIn !== undefined) this.#remember(cacheKey, cost, asked, decision);
+      if (this.#emit !== undefined) this.#observe(decision);
       return Promise.resolve(decision);
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
@@ -218,6 +229,7 @@ export class RateLimiter implements Limiter {
       (reply) => {
         const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
         if (cache !== undefined && epoch === this.#epoch) this.#remember(cacheKey, cost, asked, decision);
+        if (this.#emit !== undefined) this.#observe(decision);
         return decision;
       },
       (err: unknown) => this.#degrade(err, subjects, cost),
@@ -299,9 +311,35 @@ export class RateLimiter implements Limiter {
     return parts;
   }
 
+  #observe(decision: Decision): void {
+    (this.#emit as Emit)({
+      part: 'limiter',
+      type: 'decision',
+      limiter: this.#config.name,
+      allowed: decision.allowed,
+      reason: decision.reason,
+    });
+  }
+
   #degrade(err: unknown, subjects: Subjects, cost: number): Decision {
+    const decision = this.#degraded(err, subjects, cost);
+    if (this.#emit !== undefined) this.#observe(decision);
+    return decision;
+  }
+
+  #degraded(err: unknown, subjects: Subjects, cost: number): Decision {
     const { policy, fallback, local } = this.#config;
     this.#config.onDegraded?.(err);
+    const emit = this.#emit;
+    if (emit !== undefined) {
+      emit({
+        part: 'limiter',
+        type: 'degraded',
+        limiter: this.#config.name,
+        policy: typeof policy === 'string' ? policy : 'local',
+        error: errorName(err),
+      });
+    }
     if (policy === 'throw') throw err instanceof StoreError ? err : new StoreError('limiterTake', err);
     const at = local.now();
     if (fallback !== undefined) {

@@ -1,5 +1,6 @@
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { type Observer, observing } from '../core/observer.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonNegativeInt, positiveInt } from '../core/validate.js';
 import type { GapRange } from '../windows/reorder-buffer.js';
@@ -20,8 +21,17 @@ export interface CompensatorOptions {
   backoff?: { initial?: Duration; max?: Duration; factor?: number };
   /** Coalesced ranges longer than this are requested in pieces. Default 1000. */
   maxRange?: number;
-  /** Called once per range still unfilled after the last retry: the place to alert. */
+  /**
+   * Called once per range still unfilled after the last retry: the place to alert. A view of the
+   * `compensator.give-up` events: the same ranges, at the same moment.
+   */
   onGiveUp?: (range: GapRange, error: unknown) => void;
+  /**
+   * Told the lane's work: ranges queued (`compensator.gap`), retries, ranges done (`filled`: the
+   * source accepted the request, or late arrivals filled them) and given up (`give-up`), each
+   * with the backlog after it. See docs/observability.md.
+   */
+  observer?: Observer;
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
   /**
@@ -44,6 +54,7 @@ const COMPENSATOR_OPTIONS = keysOf<CompensatorOptions>({
   onGiveUp: true,
   random: true,
   yieldTo: true,
+  observer: true,
 });
 const BACKOFF_OPTIONS = keysOf<NonNullable<CompensatorOptions['backoff']>>({
   initial: true,
@@ -93,5 +104,18 @@ export function checkOptions(options: CompensatorOptions) {
   const random = options.random ?? Math.random;
   // Read on a first retry only: a bad one found then would leave its range neither retried nor given up.
   if (typeof random !== 'function') throw new InvalidOptionError('random', 'a function', options.random);
-  return { request, onGiveUp, concurrency, retries, maxRange, initialMs, maxMs, factor, yieldTo, random };
+  const emit = observing(options.observer, 'observer');
+  return {
+    request,
+    onGiveUp,
+    concurrency,
+    retries,
+    maxRange,
+    initialMs,
+    maxMs,
+    factor,
+    yieldTo,
+    random,
+    emit,
+  };
 }

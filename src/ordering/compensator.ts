@@ -67,8 +67,19 @@ export function createCompensator(options: CompensatorOptions): Compensator {
   // Longer than most functions: one closure over the lane's state (the open ranges, the jobs, the
   // slots in use), which the pump, the jobs' settling and the lane's methods share; the range
   // arithmetic is open-ranges.ts, the options compensator-options.ts.
-  const { request, onGiveUp, concurrency, retries, maxRange, initialMs, maxMs, factor, yieldTo, random } =
-    checkOptions(options);
+  const {
+    request,
+    onGiveUp,
+    concurrency,
+    retries,
+    maxRange,
+    initialMs,
+    maxMs,
+    factor,
+    yieldTo,
+    random,
+    emit,
+  } = checkOptions(options);
 
   // Numbers still to compensate.
   const open = new OpenRanges(maxRange);
@@ -178,7 +189,12 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     // Accepted by the source: its events now come as late arrivals, and this range is no longer
     // the lane's to track (kept, it would stay pending forever if they never came, and a second
     // `add` of it would request nothing).
-    if (ok) open.remove(job.from, job.to);
+    if (ok) {
+      open.remove(job.from, job.to);
+      if (emit !== undefined) {
+        emit({ part: 'compensator', type: 'filled', from: job.from, to: job.to, backlog: jobs.size });
+      }
+    }
     if (!ok) {
       const rest = open.stillOpen(job.from, job.to);
       if (job.attempt >= retries) {
@@ -201,6 +217,16 @@ export function createCompensator(options: CompensatorOptions): Compensator {
             schedulePump();
           }, delay);
           jobs.add(retry);
+          if (emit !== undefined) {
+            emit({
+              part: 'compensator',
+              type: 'retry',
+              from: r.from,
+              to: r.to,
+              attempt: retry.attempt,
+              backlog: jobs.size,
+            });
+          }
         }
       }
     }
@@ -212,6 +238,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
     // AggregateError of several) surfaces afterwards, as an unhandled rejection.
     const thrown: unknown[] = [];
     for (const r of givenUp) {
+      if (emit !== undefined) {
+        emit({ part: 'compensator', type: 'give-up', from: r.from, to: r.to, backlog: jobs.size, error });
+      }
       try {
         onGiveUp?.(r, error);
       } catch (hookError) {
@@ -273,6 +302,8 @@ export function createCompensator(options: CompensatorOptions): Compensator {
             jobs.add({ ...fresh, attempt: 0, state: 'queued' });
           }
         }
+        if (emit !== undefined)
+          emit({ part: 'compensator', type: 'gap', from: g.from, to: g.to, backlog: jobs.size });
       }
       schedulePump();
     },
@@ -287,6 +318,9 @@ export function createCompensator(options: CompensatorOptions): Compensator {
         counts.cancelled++;
         if (job.timer !== undefined) clearTimeout(job.timer);
         job.controller?.abort();
+        if (emit !== undefined) {
+          emit({ part: 'compensator', type: 'filled', from: job.from, to: job.to, backlog: jobs.size });
+        }
       }
       settleIdle();
     },

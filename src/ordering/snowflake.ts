@@ -2,6 +2,7 @@ import { anchoredClock, type Clock, wholeMs } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { ClockRollbackError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
 import { timerDelay } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, nonNegativeInt } from '../core/validate.js';
 import { requireOps } from '../store/ordering.js';
@@ -43,6 +44,12 @@ export interface SnowflakeOptions {
    * before a restart; no id is issued at or below it. See {@link Snowflake.start} for a store.
    */
   lastTimestamp?: number;
+  /**
+   * Told each wait for the clock (`snowflake.wait`: a rollback within tolerance, or a spent
+   * sequence) and each rollback beyond it (`snowflake.rollback-refused`, as `next()` throws): see
+   * docs/observability.md.
+   */
+  observer?: Observer;
 }
 
 /** The fields of an id. */
@@ -80,6 +87,7 @@ const SNOWFLAKE_OPTIONS = keysOf<SnowflakeOptions>({
   sequenceBits: true,
   lifetime: true,
   lastTimestamp: true,
+  observer: true,
 });
 const START_OPTIONS = [...SNOWFLAKE_OPTIONS, 'store', 'name', 'lease'];
 
@@ -130,6 +138,7 @@ export class Snowflake {
   #sequence = 0;
   #base = 0n;
   #lease: SnowflakeLease | undefined;
+  readonly #emit: Emit | undefined;
 
   constructor(options: SnowflakeOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
@@ -159,6 +168,7 @@ export class Snowflake {
       throw new InvalidOptionError('clock', 'an object with now()', options.clock);
     this.#wait = options.wait ?? defaultWait;
     if (typeof this.#wait !== 'function') throw new InvalidOptionError('wait', 'a function', options.wait);
+    this.#emit = observing(options.observer, 'observer');
 
     const now = Math.floor(this.#clock.now());
     if (now < this.#epoch) {
@@ -353,8 +363,19 @@ export class Snowflake {
       const ms = this.#now();
       if (ms >= target) return ms;
       const behind = this.#last - ms;
+      const emit = this.#emit;
       if (behind > this.#rollbackToleranceMs) {
+        if (emit !== undefined)
+          emit({ part: 'snowflake', type: 'rollback-refused', cause: 'rollback', ms: behind });
         throw new ClockRollbackError(behind, this.#rollbackToleranceMs, 'at run time');
+      }
+      if (emit !== undefined) {
+        emit({
+          part: 'snowflake',
+          type: 'wait',
+          cause: behind > 0 ? 'rollback' : 'sequence',
+          ms: target - ms,
+        });
       }
       this.#wait(target - ms);
     }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { jsonCopy } from '../core/json-copy.js';
 import { LIMITS, optionWithinLimit, utf8Bytes, withinLimit } from '../core/limits.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
 import {
   isPlainObject,
   keysOf,
@@ -12,7 +13,7 @@ import {
 import { type OrderingStoreOps, requireOps, type VersionUpsertReply } from '../store/ordering.js';
 import type { JsonValue, Store } from '../store/store.js';
 
-const GATE_OPTIONS = keysOf<VersionGateOptions>({ store: true, name: true });
+const GATE_OPTIONS = keysOf<VersionGateOptions>({ store: true, name: true, observer: true });
 
 /** Options of {@link VersionGate}. */
 export interface VersionGateOptions {
@@ -20,6 +21,11 @@ export interface VersionGateOptions {
   store: Store;
   /** The gate's name: gates of different names never see each other's keys. Default `'default'`. */
   name?: string;
+  /**
+   * Told every upsert's outcome (`version-gate.upsert`: applied, duplicate, stale, or failed on a
+   * store error): see docs/observability.md.
+   */
+  observer?: Observer;
 }
 
 /** What {@link VersionGate.upsert} decided. */
@@ -51,6 +57,7 @@ export interface VersionGateResult {
 export class VersionGate {
   readonly #name: string;
   readonly #ops: Required<Pick<OrderingStoreOps, 'versionUpsert' | 'versionGet'>>;
+  readonly #emit: Emit | undefined;
 
   constructor(options: VersionGateOptions) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('options', 'an object', options);
@@ -62,6 +69,7 @@ export class VersionGate {
       nonEmptyString('name', options.name === undefined ? 'default' : options.name),
       'nameBytes',
     );
+    this.#emit = observing(options.observer, 'observer');
   }
 
   /** The gate's name (its key space on the store); fixed when made. */
@@ -83,8 +91,21 @@ export class VersionGate {
         value,
       );
     }
-    const reply = await this.#ops.versionUpsert(this.#name, key, v, text);
-    return { outcome: reply.outcome, version: storedVersion('versionUpsert', reply.version) };
+    const emit = this.#emit;
+    if (emit === undefined) {
+      const reply = await this.#ops.versionUpsert(this.#name, key, v, text);
+      return { outcome: reply.outcome, version: storedVersion('versionUpsert', reply.version) };
+    }
+    let result: VersionGateResult;
+    try {
+      const reply = await this.#ops.versionUpsert(this.#name, key, v, text);
+      result = { outcome: reply.outcome, version: storedVersion('versionUpsert', reply.version) };
+    } catch (err) {
+      emit({ part: 'version-gate', type: 'upsert', gate: this.#name, outcome: 'failed' });
+      throw err;
+    }
+    emit({ part: 'version-gate', type: 'upsert', gate: this.#name, outcome: result.outcome });
+    return result;
   }
 
   /** The stored version and value under `key`, or `undefined`. */

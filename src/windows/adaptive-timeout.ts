@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys, positiveInt } from '../core/validate.js';
 
 /** Options of {@link AdaptiveTimeout} (the `adaptive` option of a reorder buffer). */
@@ -16,6 +17,11 @@ export interface AdaptiveTimeoutOptions {
   sampleSize?: number;
   /** The timeout until enough samples exist. Default `'250ms'`, clamped to [min, max]. */
   initial?: Duration;
+  /**
+   * Told each new timeout (`adaptive-timeout.timeout`, when a recomputation changes it): see
+   * docs/observability.md. A reorder buffer passes its own `observer` on unless this is set.
+   */
+  observer?: Observer;
 }
 
 const ADAPTIVE_OPTIONS = keysOf<AdaptiveTimeoutOptions>({
@@ -25,6 +31,7 @@ const ADAPTIVE_OPTIONS = keysOf<AdaptiveTimeoutOptions>({
   max: true,
   sampleSize: true,
   initial: true,
+  observer: true,
 });
 
 /** What an adaptive timeout currently does: for metrics and dashboards. */
@@ -96,6 +103,7 @@ export class AdaptiveTimeout {
   #pending = 0;
   #timeoutMs: number;
   #quantileMs: number | null = null;
+  readonly #emit: Emit | undefined;
 
   constructor(options: AdaptiveTimeoutOptions = {}) {
     if (!isPlainObject(options as unknown)) throw new InvalidOptionError('adaptive', 'an object', options);
@@ -117,6 +125,7 @@ export class AdaptiveTimeout {
     this.#initialMs = this.#clamp(parseDuration(options.initial ?? DEFAULT_INITIAL, 'adaptive.initial'));
     this.#samples = new Float64Array(this.#sampleSize);
     this.#timeoutMs = this.#initialMs;
+    this.#emit = observing(options.observer, 'adaptive.observer');
   }
 
   /** The quantile of recent fill times the timeout follows (fixed when made, as the others). */
@@ -262,7 +271,11 @@ export class AdaptiveTimeout {
     const rank = Math.max(1, Math.ceil(this.#quantile * sorted.length));
     const q = sorted[rank - 1] as number;
     this.#quantileMs = q;
+    const before = this.#timeoutMs;
     this.#timeoutMs = this.#clamp(Math.ceil(q * this.#factor));
+    if (this.#emit !== undefined && this.#timeoutMs !== before) {
+      this.#emit({ part: 'adaptive-timeout', type: 'timeout', timeoutMs: this.#timeoutMs });
+    }
   }
 
   #clamp(ms: number): number {

@@ -1,8 +1,10 @@
 import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError } from '../core/errors.js';
+import type { Emit } from '../core/observer.js';
 import { pinShapes } from '../core/pin-shapes.js';
 import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
 import { MissingSet } from './missing-set.js';
+import { observedPush } from './reorder-observe.js';
 import { resolveReorderOptions } from './reorder-options.js';
 import { pinnedBuffers } from './reorder-pin.js';
 import { BUFFERED, DUPLICATE, NO_GAPS, REJECTED, result, STALE } from './reorder-result.js';
@@ -77,6 +79,7 @@ export class ReorderBuffer<T> {
   #sinceDirty = false;
   readonly #missing: MissingSet;
   #lastNow = Number.NEGATIVE_INFINITY;
+  readonly #emit: Emit | undefined;
 
   constructor(options: ReorderBufferOptions) {
     pinShapes(ReorderBuffer, pinBuffers);
@@ -94,6 +97,12 @@ export class ReorderBuffer<T> {
     this.#mask = slots - 1;
     this.#items = new Array<unknown>(slots).fill(EMPTY);
     this.#at = new Float64Array(slots);
+    this.#emit = config.emit;
+    // Observed: this buffer's own push reports each result. An unobserved buffer keeps the
+    // class's push as it is, so its hot path does not even test for an observer.
+    if (config.emit !== undefined) {
+      this.push = observedPush(this, ReorderBuffer.prototype.push, config.emit, () => this.#missing.count);
+    }
   }
 
   /** Sequence numbers held ahead of `next` at most (private behind getters: fixed when made). */
@@ -276,6 +285,10 @@ export class ReorderBuffer<T> {
       gaps.push(this.#missing.add(this.#next, first - 1, since));
       this.#next = first;
       this.#releaseRun(released);
+    }
+    const emit = this.#emit;
+    if (emit !== undefined) {
+      for (const g of gaps) emit({ part: 'reorder', type: 'gap', from: g.from, to: g.to, cause: 'timeout' });
     }
     return { released, gaps };
   }

@@ -1,6 +1,7 @@
 import { anchoredClock, type Clock } from '../core/clock.js';
 import { parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { type Emit, observing } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys, nonNegativeInt, positiveInt } from '../core/validate.js';
 import { AdaptiveTimeout, type AdaptiveTimeoutOptions } from './adaptive-timeout.js';
 import type { ReorderBufferOptions } from './reorder-types.js';
@@ -21,6 +22,7 @@ export const REORDER_BUFFER_OPTIONS = keysOf<ReorderBufferOptions>({
   overflow: true,
   maxMissing: true,
   clock: true,
+  observer: true,
 });
 
 /** A {@link ReorderBufferOptions} checked, with every default filled in. */
@@ -35,6 +37,7 @@ export interface ReorderConfig {
   /** The adaptive timeout, made from `adaptiveOptions`, when the gap timeout is `'adaptive'`. */
   readonly adaptive: AdaptiveTimeout | undefined;
   readonly adaptiveOptions: AdaptiveTimeoutOptions;
+  readonly emit: Emit | undefined;
 }
 
 /** Checks a reorder buffer's options (each error names the option) and fills in the defaults. */
@@ -52,7 +55,13 @@ export function resolveReorderOptions(options: ReorderBufferOptions): ReorderCon
   if (typeof clock?.now !== 'function') {
     throw new InvalidOptionError('clock', 'an object with now()', options.clock);
   }
-  const adaptiveOptions = options.adaptive ?? {};
+  const emit = observing(options.observer, 'observer');
+  const given = options.adaptive ?? {};
+  // The buffer's observer hears its adaptive timeout too, unless that has one of its own.
+  const adaptiveOptions =
+    emit !== undefined && isPlainObject(given) && given.observer === undefined
+      ? { ...given, observer: options.observer }
+      : given;
   let adaptive: AdaptiveTimeout | undefined;
   let fixedTimeoutMs = 0;
   if (options.gapTimeout === 'adaptive') {
@@ -70,5 +79,5 @@ export function resolveReorderOptions(options: ReorderBufferOptions): ReorderCon
   if (capacity > MAX_CAPACITY) {
     throw new InvalidOptionError('capacity', `at most 2^24 (${MAX_CAPACITY})`, options.capacity);
   }
-  return { capacity, next, overflow, maxMissing, clock, fixedTimeoutMs, adaptive, adaptiveOptions };
+  return { capacity, next, overflow, maxMissing, clock, fixedTimeoutMs, adaptive, adaptiveOptions, emit };
 }

@@ -1,6 +1,7 @@
 // The public types of the reorder buffer (src/windows/reorder-buffer.ts), apart from its code.
 import type { Clock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
+import type { Observer } from '../core/observer.js';
 import type { AdaptiveTimeout, AdaptiveTimeoutOptions, AdaptiveTimeoutStats } from './adaptive-timeout.js';
 
 /**
@@ -98,6 +99,13 @@ export interface ReorderBufferOptions {
    * never moves back inside a buffer), a step forward would time them all out at once.
    */
   clock?: Clock;
+  /**
+   * Told every push (`reorder.push`: its outcome, releases and the fill after it) and every gap
+   * given up on (`reorder.gap`, by timeout or overflow); an adaptive gap timeout reports its new
+   * values to it too. See docs/observability.md. None by default: an unobserved buffer's push is
+   * the class's own, untouched.
+   */
+  observer?: Observer;
 }
 
 /** Figures for metrics. */

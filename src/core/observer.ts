@@ -1,0 +1,302 @@
+// The one event table of onceflow's parts (DESIGN §3.9): every part reports through an `observer`
+// option typed by this union, so a metrics adapter (onceflow/metrics) or a logger reads one shape.
+// Core is layer 0: the outcome unions are spelled here, and each part checks at compile time that
+// its own union matches (see the `satisfies` checks beside each emit).
+import { InvalidOptionError, isOnceflowError, type StoreOutcome } from './errors.js';
+
+/**
+ * What a failed store call left behind (see `StoreError.outcome`): `not-applied` (no effect) or
+ * `unknown` (it may have taken effect).
+ */
+export type ObservedStoreOutcome = StoreOutcome;
+
+/**
+ * A ledger apply: `applied`, `duplicate` or `stale` as the ledger answered, or `failed` when the
+ * store failed (`storeOutcome` says whether it may have been applied). `ledger` is the configured
+ * name (a bounded label); `owner` is for debugging only and must never become a metric label.
+ */
+export type LedgerApplyEvent =
+  | {
+      readonly part: 'ledger';
+      readonly type: 'apply';
+      readonly ledger: string;
+      readonly outcome: 'applied' | 'duplicate' | 'stale';
+      /** Unbounded: never a metric label. */
+      readonly owner: string;
+    }
+  | {
+      readonly part: 'ledger';
+      readonly type: 'apply';
+      readonly ledger: string;
+      readonly outcome: 'failed';
+      readonly storeOutcome: ObservedStoreOutcome;
+      /** Unbounded: never a metric label. */
+      readonly owner: string;
+    };
+
+/**
+ * A ledger resolve: `applied`, `duplicate`, `unknown` (neither provable: page someone when it is
+ * above zero), or `failed` when the store failed.
+ */
+export type LedgerResolveEvent =
+  | {
+      readonly part: 'ledger';
+      readonly type: 'resolve';
+      readonly ledger: string;
+      readonly outcome: 'applied' | 'duplicate' | 'unknown';
+      /** Unbounded: never a metric label. */
+      readonly owner: string;
+    }
+  | {
+      readonly part: 'ledger';
+      readonly type: 'resolve';
+      readonly ledger: string;
+      readonly outcome: 'failed';
+      readonly storeOutcome: ObservedStoreOutcome;
+      /** Unbounded: never a metric label. */
+      readonly owner: string;
+    };
+
+/**
+ * One idempotent run's answer: `executed` (the function ran and its result was recorded; `takeover`
+ * when it took over a lease that ran out), `replayed`, `in-progress`, `mismatch`, or `failed` (the
+ * function or the store failed; `error` is a code or class name). `scope` is the configured name.
+ */
+export interface IdempotencyRunEvent {
+  readonly part: 'idempotency';
+  readonly type: 'run';
+  readonly scope: string;
+  readonly outcome: 'executed' | 'replayed' | 'in-progress' | 'mismatch' | 'failed';
+  /** True when this run took over another holder's expired lease. */
+  readonly takeover: boolean;
+  /** On `failed`: the error's code (`ERR_...`) or class name; bounded. */
+  readonly error?: string;
+  /** Unbounded: never a metric label. */
+  readonly key: string;
+}
+
+/** A run lost its lease while its function ran (another caller may run it too): page on it. */
+export interface IdempotencyLeaseLostEvent {
+  readonly part: 'idempotency';
+  readonly type: 'lease-lost';
+  readonly scope: string;
+  /** Unbounded: never a metric label. */
+  readonly key: string;
+}
+
+/**
+ * The reasons of a limiter decision (the limiter's `DecisionReason`): `allowed`, `limited`,
+ * `blocked` (answered by the block cache, no store call), `cost-exceeds-limit`, and the degraded
+ * answers `degraded-deny`, `degraded-allow`, `degraded-local`.
+ */
+export type ObservedDecisionReason =
+  | 'allowed'
+  | 'limited'
+  | 'blocked'
+  | 'cost-exceeds-limit'
+  | 'degraded-deny'
+  | 'degraded-allow'
+  | 'degraded-local';
+
+/** One limiter decision. `limiter` is the configured name. */
+export interface LimiterDecisionEvent {
+  readonly part: 'limiter';
+  readonly type: 'decision';
+  readonly limiter: string;
+  readonly allowed: boolean;
+  readonly reason: ObservedDecisionReason;
+}
+
+/**
+ * The store failed or timed out for a take, and the degraded policy answered (`policy`: `deny`,
+ * `allow`, `local`, or `throw` when the take rejects). `error`: the failure's code or class name.
+ */
+export interface LimiterDegradedEvent {
+  readonly part: 'limiter';
+  readonly type: 'degraded';
+  readonly limiter: string;
+  readonly policy: 'deny' | 'allow' | 'local' | 'throw';
+  readonly error: string;
+}
+
+/**
+ * One push into a reorder buffer, with its outcome (the buffer's `PushOutcome`), how many items it
+ * released, and the buffer's fill after it (`buffered` held, `missing` numbers remembered).
+ */
+export interface ReorderPushEvent {
+  readonly part: 'reorder';
+  readonly type: 'push';
+  readonly outcome: 'released' | 'buffered' | 'late' | 'duplicate' | 'stale' | 'rejected';
+  readonly released: number;
+  readonly buffered: number;
+  readonly missing: number;
+}
+
+/**
+ * A forced advance: the buffer gave up on `[from, to]` (a hole timed out, or an overflow with
+ * `overflow: 'advance'` pushed past it). Those numbers are now missing; a sustained rate pages.
+ */
+export interface ReorderGapEvent {
+  readonly part: 'reorder';
+  readonly type: 'gap';
+  readonly from: number;
+  readonly to: number;
+  readonly cause: 'timeout' | 'overflow';
+}
+
+/** The adaptive gap timeout moved to `timeoutMs`. */
+export interface AdaptiveTimeoutEvent {
+  readonly part: 'adaptive-timeout';
+  readonly type: 'timeout';
+  readonly timeoutMs: number;
+}
+
+/**
+ * The compensator's work: `gap` (a range queued for re-request), `retry` (an attempt failed and
+ * will be retried), `filled` (requested, or filled by late arrivals), `give-up` (still unfilled
+ * after the last retry: page on it). `backlog` is the number of ranges still queued, waiting for a
+ * retry or in flight, after the event.
+ */
+export type CompensatorEvent =
+  | {
+      readonly part: 'compensator';
+      readonly type: 'gap' | 'filled';
+      readonly from: number;
+      readonly to: number;
+      readonly backlog: number;
+    }
+  | {
+      readonly part: 'compensator';
+      readonly type: 'retry';
+      readonly from: number;
+      readonly to: number;
+      readonly attempt: number;
+      readonly backlog: number;
+    }
+  | {
+      readonly part: 'compensator';
+      readonly type: 'give-up';
+      readonly from: number;
+      readonly to: number;
+      readonly backlog: number;
+      /** The last attempt's error, as `onGiveUp` receives it (not a label). */
+      readonly error: unknown;
+    };
+
+/** A version gate upsert: `applied`, `duplicate`, `stale`, or `failed` (store error). */
+export interface VersionGateEvent {
+  readonly part: 'version-gate';
+  readonly type: 'upsert';
+  readonly gate: string;
+  readonly outcome: 'applied' | 'duplicate' | 'stale' | 'failed';
+}
+
+/**
+ * A snowflake generator waited `ms` for its clock: `rollback` (the clock stepped back within the
+ * tolerance) or `sequence` (the millisecond's sequence was spent). `rollback-refused`: the clock
+ * stepped back further than the tolerance and `next()` threw.
+ */
+export interface SnowflakeEvent {
+  readonly part: 'snowflake';
+  readonly type: 'wait' | 'rollback-refused';
+  readonly cause: 'rollback' | 'sequence';
+  readonly ms: number;
+}
+
+/**
+ * One store call (from {@link observeStore}): the store's `kind`, the contract operation, how long
+ * it took (monotonic ms) and, when it failed, the error's code or class name.
+ */
+export interface StoreCallEvent {
+  readonly part: 'store';
+  readonly type: 'call';
+  readonly store: string;
+  readonly operation: string;
+  readonly durationMs: number;
+  readonly error?: string;
+}
+
+/** Every event a core part reports, a union on `part` and `type` (see docs/observability.md). */
+export type OnceflowEvent =
+  | LedgerApplyEvent
+  | LedgerResolveEvent
+  | IdempotencyRunEvent
+  | IdempotencyLeaseLostEvent
+  | LimiterDecisionEvent
+  | LimiterDegradedEvent
+  | ReorderPushEvent
+  | ReorderGapEvent
+  | AdaptiveTimeoutEvent
+  | CompensatorEvent
+  | VersionGateEvent
+  | SnowflakeEvent
+  | StoreCallEvent;
+
+/**
+ * Receives a part's events, synchronously, on the operation's path: keep it cheap (count, set a
+ * gauge, queue). A throw is caught, reported once per observer as a process warning
+ * (`ONCEFLOW_OBSERVER_THREW`), and never breaks the operation.
+ */
+export type Observer = (event: OnceflowEvent) => void;
+
+/** A part's guarded emitter (internal: what {@link observing} returns). */
+export type Emit = (event: OnceflowEvent) => void;
+
+// Observers already reported: a broken observer shared by many parts warns once per process.
+const reported = new WeakSet<Observer>();
+
+/**
+ * Validates an `observer` option (a function or undefined; `path` names it in the error) and
+ * returns the guarded emitter, or undefined when none is given: call sites write
+ * `if (emit !== undefined) emit({...})`, so an unobserved part builds no event.
+ */
+export function observing(observer: unknown, path: string): Emit | undefined {
+  if (observer === undefined) return undefined;
+  if (typeof observer !== 'function')
+    throw new InvalidOptionError(path, 'a function (event) => void', observer);
+  const fn = observer as Observer;
+  return (event) => {
+    try {
+      fn(event);
+    } catch (err) {
+      reportThrow(fn, event, err);
+    }
+  };
+}
+
+function reportThrow(fn: Observer, event: OnceflowEvent, err: unknown): void {
+  if (reported.has(fn)) return;
+  reported.add(fn);
+  const text = `an onceflow observer threw on ${event.part}.${event.type} (reported once; its later throws are ignored): ${errorName(err)}: ${String((err as { message?: unknown } | undefined)?.message ?? err)}`;
+  const proc = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process;
+  try {
+    if (typeof proc?.emitWarning === 'function') {
+      proc.emitWarning(text, { type: 'OnceflowWarning', code: 'ONCEFLOW_OBSERVER_THREW' });
+    } else {
+      console.error(text);
+    }
+  } catch {
+    // Reporting must not break the operation either.
+  }
+}
+
+// An error code or class name of at most this length: a bounded label however odd the error.
+const MAX_ERROR_NAME = 64;
+
+/**
+ * A failure as a bounded label: its string `code` (`ERR_STORE`, `ECONNRESET`), else its class name,
+ * else its type.
+ */
+export function errorName(err: unknown): string {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  let name: string;
+  if (typeof code === 'string' && code.length > 0) name = code;
+  else if (err instanceof Error) name = err.name;
+  else name = err === null ? 'null' : typeof err;
+  return name.length > MAX_ERROR_NAME ? name.slice(0, MAX_ERROR_NAME) : name;
+}
+
+/** What a failure may have left behind: a `StoreError`'s own outcome, else `unknown`. */
+export function storeOutcomeOf(err: unknown): StoreOutcome {
+  return isOnceflowError(err, 'ERR_STORE') ? err.outcome : 'unknown';
+}
