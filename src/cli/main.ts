@@ -26,7 +26,8 @@ Commands:
   demo            run the exactly-once demo, or with --gateway the WebSocket gateway's
                   (see \`onceflow demo --help\`)
   migrate         create or update the PostgreSQL store's schema (see \`onceflow migrate --help\`)
-  serve           run a WebSocket gateway node (see \`onceflow serve --help\`)
+  serve           serve /metrics, /healthz and a live status page; with --gateway a WebSocket
+                  gateway node too (see \`onceflow serve --help\`)
   help [command]  this help, or a command's
 
 Options:
@@ -128,6 +129,12 @@ async function main(argv: string[]): Promise<number> {
     return usageError(err);
   }
 
+  // --serve: the page is up before the run (a port in use fails here, before any work).
+  const page =
+    demo.serve === undefined
+      ? undefined
+      : await (await import('./status/demo-serve.js')).startDemoStatusPage(demo.serve, process.stderr);
+  await page?.play(demo.config);
   const bar = progressBar(process.stderr, demo.progress);
   // An interrupt stops the bar before it says what it undoes (see demo/interrupt.ts).
   beforeInterrupt(() => bar.stop());
@@ -139,6 +146,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
   process.stdout.write(demo.json ? `${JSON.stringify(toJson(result))}\n` : formatReport(result, columns));
+  await page?.lingerAndClose();
   return demoExitCode(result);
 }
 

@@ -23,6 +23,9 @@ export const DEMO_OPTIONS = {
   gateway: { type: 'boolean' },
   clients: { type: 'string' },
   messages: { type: 'string' },
+  serve: { type: 'boolean' },
+  port: { type: 'string' },
+  linger: { type: 'string' },
   json: { type: 'boolean' },
   'no-progress': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -40,6 +43,14 @@ export interface DemoCommand {
   readonly json: boolean;
   /** Show the progress bar (still only when stderr is a terminal). */
   readonly progress: boolean;
+  /** With `--serve`: the status page's port, and how long it stays up after the run (ms). */
+  readonly serve?: DemoServe;
+}
+
+/** `onceflow demo --serve`: where the status page listens and how long it outlives the run. */
+export interface DemoServe {
+  readonly port: number;
+  readonly lingerMs: number;
 }
 
 /** How to run `onceflow demo --gateway`, from the command line. */
@@ -75,6 +86,11 @@ const SETTLEMENT_ONLY = [
   'ttl',
 ] as const;
 const GATEWAY_ONLY = ['clients', 'messages'] as const;
+const SERVE_ONLY = ['port', 'linger'] as const;
+// An hour: a page left up longer is a server, which `onceflow serve` is for.
+const MAX_LINGER_SECONDS = 3600;
+/** How long `demo --serve` keeps the page up after the run by default, in seconds. */
+export const DEFAULT_LINGER_SECONDS = 60;
 
 /** The defaults of `onceflow demo`: a run of a few seconds that shows every failure mode. */
 export const DEFAULT_DEMO: Readonly<DemoConfig> = Object.freeze({ ...DEFAULT_SCENARIO, ttl: 60 });
@@ -117,6 +133,12 @@ Options:
                        delivered once / lost / doubled / out of order per direction
   --clients N          with --gateway: clients, 1..${MAX_CLIENTS} (default ${DEFAULT_GATEWAY_DEMO.clients})
   --messages N         with --gateway: messages each client sends and is sent, 1..${MAX_MESSAGES} (default ${DEFAULT_GATEWAY_DEMO.messages})
+  --serve              keep a live status page up while the run goes (http://127.0.0.1:PORT/, printed
+                       on stderr; /metrics and /healthz too): the log is first played over about 20 s,
+                       doubles per guard climbing (onceflow's row flat at zero), then the run itself
+                       reports; the page stays up --linger seconds after, or until Ctrl-C (needs prom-client)
+  --port N             with --serve: the page's port, 0..65535 (default 8080; 0 picks a free one)
+  --linger SECONDS     with --serve: how long the page stays up after the report, 0..${MAX_LINGER_SECONDS} (default ${DEFAULT_LINGER_SECONDS})
   --json               print one JSON object (config, requiredCapacity, rows) and nothing else
   --no-progress        no progress bar (it is also off when stderr is not a terminal)
   -h, --help           this help
@@ -168,6 +190,7 @@ export function refuseUnknown(args: readonly string[]): void {
  */
 export function demoCommandFrom(values: DemoArgValues): DemoCommand {
   refuseAlong(values, GATEWAY_ONLY, 'given with --gateway only (an option of the gateway demo)');
+  if (values.serve !== true) refuseAlong(values, SERVE_ONLY, 'given with --serve only');
   const config: DemoConfig = {
     // Two per round: an odd count is rounded up, so the config reported is the run's.
     settlements: roundUpToEven(int('settlements', values.settlements, d.settlements, 2, MAX_SETTLEMENTS)),
@@ -184,7 +207,13 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
     ...storeOf(values.store),
   };
   const json = values.json ?? false;
-  return { config, json, progress: !json && !(values['no-progress'] ?? false) };
+  const progress = !json && !(values['no-progress'] ?? false);
+  if (values.serve !== true) return { config, json, progress };
+  const serve: DemoServe = {
+    port: int('port', values.port, 8080, 0, 65_535),
+    lingerMs: int('linger', values.linger, DEFAULT_LINGER_SECONDS, 0, MAX_LINGER_SECONDS) * 1000,
+  };
+  return { config, json, progress, serve };
 }
 
 /**
@@ -195,6 +224,11 @@ export function demoCommandFrom(values: DemoArgValues): DemoCommand {
  */
 export function gatewayCommandFrom(values: DemoArgValues): GatewayDemoCommand {
   refuseAlong(values, SETTLEMENT_ONLY, 'left out with --gateway (an option of the settlement demo)');
+  refuseAlong(
+    values,
+    ['serve', ...SERVE_ONLY],
+    'left out with --gateway (the status page runs with the settlement demo)',
+  );
   const g = DEFAULT_GATEWAY_DEMO;
   const store = storeOf(values.store);
   if (store.store !== undefined && !isRedisUrl(store.store))
