@@ -4,9 +4,8 @@ import { naiveCluster, onceflowCluster } from './gateway-cluster.js';
 import { type GatewayDemoConfig, NODES, planGateway } from './gateway-plan.js';
 import { runSide, type SideResult } from './gateway-side.js';
 import { type DirectionCounts, isClean } from './gateway-tally.js';
-import { once, onInterrupt } from './interrupt.js';
 import type { DemoProgress } from './run.js';
-import { type DemoStore, openStore } from './store.js';
+import { openRunStore } from './run-store.js';
 
 /** One row of the report: one gateway, one direction. */
 export interface GatewayRow extends DirectionCounts {
@@ -43,36 +42,10 @@ export async function runGatewayDemo(
 ): Promise<GatewayDemoResult> {
   const started = performance.now();
   const plan = planGateway(config);
-  const opening = openStore(config.store);
-  const release = once(async () => {
-    const opened = await opening.catch(() => undefined);
-    if (opened === undefined) return;
-    try {
-      await opened.cleanup();
-    } finally {
-      await opened.close();
-    }
-  });
-  // With the memory store there is nothing to remove, and a signal ends the process at once. On
-  // Redis an interrupt stops the side that runs (its clients and nodes closed), then removes the
-  // run's keys.
-  const stop = new AbortController();
-  let running: Promise<unknown> = Promise.resolve();
-  const forget =
-    config.store === undefined
-      ? () => {}
-      : onInterrupt(async () => {
-          stop.abort();
-          await running.catch(() => {});
-          await release();
-        });
-  let store: DemoStore;
-  try {
-    store = await opening;
-  } catch (err) {
-    forget();
-    throw err;
-  }
+  // On Redis an interrupt stops the side that runs (its clients and nodes closed), then removes
+  // the run's keys.
+  const run = await openRunStore(config.store);
+  const { store } = run;
   let onceflow: SideResult;
   let naive: SideResult;
   try {
@@ -82,17 +55,16 @@ export async function runGatewayDemo(
       plan,
       config,
       onProgress,
-      stop.signal,
+      run.signal,
     );
-    running = first;
+    run.running(first);
     onceflow = await first;
-    if (stop.signal.aborted) throw new DemoFailure('the run was interrupted');
+    if (run.signal.aborted) throw new DemoFailure('the run was interrupted');
     // The naive side writes nothing to the store: the run's keys can go now.
-    await release();
+    await run.release();
     naive = await runSide('naive', (h) => naiveCluster(h), plan, config, onProgress);
   } finally {
-    await release();
-    forget();
+    await run.end();
   }
   const rows: GatewayRow[] = [
     { gateway: 'onceflow', direction: 'client-to-server', ...onceflow.toServer },

@@ -1,13 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { setNxEx, ttlCoveringEveryRepeat, uniqueIndex } from './defences.js';
-import { once, onInterrupt } from './interrupt.js';
 import { type DemoLog, generateLog, playerName, type ScenarioConfig, type ScenarioStats } from './log.js';
 import { isExact, measure, type Strategy, type StrategyRow } from './measure.js';
 import { noDedup, perTypeFlags, sequenceGuard } from './naive.js';
 import { onceflowRow, SETTLEMENT_CAPACITY, TOO_SMALL_CAPACITY } from './onceflow.js';
 import { type RequiredCapacity, requiredCapacityOf } from './required-capacity.js';
-import { type DemoStore, openStore } from './store.js';
+import { openRunStore } from './run-store.js';
 
 /** Progress of a demo run: a phase label and how many of its steps are done. */
 export interface DemoProgress {
@@ -56,45 +55,12 @@ export async function runDemo(
   onProgress({ phase: 'generating log', done: 0, total: config.settlements });
   const log = generateLog(config);
   const coveringTtl = ttlCoveringEveryRepeat(log);
-  const opening = openStore(config.store);
-  // Once, whoever asks first (the run's end or an interrupt): the other waits for it. An interrupt
-  // removes the run's keys or schema before exiting, as a finished run does. It waits for the
-  // store to be open: an interrupt while PostgreSQL's schema is being made drops it once made
-  // (dropped before, the migration would make it again). A store that failed to open removed
-  // what it made itself.
-  const release = once(async () => {
-    const opened = await opening.catch(() => undefined);
-    if (opened === undefined) return;
-    try {
-      await opened.cleanup();
-    } finally {
-      await opened.close();
-    }
-  });
-  // Registered before the store opens, so no moment of the run is without it. An interrupt stops
-  // the rows' applies first: none may write after the clean-up. With the memory store there is
-  // nothing to remove, and a signal ends the process at once.
-  const stop = new AbortController();
-  let running: Promise<unknown> = Promise.resolve();
-  const forget =
-    config.store === undefined
-      ? () => {}
-      : onInterrupt(async () => {
-          stop.abort();
-          await running.catch(() => {});
-          await release();
-        });
-  let store: DemoStore;
-  try {
-    store = await opening;
-  } catch (err) {
-    forget();
-    throw err;
-  }
+  const run = await openRunStore(config.store);
+  const { store } = run;
   const strategies: Strategy[] = [
-    onceflowRow(SETTLEMENT_CAPACITY, true, store, stop.signal),
-    onceflowRow(TOO_SMALL_CAPACITY, true, store, stop.signal),
-    onceflowRow(TOO_SMALL_CAPACITY, false, store, stop.signal),
+    onceflowRow(SETTLEMENT_CAPACITY, true, store, run.signal),
+    onceflowRow(TOO_SMALL_CAPACITY, true, store, run.signal),
+    onceflowRow(TOO_SMALL_CAPACITY, false, store, run.signal),
     uniqueIndex,
     setNxEx(config.ttl * 1000),
     setNxEx(coveringTtl, true),
@@ -109,14 +75,12 @@ export async function runDemo(
       const total = log.stats.settlementDeliveries;
       onProgress({ phase, done: 0, total });
       const row = evaluate(log, strategy, (done) => onProgress({ phase, done, total }));
-      running = row;
+      run.running(row);
       rows.push(await row);
       await yieldToLoop(); // lets a Ctrl-C between rows be handled
     }
   } finally {
-    // Forgotten only once released: a Ctrl-C during the clean-up waits for it instead.
-    await release();
-    forget();
+    await run.end();
   }
   const requiredCapacity = requiredCapacityOf(log);
   const worst = log.settlements[requiredCapacity.worstKey];
