@@ -353,6 +353,25 @@ const PINNED: Record<string, Surface> = {
       'WsErrorCode',
     ],
   },
+  'onceflow/metrics': {
+    values: [
+      'METRICS',
+      'STORE_CALL_BUCKETS',
+      'buildDashboard',
+      'createMetrics',
+      'createOtelMetrics',
+      'dashboardPanels',
+    ],
+    types: [
+      'DashboardPanel',
+      'LabelDefinition',
+      'MetricDefinition',
+      'Metrics',
+      'MetricsOptions',
+      'OtelMetrics',
+      'OtelMetricsOptions',
+    ],
+  },
   'onceflow/ws/client': {
     values: ['WsClientError', 'createClient', 'isWsClientError'],
     types: [

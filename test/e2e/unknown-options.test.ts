@@ -20,7 +20,15 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   exports: Record<string, string | { import?: string }>;
 };
 
-type Entry = '.' | './testing' | './redis' | './postgres' | './streams' | './ws' | './ws/client';
+type Entry =
+  | '.'
+  | './testing'
+  | './redis'
+  | './postgres'
+  | './streams'
+  | './ws'
+  | './ws/client'
+  | './metrics';
 // biome-ignore lint/suspicious/noExplicitAny: the built modules are loaded untyped, by path.
 type Mod = Record<string, any>;
 type Mods = Record<Entry, Mod>;
@@ -474,6 +482,26 @@ const ROWS: Row[] = [
     suggest: 'reconnect',
   },
   {
+    entry: './metrics',
+    export: 'createMetrics',
+    what: 'createMetrics',
+    call: (m) => m.createMetrics({ prefx: 'app_' }),
+    key: 'prefx',
+    suggest: 'prefix',
+  },
+  {
+    entry: './metrics',
+    export: 'createOtelMetrics',
+    what: 'createOtelMetrics',
+    call: async (m) =>
+      m.createOtelMetrics({
+        meter: (await import('@opentelemetry/api')).metrics.getMeter('t'),
+        maxLabelValue: 5,
+      }),
+    key: 'maxLabelValue',
+    suggest: 'maxLabelValues',
+  },
+  {
     entry: './postgres',
     export: 'withTransaction',
     what: 'withTransaction',
@@ -488,7 +516,16 @@ const NO_OPTIONS: Record<string, string> = {
   FakeClock: 'constructor(now: number)',
 };
 
-const ENTRIES: Entry[] = ['.', './testing', './redis', './postgres', './streams', './ws', './ws/client'];
+const ENTRIES: Entry[] = [
+  '.',
+  './testing',
+  './redis',
+  './postgres',
+  './streams',
+  './ws',
+  './ws/client',
+  './metrics',
+];
 const mods = {} as Mods;
 const ctx: Context = {
   // Never connects (lazyConnect) and refuses a command at once (no offline queue): a row whose

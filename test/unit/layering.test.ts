@@ -38,6 +38,7 @@ const LAYERS: Readonly<Record<string, number>> = {
   streams: 4,
   testing: 4,
   ws: 4,
+  metrics: 4,
   cli: 5,
 };
 // src/index.ts: above every library layer, below cli.
