@@ -38,6 +38,7 @@ const ENTRY_POINTS: Record<string, string[]> = {
   'onceflow/store': ['StoreError', 'ErrorCode'],
   'onceflow/ws': ['parseClientFrame', 'encodeServerFrame', 'WS_CODES'],
   'onceflow/ws/client': ['createClient', 'isWsClientError', 'WsClientError'],
+  'onceflow/metrics': ['createMetrics', 'createOtelMetrics', 'METRICS'],
 };
 
 /**
@@ -105,7 +106,9 @@ describe('package exports', () => {
     const adapters = [...seen]
       .map((f) => relative(dist, f))
       .filter((f) =>
-        ['cli', 'demo', 'postgres', 'redis', 'streams', 'testing', 'ws'].includes(f.split(sep)[0] as string),
+        ['cli', 'demo', 'metrics', 'postgres', 'redis', 'streams', 'testing', 'ws'].includes(
+          f.split(sep)[0] as string,
+        ),
       );
     expect(adapters).toEqual([]);
   });

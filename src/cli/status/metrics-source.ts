@@ -30,51 +30,21 @@ export async function loadPromClient(command: string): Promise<PromClient> {
 }
 
 /**
- * A registry with onceflow's metrics attached: ledger outcomes, store call latency and gateway
- * connections, plus Node's default process metrics.
+ * A registry with onceflow's metrics attached (onceflow/metrics: every part's events, store call
+ * latency, gateway connections), plus Node's default process metrics.
  */
 export async function attachMetrics(command: string): Promise<AttachedMetrics> {
   const client = await loadPromClient(command);
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
-  const { observeStore } = await import('../../store/observe-store.js');
-  const applies = new client.Counter({
-    name: 'onceflow_ledger_applies_total',
-    help: 'Ledger applies by outcome (applied, duplicate, stale, failed).',
-    labelNames: ['ledger', 'outcome'],
-    registers: [registry],
-  });
-  const calls = new client.Histogram({
-    name: 'onceflow_store_call_duration_seconds',
-    help: 'Store calls by store and operation.',
-    labelNames: ['store', 'op'],
-    // 0.1 ms (memory) to 1 s (a Redis in trouble): the store latencies worth telling apart.
-    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1],
-    registers: [registry],
-  });
-  const connections = new client.Gauge({
-    name: 'onceflow_gateway_connections',
-    help: 'WebSocket connections open on this node.',
-    registers: [registry],
-  });
-  const observer: Observer = (event) => {
-    if (event.part === 'ledger' && event.type === 'apply')
-      applies.inc({ ledger: event.ledger, outcome: event.outcome });
-    else if (event.part === 'store')
-      calls.observe({ store: event.store, op: event.operation }, event.durationMs / 1000);
-  };
-  const open = new Set<number>();
-  const gatewayEvents = (event: GatewayEvent) => {
-    if (event.type !== 'state') return;
-    if (event.state === 'open') open.add(event.connection);
-    else if (event.state === 'closed') open.delete(event.connection);
-    connections.set(open.size);
-  };
+  // Loaded only once prom-client is known to be there: the metrics entry imports it.
+  const { createMetrics } = await import('../../metrics/index.js');
+  const metrics = createMetrics({ registry });
   return {
     registry,
-    observer,
-    observeStore: (store) => observeStore(store, observer),
-    gatewayEvents,
+    observer: metrics.observer,
+    observeStore: (store) => metrics.observeStore(store),
+    gatewayEvents: metrics.gatewayEvents,
     client,
   };
 }
