@@ -89,7 +89,7 @@ describe('createOtelMetrics (@opentelemetry/api)', () => {
     expect(sum('app.ledger.applies', { ledger: 'other', outcome: 'applied' })).toBe(1);
     const calls = created.get('app.store.call.duration')?.calls ?? [];
     expect(calls.length).toBe(2);
-    expect(calls[0]?.attributes).toEqual({ store: 'memory', operation: 'ledgerApply' });
+    expect(calls[0]?.attributes).toEqual({ store: 'memory', op: 'ledgerApply' });
     // Seconds: a memory store call is far under one.
     expect(calls.every((c) => c.value >= 0 && c.value < 1)).toBe(true);
     m.gatewayEvents({ type: 'state', connection: 7, state: 'open', continued: false, recovered: false });

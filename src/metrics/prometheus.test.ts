@@ -60,12 +60,10 @@ describe('createMetrics (prom-client)', () => {
     });
     expect((await limiter.take('u')).reason).toBe('degraded-allow');
     const text = await metrics.registry.metrics();
-    expect(
-      sample(text, 'onceflow_store_call_duration_seconds_count{store="memory",operation="ledgerApply"}'),
-    ).toBe(1);
-    expect(text).toMatch(
-      /onceflow_store_errors_total\{store="[^"]+",operation="limiterTake",error="ERR_STORE"\} 1/,
+    expect(sample(text, 'onceflow_store_call_duration_seconds_count{store="memory",op="ledgerApply"}')).toBe(
+      1,
     );
+    expect(text).toMatch(/onceflow_store_errors_total\{store="[^"]+",op="limiterTake",error="ERR_STORE"\} 1/);
     expect(sample(text, 'onceflow_limiter_degraded_total{limiter="api",policy="allow"}')).toBe(1);
     expect(sample(text, 'onceflow_limiter_decisions_total{limiter="api",reason="degraded-allow"}')).toBe(1);
   });
