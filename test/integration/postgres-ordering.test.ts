@@ -95,13 +95,25 @@ describe('ordering and idempotency features on the Postgres store', () => {
   it('idempotent calls: one execution among racing callers, replays, mismatch, and a failure frees the key', async () => {
     const idem = createIdempotency({ store, name: 'charges', lease: '5s', ttl: '1h' });
     let runs = 0;
+    // The charge runs until the 4 other callers have their answer (a fixed sleep would let a
+    // racer on a loaded machine arrive after it and be replayed); 10 s bounds a broken build.
+    let others = 0;
+    let release = () => {};
+    const raced = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const charge = async () => {
       runs++;
-      await new Promise((r) => setTimeout(r, 50));
+      await Promise.race([raced, new Promise((r) => setTimeout(r, 10_000))]);
       return { id: `ch_${runs}`, amount: 500n };
     };
     const racing = await Promise.all(
-      Array.from({ length: 5 }, () => idem.run({ key: 'order-1', payload: { amount: 500 } }, charge)),
+      Array.from({ length: 5 }, () =>
+        idem.run({ key: 'order-1', payload: { amount: 500 } }, charge).then((r) => {
+          if (r.outcome !== 'executed' && ++others === 4) release();
+          return r;
+        }),
+      ),
     );
     expect(racing.filter((r) => r.outcome === 'executed')).toHaveLength(1);
     expect(racing.filter((r) => r.outcome === 'in-progress')).toHaveLength(4);

@@ -118,6 +118,19 @@ async function moveSlot(slot: number, from: number, to: number): Promise<void> {
   for (const admin of admins)
     if (admin !== source && admin !== target)
       await admin.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids[to] as string);
+  // A master's gossip sent before it was told can reach another after: the target can take the
+  // slot back for the source, the two then bounce MOVED between them for good. As
+  // `redis-cli --cluster fix` does, every master that disagrees is told again until all agree.
+  const until = performance.now() + 10_000;
+  for (;;) {
+    const views = await Promise.all(admins.map(async (a) => (await slotOwnersOf(a))[slot]));
+    if (views.every((v) => v === to)) return;
+    if (performance.now() > until)
+      throw new Error(`slot ${slot}: masters still see owners ${views} after 10 s`);
+    for (const [i, admin] of admins.entries())
+      if (views[i] !== to) await admin.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids[to] as string);
+    await sleep(50);
+  }
 }
 
 describe('Redis Cluster node batches', () => {
