@@ -38,8 +38,9 @@ function panelOf(def: MetricDefinition, prefix: string): DashboardPanel {
     return { row: def.row, title: def.help, unit: 's', queries: [quantile(0.5), quantile(0.99)], metrics };
   }
   if (def.type === 'gauge') {
-    // A duration gauge is the largest across processes; a count gauge is their sum.
-    const agg = def.unit === 's' ? 'max' : 'sum';
+    // A duration gauge is the largest across processes; a count gauge is their sum, unless each
+    // process reports the whole figure (`across`).
+    const agg = def.across ?? (def.unit === 's' ? 'max' : 'sum');
     return {
       row: def.row,
       title: def.help,

@@ -23,6 +23,11 @@ export interface MetricDefinition {
   readonly labels: readonly LabelDefinition[];
   /** Dashboard row the metric's panel sits in. */
   readonly row: string;
+  /**
+   * How the dashboard combines a gauge's series of many processes: `max` for a figure each of
+   * them reports whole (a consumer group's pending count); default: `max` for durations, else `sum`.
+   */
+  readonly across?: 'max' | 'sum';
 }
 
 const outcomes = <const T extends readonly string[]>(...values: T) => values;
@@ -86,6 +91,8 @@ export const STORE_CALL_BUCKETS: readonly number[] = Object.freeze([
 ]);
 
 type Row = Omit<MetricDefinition, 'row'>;
+// A figure every process reports whole (each consumer of a group reads the group's count).
+const whole = (row: Row): Row => ({ ...row, across: 'max' });
 const define =
   (type: MetricDefinition['type']) =>
   (metric: string, otel: string, unit: string, labels: readonly LabelDefinition[], help: string): Row => ({
@@ -343,8 +350,47 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       'stream_consumer_errors_total',
       'stream.consumer.errors',
       '{call}',
-      [enumerated('operation', outcomes('read', 'ack', 'claim', 'touch', 'group'))],
+      [enumerated('operation', outcomes('read', 'ack', 'claim', 'touch', 'group', 'stats'))],
       'Failed Redis calls of a consumer, by operation (it goes on).',
+    ),
+    counter(
+      'stream_consumer_delivered_total',
+      'stream.consumer.delivered',
+      '{entry}',
+      [],
+      'Entries handed to consumers’ handlers or ledger bookings (redeliveries and reclaims included).',
+    ),
+    counter(
+      'stream_consumer_acked_total',
+      'stream.consumer.acked',
+      '{entry}',
+      [],
+      'Entries whose handler or booking ran and whose ack went through.',
+    ),
+    counter(
+      'stream_consumer_reclaimed_total',
+      'stream.consumer.reclaimed',
+      '{entry}',
+      [],
+      'Idle pending entries a consumer took over (XAUTOCLAIM).',
+    ),
+    whole(
+      gauge(
+        'stream_consumer_pending',
+        'stream.consumer.pending',
+        '{entry}',
+        [],
+        'Entries delivered to the consumer group and not acked yet (its latest report).',
+      ),
+    ),
+    whole(
+      gauge(
+        'stream_consumer_lag',
+        'stream.consumer.lag',
+        '{entry}',
+        [],
+        'Entries of the stream not delivered to the consumer group yet (NaN: Redis cannot tell).',
+      ),
     ),
   ]),
   ...inRow('Gateway', [

@@ -155,6 +155,35 @@ describe('createMetrics (prom-client)', () => {
     }).toEqual({ written: 1, deduplicated: 1, dead: 1, booked: 1, trimmed: 2, stale: 1 });
   });
 
+  it('counts consumer deliveries, acks and reclaims, and sets the group backlog from the latest report', async () => {
+    const metrics = createMetrics();
+    const before = await metrics.registry.metrics();
+    // Present from the start: a panel shows 0, not "no data", before a consumer reports.
+    expect(sample(before, 'onceflow_stream_consumer_delivered_total')).toBe(0);
+    expect(sample(before, 'onceflow_stream_consumer_pending')).toBe(0);
+    metrics.consumerEvents({ type: 'delivered', count: 5 });
+    metrics.consumerEvents({ type: 'delivered', count: 2 });
+    metrics.consumerEvents({ type: 'acked', count: 4 });
+    metrics.consumerEvents({ type: 'reclaimed', count: 2 });
+    metrics.consumerEvents({ type: 'lag', pending: 9, lag: 40 });
+    metrics.consumerEvents({ type: 'lag', pending: 3, lag: 12 });
+    metrics.consumerEvents({ type: 'error', operation: 'stats', error: new Error('x') });
+    const text = await metrics.registry.metrics();
+    expect({
+      delivered: sample(text, 'onceflow_stream_consumer_delivered_total'),
+      acked: sample(text, 'onceflow_stream_consumer_acked_total'),
+      reclaimed: sample(text, 'onceflow_stream_consumer_reclaimed_total'),
+      pending: sample(text, 'onceflow_stream_consumer_pending'),
+      lag: sample(text, 'onceflow_stream_consumer_lag'),
+      failed: sample(text, 'onceflow_stream_consumer_errors_total{operation="stats"}'),
+    }).toEqual({ delivered: 7, acked: 4, reclaimed: 2, pending: 3, lag: 12, failed: 1 });
+    // A lag Redis cannot tell is NaN, not the last figure nor 0 (which would read as caught up).
+    metrics.consumerEvents({ type: 'lag', pending: 0, lag: undefined });
+    const unknown = await metrics.registry.metrics();
+    expect(sample(unknown, 'onceflow_stream_consumer_pending')).toBe(0);
+    expect(sample(unknown, 'onceflow_stream_consumer_lag')).toBeNaN();
+  });
+
   it('sets ordering gauges from the latest event', async () => {
     const metrics = createMetrics();
     metrics.observer({

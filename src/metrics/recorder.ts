@@ -245,6 +245,20 @@ export class Recorder {
       case 'error':
         this.#add('stream_consumer_errors_total', [e.operation]);
         return;
+      case 'delivered':
+        this.#add('stream_consumer_delivered_total', [], e.count);
+        return;
+      case 'acked':
+        this.#add('stream_consumer_acked_total', [], e.count);
+        return;
+      case 'reclaimed':
+        this.#add('stream_consumer_reclaimed_total', [], e.count);
+        return;
+      case 'lag':
+        this.#set('stream_consumer_pending', e.pending);
+        // NaN, not the last figure nor 0: a lag Redis cannot tell must not read as caught up.
+        this.#set('stream_consumer_lag', e.lag ?? Number.NaN);
+        return;
       default:
         return;
     }

@@ -137,6 +137,13 @@ export const scripts = Object.freeze({
     sha1: '00234d210ab250194138ff947a8077ed2c6261e7',
     text: "--[[\n  stream-group-create: creates a consumer group (XGROUP CREATE ... MKSTREAM), answering whether it\n  existed instead of failing. A script, not a plain XGROUP: a client's `keyPrefix` is prepended to\n  a script's KEYS, and ioredis's command table names no key of XGROUP (it would go unprefixed).\n  KEYS[1]  stream              the stream (created empty when missing)\n  ARGV[1]  group               the consumer group\n  ARGV[2]  from                where the group starts: an entry id, '0' or '$'\n  Returns  1 when created, 0 when the group existed; any other refusal as the server's error\n]]\n\nlocal r = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], ARGV[2], 'MKSTREAM')\nif type(r) == 'table' and r.err then\n  if string.sub(r.err, 1, 9) == 'BUSYGROUP' then return 0 end\n  return r\nend\nreturn 1\n",
   } as const),
+  streamGroupStats: Object.freeze({
+    name: "stream-group-stats",
+    numberOfKeys: 1,
+    batched: false,
+    sha1: 'ee879a8c869a402630635284c8bc83ef08fd4e89',
+    text: "--[[\n  stream-group-stats: one consumer group's pending count and lag, in one read (XINFO GROUPS; its\n  `pending` is the group's pending entries list size, the count XPENDING's summary form answers).\n  A script, not a plain XINFO: a client's `keyPrefix` is prepended to a script's KEYS, and ioredis's\n  command table names no key of XINFO (it would go unprefixed and find no such key).\n  KEYS[1]  stream              the stream\n  ARGV[1]  group               the consumer group\n  Returns  {pending, lag}: lag nil when Redis cannot tell (before 7.0, or entries deleted in the\n           group's range); nil when there is no such stream or group\n]]\n\nif redis.call('EXISTS', KEYS[1]) == 0 then return false end\nfor _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do\n  local fields = {}\n  for i = 1, #group, 2 do fields[group[i]] = group[i + 1] end\n  if fields['name'] == ARGV[1] then return { fields['pending'], fields['lag'] or false } end\nend\nreturn false\n",
+  } as const),
   streamInfo: Object.freeze({
     name: "stream-info",
     numberOfKeys: 1,

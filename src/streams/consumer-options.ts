@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { jsonSerializer, type Serializer } from '../idempotency/serializer.js';
 import { boundedClient } from '../redis/bounded-client.js';
@@ -50,10 +51,26 @@ export type StreamConsumerEvent =
     }
   /** Pending entries that were deleted from the stream (trimmed) before anyone acked them. */
   | { readonly type: 'deleted'; readonly ids: readonly string[] }
+  /**
+   * Entries handed to the handler or the ledger path since the last report (one per read, claim
+   * page or read-back of spilled entries): reclaimed ones and redeliveries included.
+   */
+  | { readonly type: 'delivered'; readonly count: number }
+  /** Entries whose handler or booking ran and whose XACK went through (dead letters: `dead-letter`). */
+  | { readonly type: 'acked'; readonly count: number }
+  /** Entries taken over by a claim (XAUTOCLAIM): another consumer's, or ones this consumer let go. */
+  | { readonly type: 'reclaimed'; readonly count: number }
+  /**
+   * The group's backlog, every `statsInterval`: `pending`, entries delivered to any consumer of the
+   * group and not acked yet; `lag`, entries of the stream not delivered to the group yet (XINFO
+   * GROUPS, Redis 7.0+), undefined when Redis cannot tell (older Redis, or entries deleted in the
+   * group's range).
+   */
+  | { readonly type: 'lag'; readonly pending: number; readonly lag: number | undefined }
   /** A Redis call of the consumer failed (it goes on: reads are retried, entries redelivered). */
   | {
       readonly type: 'error';
-      readonly operation: 'read' | 'ack' | 'claim' | 'touch' | 'group';
+      readonly operation: 'read' | 'ack' | 'claim' | 'touch' | 'group' | 'stats';
       readonly error: unknown;
     };
 
@@ -108,6 +125,12 @@ export interface StreamConsumerOptions<E = unknown> {
    * Default `'10s'`, as `createRedisStore`'s.
    */
   timeout?: Duration;
+  /**
+   * How often the group's pending count and lag are read (one script call) and reported as a
+   * `lag` event: the first report one interval after the start. Default `'5s'`; `0` for none;
+   * otherwise at least 100 ms and at most 2^31 - 1 ms.
+   */
+  statsInterval?: Duration;
 }
 
 export interface ResolvedOptions<E> {
@@ -135,7 +158,13 @@ export interface ResolvedOptions<E> {
   readonly signal: AbortSignal;
   readonly onEvent: ((event: StreamConsumerEvent) => void) | undefined;
   readonly cluster: boolean;
+  /** 0: no `lag` events. */
+  readonly statsIntervalMs: number;
 }
+
+// Each report is a round trip on the main connection: ten a second per consumer is already far
+// more often than a dashboard scraping every 15 s can show.
+const MIN_STATS_INTERVAL_MS = 100;
 
 // Every key of StreamConsumerOptions: any other is a typo, refused by name (knownKeys).
 const CONSUMER_OPTIONS = [
@@ -158,6 +187,7 @@ const CONSUMER_OPTIONS = [
   'signal',
   'onEvent',
   'timeout',
+  'statsInterval',
 ] as const;
 
 /** The options checked once, with their defaults (p-queue style: one assert per option). */
@@ -257,6 +287,10 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
     throw new InvalidOptionError('from', "a stream id, '0' or '$'", from);
   }
   const timeoutMs = storeTimeout(options.timeout);
+  const statsIntervalMs = timerDuration('statsInterval', options.statsInterval ?? '5s');
+  if (statsIntervalMs > 0 && statsIntervalMs < MIN_STATS_INTERVAL_MS) {
+    throw new InvalidOptionError('statsInterval', '0 (no reports) or at least 100 ms', options.statsInterval);
+  }
   return {
     client: boundedClient(client, timeoutMs),
     raw: client,
@@ -279,5 +313,6 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
     signal: options.signal,
     onEvent: options.onEvent,
     cluster,
+    statsIntervalMs,
   };
 }

@@ -12,6 +12,7 @@ import {
   type StreamConsumerEvent,
   type StreamConsumerOptions,
 } from './consumer-options.js';
+import { countReporter, statsLoop } from './consumer-reports.js';
 import { decodeDelivery, parseEntries, type RawEntry } from './delivery.js';
 import { holdLimits, runningBound } from './hold-limits.js';
 import { createKeyScheduler, type ScheduledJob } from './key-scheduler.js';
@@ -152,6 +153,9 @@ async function runConsumer<E>(
 
   const jobs = jobContext<E>({ o, ledger, stats, errors, emit, finish, finishAll });
 
+  // After each read, claim page and settled job (pump runs then): the counts since the last.
+  const report = countReporter(stats, emit);
+
   function prepare(entry: RawEntry, token: number): { key: string; held: Held<E> } {
     const decoded = decodeDelivery<E>(entry, token, o.serializer);
     const delivery = 'delivery' in decoded ? decoded.delivery : undefined;
@@ -219,6 +223,7 @@ async function runConsumer<E>(
   // decoded runs alone (runJob: its attempt is counted first, or it is dead-lettered).
   const runs = { max: o.batch, joins: batchable };
   function pump(): void {
+    report();
     if (signal.aborted) return;
     if (ledger === undefined) {
       for (const job of scheduler.take()) void runJob(jobs, job);
@@ -322,6 +327,7 @@ async function runConsumer<E>(
     emit,
     sleep: (ms) => sleep(ms, signal),
   });
+  const reporting = statsLoop(o, emit, (ms) => sleep(ms, signal));
   let retryMs = READ_RETRY_MS;
   try {
     while (!signal.aborted) {
@@ -378,7 +384,7 @@ async function runConsumer<E>(
     }
   } finally {
     signal.removeEventListener('abort', onAbort);
-    await claiming;
+    await Promise.all([claiming, reporting]);
     // Graceful: the handlers running finish and their acks settle; entries held but not started
     // stay pending and are reclaimed after claimIdle (by any consumer of the group).
     while (scheduler.running > 0) await changed();

@@ -105,10 +105,14 @@ async function reclaim<E>(c: ClaimContext<E>): Promise<void> {
         return job !== undefined && job.state === 'failed' ? c.deadLetterGone(job, runs) : undefined;
       }),
     );
+    let taken = 0;
     for (const [id, flat, count] of claimed) {
       const [entry] = parseEntries([[id, flat]]);
+      // Not held yet: taken over, not this consumer's own failed entry claimed for its retry.
+      if (scheduler.get(id) === undefined) taken++;
       c.offer(entry as RawEntry, count);
     }
+    if (taken > 0) c.emit({ type: 'reclaimed', count: taken });
     if (deleted.length > 0) {
       for (const id of deleted) {
         const job = scheduler.get(id);
