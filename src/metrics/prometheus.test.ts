@@ -87,6 +87,30 @@ describe('createMetrics (prom-client)', () => {
     expect(sample(text, 'onceflow_limiter_decisions_total{limiter="other",reason="allowed"}')).toBe(7);
   });
 
+  it('counts every repeat of a series, kept, folded into other or cut short alike', async () => {
+    const metrics = createMetrics({ maxLabelValues: 2 });
+    const long = 'x'.repeat(80);
+    for (let round = 0; round < 3; round++) {
+      for (const limiter of ['a', 'b', 'c', 'd', long]) {
+        metrics.observer({ part: 'limiter', type: 'decision', limiter, allowed: true, reason: 'allowed' });
+      }
+      metrics.observer({ part: 'ledger', type: 'apply', ledger: 'a', outcome: 'applied', owner: 'o' });
+    }
+    const text = await metrics.registry.metrics();
+    expect(sample(text, 'onceflow_limiter_decisions_total{limiter="a",reason="allowed"}')).toBe(3);
+    expect(sample(text, 'onceflow_limiter_decisions_total{limiter="b",reason="allowed"}')).toBe(3);
+    expect(sample(text, 'onceflow_limiter_decisions_total{limiter="other",reason="allowed"}')).toBe(9);
+    expect(sample(text, 'onceflow_ledger_applies_total{ledger="a",outcome="applied"}')).toBe(3);
+    const cut = createMetrics({ maxLabelValues: 5 });
+    for (let round = 0; round < 3; round++) {
+      cut.observer({ part: 'limiter', type: 'decision', limiter: long, allowed: true, reason: 'allowed' });
+    }
+    const cutText = await cut.registry.metrics();
+    expect(
+      sample(cutText, `onceflow_limiter_decisions_total{limiter="${'x'.repeat(64)}",reason="allowed"}`),
+    ).toBe(3);
+  });
+
   it('bounds a label at 100 values by default, and an error code never becomes a new series past it', async () => {
     const metrics = createMetrics();
     for (let i = 0; i < 250; i++) {

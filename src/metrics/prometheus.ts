@@ -137,8 +137,9 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
       children: new Map(),
     });
   }
-  // A child per label tuple, kept: prom-client hashes the labels object on every call otherwise.
-  // Bounded as the series are (the label caps).
+  // A child per label tuple, kept: `labels(...)` builds and checks a labels object on every call
+  // otherwise (the child itself still hashes its labels per update, inside prom-client). Bounded
+  // as the series are (the label caps).
   const child = (def: MetricDefinition, values: readonly string[]): Child => {
     const entry = metrics.get(def) as NonNullable<ReturnType<typeof metrics.get>>;
     if (values.length === 0) return entry.metric;
@@ -150,9 +151,18 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
     }
     return found;
   };
+  const noop = (): void => {};
   return {
     add: (def, values, n) => child(def, values).inc?.(n),
     set: (def, values, v) => child(def, values).set?.(v),
     observe: (def, values, v) => child(def, values).observe?.(v),
+    series: (def, values) => {
+      const found = child(def, values);
+      return {
+        add: found.inc?.bind(found) ?? noop,
+        set: found.set?.bind(found) ?? noop,
+        observe: found.observe?.bind(found) ?? noop,
+      };
+    },
   };
 }
