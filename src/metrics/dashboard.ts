@@ -100,6 +100,30 @@ function consistencyPanels(prefix: string): DashboardPanel[] {
     },
     {
       row: CONSISTENCY,
+      title: 'Gateway limit answers from the node’s block cache, not the store (share)',
+      unit: 'percentunit',
+      queries: [
+        {
+          expr: `sum(rate(${m('gateway_limit_decisions_total')}{reason="blocked"}[${RANGE}])) / sum(rate(${m('gateway_limit_decisions_total')}[${RANGE}]))`,
+          legend: 'blocked',
+        },
+      ],
+      metrics: ['gateway_limit_decisions_total'],
+    },
+    {
+      row: CONSISTENCY,
+      title: 'False heartbeat timeouts suppressed (node stalls discounted)',
+      unit: 'short',
+      queries: [
+        {
+          expr: `sum(increase(${m('gateway_heartbeat_spared_total')}[${RANGE}]))`,
+          legend: 'spared',
+        },
+      ],
+      metrics: ['gateway_heartbeat_spared_total'],
+    },
+    {
+      row: CONSISTENCY,
       title: 'Sequence numbers skipped by forced advances',
       unit: 'short',
       queries: [

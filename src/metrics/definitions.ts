@@ -423,11 +423,32 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       'Client messages by outcome, and whether it was a re-send answered from the dedup window.',
     ),
     counter(
+      'gateway_limit_decisions_total',
+      'gateway.limit_decisions',
+      '{decision}',
+      [enumerated('reason', REASONS)],
+      'Gateway limit decisions by reason (blocked: this node’s block cache answered, not the store).',
+    ),
+    counter(
       'gateway_heartbeat_timeouts_total',
       'gateway.heartbeat_timeouts',
       '{connection}',
       [],
       'Connections closed because the client missed its heartbeats (judged on this node’s clock).',
+    ),
+    counter(
+      'gateway_heartbeat_spared_total',
+      'gateway.heartbeat_spared',
+      '{connection}',
+      [],
+      'False heartbeat timeouts suppressed: silent past the timeout only counting this node’s own stalls, then spoke.',
+    ),
+    counter(
+      'gateway_heartbeat_stall_seconds_total',
+      'gateway.heartbeat_stall',
+      's',
+      [enumerated('verdict', outcomes('dropped', 'spared'))],
+      'This node’s own event-loop stalls discounted from judged connections’ silence, by verdict.',
     ),
     counter(
       'gateway_slow_consumer_closes_total',

@@ -245,6 +245,13 @@ export class Recorder {
   #gateway(e: GatewayEvent): void {
     if (e.type === 'message') {
       this.#add('gateway_messages_total', [e.outcome, String(e.duplicate)]);
+    } else if (e.type === 'limit') {
+      this.#add('gateway_limit_decisions_total', [e.reason]);
+    } else if (e.type === 'heartbeat') {
+      // A drop is counted by its close (HEARTBEAT_TIMEOUT) below; here only the stall it discounted.
+      if (e.verdict === 'spared') this.#add('gateway_heartbeat_spared_total', []);
+      if (e.stalledMs > 0)
+        this.#add('gateway_heartbeat_stall_seconds_total', [e.verdict], e.stalledMs / 1000);
     } else if (e.type === 'refused') {
       this.#add('gateway_upgrades_refused_total', [e.reason]);
     } else if (e.type === 'state' && e.state === 'open') {

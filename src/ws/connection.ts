@@ -251,6 +251,7 @@ export class Connection {
         // The store that decides the limits failed: no outcome to record (INTERNAL, re-sent later).
         throw new UndecidedError(`deciding the limits failed: ${errorText(err)}`, { cause: err });
       }
+      this.node.emit({ type: 'limit', connection: this.id, reason: d.reason });
       if (!d.allowed)
         return {
           outcome: 'limited',

@@ -1,3 +1,4 @@
+import type { ObservedDecisionReason } from '../core/observer.js';
 import type { WsAckCode, WsErrorCode } from './errors.js';
 
 /** Where a connection is in its life; it only moves forward. */
@@ -31,6 +32,26 @@ export type GatewayEvent =
       readonly outcome: 'handled' | 'limited' | 'rejected';
       readonly code?: WsAckCode;
       readonly duplicate: boolean;
+    }
+  /**
+   * The gateway's limits decided a message (one event per take, before its outcome): `blocked`
+   * when this node's block cache refused it without asking the store (the node's local view, a
+   * key the store refused earlier and whose wait has not run out); every other reason is the
+   * store's answer (the gateway's limiter has no degraded policy: a failing store fails the
+   * message with INTERNAL and no decision).
+   */
+  | { readonly type: 'limit'; readonly connection: number; readonly reason: ObservedDecisionReason }
+  /**
+   * A heartbeat verdict that involved this node's own time: `dropped` (closed HEARTBEAT_TIMEOUT
+   * right after), or `spared`, a false timeout suppressed: the connection's silence passed the
+   * heartbeat timeout on the monotonic clock but not in the node's awake time, and the client then
+   * spoke. `stalledMs`: the node's own event-loop stalls discounted from that silence.
+   */
+  | {
+      readonly type: 'heartbeat';
+      readonly connection: number;
+      readonly verdict: 'dropped' | 'spared';
+      readonly stalledMs: number;
     }
   /** An upgrade refused before the WebSocket opened (origin, path, a request it cannot read). */
   | { readonly type: 'refused'; readonly reason: 'origin' | 'path' | 'request'; readonly status: number };

@@ -84,7 +84,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     options.limits === undefined || options.limits.length === 0
       ? undefined
       : createLimiter({ store, name: 'ws', limits: [...options.limits] });
-  const heartbeat = createHeartbeat<Connection>({ interval: o.heartbeatMs, timeout: 2 * o.heartbeatMs });
+  const heartbeat = createHeartbeat<Connection>({
+    interval: o.heartbeatMs,
+    timeout: 2 * o.heartbeatMs,
+    // Told only after connections exist, so after `node` below is set.
+    onVerdict: (c, verdict, stalledMs) =>
+      node.emit({ type: 'heartbeat', connection: c.id, verdict, stalledMs }),
+  });
   const node = new GatewayNode(
     o,
     sessions,

@@ -6,7 +6,7 @@ import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
 import { processStallMeter, type StallMeter } from './stall-meter.js';
 
 /** Options of {@link createHeartbeat}. */
-export interface HeartbeatOptions {
+export interface HeartbeatOptions<Id = unknown> {
   /**
    * How often the node pings and sweeps. Default `'15s'`: under the 60 s idle timeout of the usual
    * proxies in front of a gateway (nginx `proxy_read_timeout`, AWS ALB), with room for one lost
@@ -24,13 +24,27 @@ export interface HeartbeatOptions {
   now?: () => number;
   /** The node's own event-loop stalls. Default the process's drift meter ({@link processStallMeter}). */
   stalls?: StallMeter;
+  /**
+   * Told each verdict that involved the node's own time: every drop (by the sweep, before it
+   * returns), and every spared connection, one whose silence passed `timeout` on the monotonic
+   * clock but not in awake time, proven alive by its next frame (told at that touch). `stalledMs`
+   * is the node's stalls discounted from that silence. A throw is ignored (the verdict stands).
+   */
+  onVerdict?: (id: Id, verdict: HeartbeatVerdict, stalledMs: number) => void;
 }
+
+/**
+ * `dropped`: awake silence past `timeout`. `spared`: a false timeout suppressed, a client that a
+ * judge of the raw monotonic clock would have dropped, and that then spoke.
+ */
+export type HeartbeatVerdict = 'dropped' | 'spared';
 
 const HEARTBEAT_OPTIONS = keysOf<HeartbeatOptions>({
   interval: true,
   timeout: true,
   now: true,
   stalls: true,
+  onVerdict: true,
 });
 
 /** What the sweep timer of {@link Heartbeat.start} calls. */
@@ -43,7 +57,10 @@ export interface HeartbeatHandlers<Id> {
 
 /** A judge of liveness for a node's own connections. */
 export interface Heartbeat<Id> {
-  /** Records inbound activity (any frame or pong), or a new connection. O(1). */
+  /**
+   * Records inbound activity (any frame or pong), or a new connection. O(1), and so is telling a
+   * `spared` verdict: it compares the connection's silence on both clocks, never visits another.
+   */
   touch(id: Id): void;
   /** Forgets a connection (closed by either side). */
   remove(id: Id): boolean;
@@ -66,9 +83,12 @@ export interface Heartbeat<Id> {
  * Judges liveness by the node's *awake* time: its monotonic clock minus its own event-loop stalls.
  * A node that was blocked for 2 s could read no socket for 2 s; that silence is not the client's.
  *
- * Each connection holds one number, the awake time of its last activity, in a `Map` whose
+ * Each connection holds the awake and the monotonic time of its last activity, in a `Map` whose
  * insertion order is kept equal to that time's order (a touch deletes and re-inserts, and the
- * awake clock never goes back), so a sweep stops at the first live entry.
+ * awake clock never goes back), so a sweep stops at the first live entry. The monotonic time is
+ * what tells a spared connection (see {@link HeartbeatOptions.onVerdict}) at its next touch, in
+ * O(1): counting the spared in the sweep would visit every live entry whose monotonic silence
+ * passed `timeout` (all of them after a long stall), and count one again at each sweep.
  *
  * Bounds, with `S(a, b)` the node's stalls between monotonic instants a and b as the meter saw them:
  * - never before `timeout`: a connection is dropped only when its awake silence exceeds `timeout`,
@@ -92,7 +112,7 @@ export interface Heartbeat<Id> {
  * hb.sweep(); // ['a']
  * ```
  */
-export function createHeartbeat<Id>(options: HeartbeatOptions = {}): Heartbeat<Id> {
+export function createHeartbeat<Id>(options: HeartbeatOptions<Id> = {}): Heartbeat<Id> {
   if (!isPlainObject(options as unknown))
     throw new InvalidOptionError('options', 'an object like { interval, timeout }', options);
   knownKeys('', options, HEARTBEAT_OPTIONS);
@@ -113,39 +133,71 @@ export function createHeartbeat<Id>(options: HeartbeatOptions = {}): Heartbeat<I
   if (typeof stalls !== 'object' || stalls === null || typeof stalls.stalledMs !== 'function') {
     throw new InvalidOptionError('stalls', 'a stall meter like { stalledMs(): number }', stalls);
   }
+  const onVerdict = options.onVerdict;
+  if (onVerdict !== undefined && typeof onVerdict !== 'function')
+    throw new InvalidOptionError('onVerdict', 'a function (id, verdict, stalledMs)', onVerdict);
+  const tell = (id: Id, verdict: HeartbeatVerdict, stalledMs: number) => {
+    try {
+      onVerdict?.(id, verdict, stalledMs);
+    } catch {
+      // A listener's bug must not keep a dead connection or skip the ones after it.
+    }
+  };
 
   // Awake time: monotonic minus stalled. Held non-decreasing whatever a meter reports, since the
   // sweep's early stop relies on the map being in awake-time order.
+  // The clamp makes awake time run slower than the monotonic one, never faster, so both clocks
+  // order the entries alike and a silence is never longer awake than monotonic.
   let lastAwake = Number.NEGATIVE_INFINITY;
-  const awake = () => {
-    const a = now() - stalls.stalledMs();
+  let lastMono = Number.NEGATIVE_INFINITY;
+  const read = () => {
+    const m = now();
+    const a = m - stalls.stalledMs();
     if (a > lastAwake) lastAwake = a;
+    if (m > lastMono) lastMono = m;
     return lastAwake;
   };
-  const lastSeen = new Map<Id, number>();
+  // One entry per connection, reused by its touches (no allocation per frame).
+  const lastSeen = new Map<Id, { awake: number; mono: number }>();
 
   const sweep = (): Id[] => {
-    const t = awake();
+    const t = read();
     const dead: Id[] = [];
     for (const [id, at] of lastSeen) {
-      if (t - at <= timeout) break;
+      if (t - at.awake <= timeout) break;
       dead.push(id);
     }
-    for (const id of dead) lastSeen.delete(id);
+    for (const id of dead) {
+      const at = lastSeen.get(id);
+      lastSeen.delete(id);
+      if (onVerdict !== undefined && at !== undefined)
+        tell(id, 'dropped', Math.max(0, lastMono - at.mono - (t - at.awake)));
+    }
     return dead;
   };
 
   return {
     touch(id) {
-      const t = awake();
+      const t = read();
+      const at = lastSeen.get(id);
+      if (at === undefined) {
+        lastSeen.set(id, { awake: t, mono: lastMono });
+        return;
+      }
+      const silentAwake = t - at.awake;
+      const silentMono = lastMono - at.mono;
       lastSeen.delete(id);
-      lastSeen.set(id, t);
+      at.awake = t;
+      at.mono = lastMono;
+      lastSeen.set(id, at);
+      if (onVerdict !== undefined && silentMono > timeout && silentAwake <= timeout)
+        tell(id, 'spared', Math.max(0, silentMono - silentAwake));
     },
     remove: (id) => lastSeen.delete(id),
     sweep,
     silentMs(id) {
       const at = lastSeen.get(id);
-      return at === undefined ? undefined : awake() - at;
+      return at === undefined ? undefined : read() - at.awake;
     },
     get size() {
       return lastSeen.size;
