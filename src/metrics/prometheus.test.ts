@@ -154,6 +154,46 @@ describe('createMetrics (prom-client)', () => {
     }).toEqual({ open: 1, recovered: 1, lost: 1, auth: 1, heartbeat: 1, slow: 1, messages: 1, refused: 1 });
   });
 
+  it('counts heartbeat verdicts (a drop only by its close) and the gateway limits by reason, all at zero first', async () => {
+    const metrics = createMetrics();
+    const before = await metrics.registry.metrics();
+    expect([
+      sample(before, 'onceflow_gateway_heartbeat_spared_total'),
+      sample(before, 'onceflow_gateway_heartbeat_stall_seconds_total{verdict="spared"}'),
+      sample(before, 'onceflow_gateway_limit_decisions_total{reason="blocked"}'),
+    ]).toEqual([0, 0, 0]);
+    const on = metrics.gatewayEvents;
+    on({ type: 'heartbeat', connection: 1, verdict: 'spared', stalledMs: 2000 });
+    on({ type: 'heartbeat', connection: 2, verdict: 'spared', stalledMs: 500 });
+    on({ type: 'heartbeat', connection: 3, verdict: 'dropped', stalledMs: 250 });
+    on({ type: 'state', connection: 3, state: 'closed', code: 'HEARTBEAT_TIMEOUT' });
+    on({ type: 'limit', connection: 1, reason: 'allowed' });
+    on({ type: 'limit', connection: 1, reason: 'limited' });
+    on({ type: 'limit', connection: 1, reason: 'blocked' });
+    on({ type: 'limit', connection: 1, reason: 'blocked' });
+    const text = await metrics.registry.metrics();
+    const stall = (v: string) =>
+      sample(text, `onceflow_gateway_heartbeat_stall_seconds_total{verdict="${v}"}`);
+    const limit = (r: string) => sample(text, `onceflow_gateway_limit_decisions_total{reason="${r}"}`);
+    expect({
+      spared: sample(text, 'onceflow_gateway_heartbeat_spared_total'),
+      timeouts: sample(text, 'onceflow_gateway_heartbeat_timeouts_total'),
+      sparedStall: stall('spared'),
+      droppedStall: stall('dropped'),
+      allowed: limit('allowed'),
+      limited: limit('limited'),
+      blocked: limit('blocked'),
+    }).toEqual({
+      spared: 2,
+      timeouts: 1,
+      sparedStall: 2.5,
+      droppedStall: 0.25,
+      allowed: 1,
+      limited: 1,
+      blocked: 2,
+    });
+  });
+
   it('counts stream producer and consumer events', async () => {
     const metrics = createMetrics();
     metrics.producerEvents({ type: 'published', id: 'a', entryId: '1-0', duplicate: false });

@@ -70,6 +70,62 @@ describe('heartbeat', () => {
     expect(hb.size).toBe(100);
   });
 
+  it('tells each false timeout it suppressed once, at the client’s next frame, with the stall it discounted; and each drop', () => {
+    const node = fakeNode();
+    const verdicts: Array<[number, string, number]> = [];
+    const hb = createHeartbeat<number>({
+      interval: 500,
+      timeout: 1500,
+      now: node.now,
+      stalls: node.meter,
+      onVerdict: (id, verdict, stalledMs) => verdicts.push([id, verdict, stalledMs]),
+    });
+    for (let id = 0; id < 4; id++) hb.touch(id);
+    node.t += 1000;
+    node.stall(2000); // 3 s monotonic silence, 1 s awake
+    expect(hb.sweep()).toEqual([]);
+    hb.touch(0); // spoke: a judge of the raw clock would have dropped it
+    hb.touch(1);
+    expect(verdicts).toEqual([
+      [0, 'spared', 2000],
+      [1, 'spared', 2000],
+    ]);
+    hb.touch(0); // silent 0 ms since: nothing to tell, and no second count of the same silence
+    node.t += 400;
+    hb.touch(1); // 400 ms silent: nothing
+    expect(verdicts).toHaveLength(2);
+    node.t += 200; // 2 and 3: 1.6 s awake silence, 3.6 s monotonic
+    expect(hb.sweep()).toEqual([2, 3]);
+    expect(verdicts.slice(2)).toEqual([
+      [2, 'dropped', 2000],
+      [3, 'dropped', 2000],
+    ]);
+    node.t += 1600; // 0 and 1 silent past `timeout` with no stall: dropped, nothing discounted
+    expect(hb.sweep()).toEqual([0, 1]);
+    expect(verdicts.slice(4)).toEqual([
+      [0, 'dropped', 0],
+      [1, 'dropped', 0],
+    ]);
+  });
+
+  it('a throwing verdict listener changes no verdict', () => {
+    const node = fakeNode();
+    const hb = createHeartbeat<string>({
+      interval: 500,
+      timeout: 1500,
+      now: node.now,
+      stalls: node.meter,
+      onVerdict: () => {
+        throw new Error('listener bug');
+      },
+    });
+    hb.touch('a');
+    hb.touch('b');
+    node.t += 1501;
+    expect(hb.sweep()).toEqual(['a', 'b']);
+    expect(hb.size).toBe(0);
+  });
+
   it('drops a silent client after `timeout` of awake silence, not before, and within timeout + interval + stalls', () => {
     const node = fakeNode();
     const interval = 1000;
@@ -198,6 +254,7 @@ describe('heartbeat', () => {
       [{ interval: 'soon', stalls }, 'interval'],
       [{ now: 5, stalls }, 'now'],
       [{ stalls: {} }, 'stalls'],
+      [{ onVerdict: 'log', stalls }, 'onVerdict'],
     ];
     for (const [options, option] of bad) {
       let caught: unknown;

@@ -8,7 +8,7 @@ import { WebSocket } from 'ws';
 import { memoryStore } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import type { Store } from '../../src/store/store.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../../src/ws/index.js';
+import { createGateway, type Gateway, type GatewayEvent, type GatewayOptions } from '../../src/ws/index.js';
 import { connectRaw, newSession, open, type RawClient, sleep } from '../support/ws-raw-client.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
 
@@ -33,7 +33,8 @@ async function gateway(options: Omit<GatewayOptions, 'port'>): Promise<Gateway> 
 
 describe('heartbeat', () => {
   it('a silent client is closed with HEARTBEAT_TIMEOUT (1013), after a handshake or without one', async () => {
-    const g = await gateway({ heartbeat: '1s' });
+    const events: GatewayEvent[] = [];
+    const g = await gateway({ heartbeat: '1s', onEvent: (e) => events.push(e) });
     const { client } = await open(g.port as number, newSession());
     client.answerPings = false;
     const bare = await connectRaw(g.port as number); // never says hello
@@ -49,10 +50,23 @@ describe('heartbeat', () => {
     expect(took).toBeGreaterThanOrEqual(1_500);
     expect(took).toBeLessThan(8_000);
     expect(client.frames.some((f) => f.op === 'ping')).toBe(true);
+    // Each drop is told as a heartbeat verdict, just before its close.
+    const closed = events.flatMap((e, i) =>
+      e.type === 'state' && e.state === 'closed' && e.code === 'HEARTBEAT_TIMEOUT' ? [[e.connection, i]] : [],
+    );
+    expect(closed).toHaveLength(2);
+    for (const [connection, at] of closed as Array<[number, number]>) {
+      const verdict = events.findIndex(
+        (e) => e.type === 'heartbeat' && e.connection === connection && e.verdict === 'dropped',
+      );
+      expect(verdict).toBeGreaterThanOrEqual(0);
+      expect(verdict).toBeLessThan(at);
+    }
   });
 
-  it('a client that answers pings stays open past 5 s, across a 2 s stall of the node', async () => {
-    const g = await gateway({ heartbeat: '1s' });
+  it('a client that answers pings stays open past 5 s, across a 2 s stall of the node (told as spared)', async () => {
+    const events: GatewayEvent[] = [];
+    const g = await gateway({ heartbeat: '1s', onEvent: (e) => events.push(e) });
     const { client } = await open(g.port as number, newSession());
     clients.push(client);
     await sleep(1_500);
@@ -67,6 +81,14 @@ describe('heartbeat', () => {
     const from = client.frames.length;
     client.send({ op: 'ping' });
     await client.waitFor((f) => f.op === 'pong', { from });
+    // Its first frame after the stall came over 2 s (the timeout) after the one before on the
+    // monotonic clock: a false timeout suppressed, the stall discounted (the meter counts it short
+    // by at most its 50 ms resolution).
+    const spared = events.filter((e) => e.type === 'heartbeat' && e.verdict === 'spared');
+    expect(spared).toHaveLength(1);
+    expect(spared[0]).toMatchObject({ type: 'heartbeat', verdict: 'spared' });
+    expect((spared[0] as { stalledMs: number }).stalledMs).toBeGreaterThanOrEqual(1_900);
+    expect(events.some((e) => e.type === 'heartbeat' && e.verdict === 'dropped')).toBe(false);
   });
 });
 
