@@ -1,6 +1,12 @@
 // onceflow/metrics on prom-client: createMetrics registers every metric of definitions.ts in one
 // registry and hands out the event handlers that feed them.
-import { Counter, Gauge, Histogram, type Registry as PromRegistry, Registry } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  type Metric as PromMetric,
+  type Registry as PromRegistry,
+  Registry,
+} from 'prom-client';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Observer } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
@@ -10,6 +16,7 @@ import type { StreamConsumerEvent } from '../streams/consumer-options.js';
 import type { ProducerEvent } from '../streams/producer-options.js';
 import type { GatewayEvent } from '../ws/events.js';
 import { METRICS, type MetricDefinition, STORE_CALL_BUCKETS } from './definitions.js';
+import { FastHistogram } from './fast-histogram.js';
 import { maxLabelValuesOption, prefixOption } from './options.js';
 import { Recorder, type Sink } from './recorder.js';
 
@@ -119,6 +126,8 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
     MetricDefinition,
     { metric: Child & { labels(...v: string[]): Child }; children: Map<string, Child> }
   >();
+  // Histograms count in plain arrays (fast-histogram.ts): prom-client's observe hashes labels.
+  const histograms = new Map<MetricDefinition, FastHistogram>();
   for (const def of METRICS) {
     const config = {
       name: prefix + def.name,
@@ -126,12 +135,13 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
       labelNames: def.labels.map((l) => l.name),
       registers: [registry],
     };
-    const metric =
-      def.type === 'counter'
-        ? new Counter(config)
-        : def.type === 'gauge'
-          ? new Gauge(config)
-          : new Histogram({ ...config, buckets: [...STORE_CALL_BUCKETS] });
+    if (def.type === 'histogram') {
+      const histogram = new FastHistogram(config.name, def.help, config.labelNames, STORE_CALL_BUCKETS);
+      registry.registerMetric(histogram as unknown as PromMetric);
+      histograms.set(def, histogram);
+      continue;
+    }
+    const metric = def.type === 'counter' ? new Counter(config) : new Gauge(config);
     metrics.set(def, {
       metric: metric as unknown as Child & { labels(...v: string[]): Child },
       children: new Map(),
@@ -141,6 +151,8 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
   // otherwise (the child itself still hashes its labels per update, inside prom-client). Bounded
   // as the series are (the label caps).
   const child = (def: MetricDefinition, values: readonly string[]): Child => {
+    const histogram = histograms.get(def);
+    if (histogram !== undefined) return { observe: histogram.series(values) };
     const entry = metrics.get(def) as NonNullable<ReturnType<typeof metrics.get>>;
     if (values.length === 0) return entry.metric;
     const key = values.join('\u0000');
@@ -161,7 +173,7 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
       return {
         add: found.inc?.bind(found) ?? noop,
         set: found.set?.bind(found) ?? noop,
-        observe: found.observe?.bind(found) ?? noop,
+        observe: found.observe ?? noop,
       };
     },
   };
