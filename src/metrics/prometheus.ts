@@ -121,10 +121,21 @@ interface Child {
   observe?(v: number): void;
 }
 
+// A counter series' growth since the last scrape: a plain add per event, handed to prom-client
+// (one `inc` per grown series) by the Counter's collect hook, which every export runs first.
+interface Pending {
+  readonly child: Child;
+  delta: number;
+}
+
 function promSink(registry: PromRegistry, prefix: string): Sink {
   const metrics = new Map<
     MetricDefinition,
-    { metric: Child & { labels(...v: string[]): Child }; children: Map<string, Child> }
+    {
+      metric: Child & { labels(...v: string[]): Child };
+      children: Map<string, Child>;
+      pending: Map<string, Pending>;
+    }
   >();
   // Histograms count in plain arrays (fast-histogram.ts): prom-client's observe hashes labels.
   const histograms = new Map<MetricDefinition, FastHistogram>();
@@ -141,10 +152,26 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
       histograms.set(def, histogram);
       continue;
     }
-    const metric = def.type === 'counter' ? new Counter(config) : new Gauge(config);
+    // Bounded as the series are (the label caps): one entry per series that ever grew.
+    const pending = new Map<string, Pending>();
+    const metric =
+      def.type === 'counter'
+        ? new Counter({
+            ...config,
+            collect() {
+              for (const p of pending.values()) {
+                if (p.delta === 0) continue;
+                const n = p.delta;
+                p.delta = 0;
+                p.child.inc?.(n);
+              }
+            },
+          })
+        : new Gauge(config);
     metrics.set(def, {
       metric: metric as unknown as Child & { labels(...v: string[]): Child },
       children: new Map(),
+      pending,
     });
   }
   // A child per label tuple, kept: `labels(...)` builds and checks a labels object on every call
@@ -163,6 +190,19 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
     }
     return found;
   };
+  // A counter's updater: a positive finite growth waits for the scrape; anything else (0, which
+  // creates the series, or what prom-client refuses) goes to prom-client now, as it always did.
+  const counter = (def: MetricDefinition, values: readonly string[], found: Child): ((n: number) => void) => {
+    const entry = metrics.get(def) as NonNullable<ReturnType<typeof metrics.get>>;
+    const key = values.join('\u0000');
+    let p = entry.pending.get(key);
+    if (p === undefined) entry.pending.set(key, (p = { child: found, delta: 0 }));
+    const series = p;
+    return (n) => {
+      if (n > 0 && n !== Number.POSITIVE_INFINITY) series.delta += n;
+      else found.inc?.(n);
+    };
+  };
   const noop = (): void => {};
   return {
     add: (def, values, n) => child(def, values).inc?.(n),
@@ -171,7 +211,7 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
     series: (def, values) => {
       const found = child(def, values);
       return {
-        add: found.inc?.bind(found) ?? noop,
+        add: def.type === 'counter' ? counter(def, values, found) : (found.inc?.bind(found) ?? noop),
         set: found.set?.bind(found) ?? noop,
         observe: found.observe ?? noop,
       };
