@@ -10,7 +10,7 @@ import {
 import { InvalidOptionError } from '../core/errors.js';
 import type { Observer } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
-import { observeStore } from '../store/observe-store.js';
+import { timeStore } from '../store/observe-store.js';
 import type { Store } from '../store/store.js';
 import type { StreamConsumerEvent } from '../streams/consumer-options.js';
 import type { ProducerEvent } from '../streams/producer-options.js';
@@ -43,7 +43,7 @@ export interface Metrics {
   readonly registry: PromRegistry;
   /** The `observer` option of every core part (ledger, limiter, idempotency, ordering). */
   readonly observer: Observer;
-  /** `store` wrapped to time every contract call (`observeStore(store, observer)`). */
+  /** `store` wrapped to time every contract call (what `observeStore(store, observer)` reports). */
   observeStore(store: Store): Store;
   /** The `onEvent` option of `createGateway` (onceflow/ws). */
   readonly gatewayEvents: (event: GatewayEvent) => void;
@@ -108,7 +108,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   return Object.freeze({
     registry,
     observer,
-    observeStore: (store: Store) => observeStore(store, observer),
+    observeStore: (store: Store) => timeStore(store, recorder.storeCall),
     gatewayEvents: recorder.gatewayEvents,
     producerEvents: recorder.producerEvents,
     consumerEvents: recorder.consumerEvents,

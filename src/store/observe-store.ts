@@ -48,12 +48,34 @@ type Method = (a?: unknown, b?: unknown, c?: unknown, d?: unknown, e?: unknown) 
  * ```
  */
 export function observeStore(store: Store, observer: Observer): Store {
-  if (typeof (store as Partial<Store> | undefined)?.ledgerApply !== 'function') {
-    throw new InvalidArgumentError('store', 'a store (with ledgerApply)', store);
-  }
+  checkStore(store);
   if (typeof observer !== 'function')
     throw new InvalidArgumentError('observer', 'a function (event) => void', observer);
   const emit = observing(observer, 'observer') as Emit;
+  return timeStore(
+    store,
+    (kind, operation) => (durationMs, error) =>
+      emit(
+        error === undefined
+          ? { part: 'store', type: 'call', store: kind, operation, durationMs }
+          : { part: 'store', type: 'call', store: kind, operation, durationMs, error },
+      ),
+  );
+}
+
+/** Reports one operation's calls: the duration, and the error's code or class name on a failure. */
+export type CallReport = (durationMs: number, error: string | undefined) => void;
+
+/** Gives the report of one operation of a store kind, asked once per operation on its first call. */
+export type CallReporter = (store: string, operation: string) => CallReport;
+
+/**
+ * {@link observeStore} reporting to `reporter` instead of an observer: no event object per call,
+ * and the reporter resolves what it updates once per operation (the metrics' series). A report
+ * must not throw: it runs inside the store call.
+ */
+export function timeStore(store: Store, reporter: CallReporter): Store {
+  checkStore(store);
   const wrapped = new Map<PropertyKey, unknown>();
   return new Proxy(store, {
     get(target, name) {
@@ -63,7 +85,12 @@ export function observeStore(store: Store, observer: Observer): Store {
       let fn = wrapped.get(name);
       if (fn === undefined || (fn as { original?: unknown }).original !== value) {
         fn = Object.hasOwn(OPERATIONS, name)
-          ? timed(target, String(name), value as Method, OPERATIONS[name as keyof typeof OPERATIONS], emit)
+          ? timed(
+              target,
+              new Timing(target, String(name), reporter),
+              value as Method,
+              OPERATIONS[name as keyof typeof OPERATIONS],
+            )
           : (value as Method).bind(target);
         (fn as { original?: unknown }).original = value;
         wrapped.set(name, fn);
@@ -73,27 +100,30 @@ export function observeStore(store: Store, observer: Observer): Store {
   });
 }
 
+function checkStore(store: Store): void {
+  if (typeof (store as Partial<Store> | undefined)?.ledgerApply !== 'function') {
+    throw new InvalidArgumentError('store', 'a store (with ledgerApply)', store);
+  }
+}
+
 /** One operation's timing: what every call of it reports through, shared by its wrapper. */
 class Timing {
   readonly #target: Store;
   readonly #operation: string;
-  readonly #emit: Emit;
+  readonly #reporter: CallReporter;
+  #report: CallReport | undefined;
 
-  constructor(target: Store, operation: string, emit: Emit) {
+  constructor(target: Store, operation: string, reporter: CallReporter) {
     this.#target = target;
     this.#operation = operation;
-    this.#emit = emit;
+    this.#reporter = reporter;
   }
 
   report(started: number, failed: boolean, err?: unknown): void {
     const durationMs = performance.now() - started;
-    const store = this.#target.kind;
-    const operation = this.#operation;
-    this.#emit(
-      failed
-        ? { part: 'store', type: 'call', store, operation, durationMs, error: errorName(err) }
-        : { part: 'store', type: 'call', store, operation, durationMs },
-    );
+    // Resolved on the operation's first call (a store's `kind` is read-only): kept for the rest.
+    this.#report ??= this.#reporter(this.#target.kind, this.#operation);
+    this.#report(durationMs, failed ? errorName(err) : undefined);
   }
 
   /** A throw of the method: reported, then passed on. */
@@ -120,8 +150,7 @@ class Timing {
 
 // A wrapper per arity: the contract's parameters passed as themselves (a missing optional one as
 // undefined, which a store's parameter reads the same).
-function timed(target: Store, operation: string, method: Method, arity: Arity, emit: Emit): Method {
-  const t = new Timing(target, operation, emit);
+function timed(target: Store, t: Timing, method: Method, arity: Arity): Method {
   switch (arity) {
     case 0:
       return () => {
