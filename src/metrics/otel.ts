@@ -5,7 +5,7 @@ import type { Attributes, Counter, Histogram, Meter, ObservableResult } from '@o
 import { InvalidOptionError } from '../core/errors.js';
 import type { Observer } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
-import { observeStore } from '../store/observe-store.js';
+import { timeStore } from '../store/observe-store.js';
 import type { Store } from '../store/store.js';
 import { METRICS, type MetricDefinition, STORE_CALL_BUCKETS } from './definitions.js';
 import { maxLabelValuesOption, prefixOption } from './options.js';
@@ -73,7 +73,7 @@ export function createOtelMetrics(options: OtelMetricsOptions): OtelMetrics {
   return Object.freeze({
     meter: options.meter,
     observer,
-    observeStore: (store: Store) => observeStore(store, observer),
+    observeStore: (store: Store) => timeStore(store, recorder.storeCall),
     gatewayEvents: recorder.gatewayEvents,
     producerEvents: recorder.producerEvents,
     consumerEvents: recorder.consumerEvents,

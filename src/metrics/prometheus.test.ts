@@ -42,6 +42,24 @@ describe('createMetrics (prom-client)', () => {
     expect(sample(text, 'app_gateway_connections')).toBe(0);
   });
 
+  it('counts every event across scrapes, in the text and the JSON export alike', async () => {
+    const metrics = createMetrics();
+    const ledger = createLedger({ capacity: 4, store: memoryStore(), name: 'l', observer: metrics.observer });
+    const applied = 'onceflow_ledger_applies_total{ledger="l",outcome="applied"}';
+    const duplicate = 'onceflow_ledger_applies_total{ledger="l",outcome="duplicate"}';
+    await ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 } });
+    await ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 } });
+    let text = await metrics.registry.metrics();
+    expect([sample(text, applied), sample(text, duplicate)]).toEqual([1, 1]);
+    await ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 1 } });
+    await ledger.apply({ owner: 'p', signature: 's3', deltas: { coins: 1 } });
+    const json = await metrics.registry.getMetricsAsJSON();
+    const applies = json.find((m) => m.name === 'onceflow_ledger_applies_total')?.values ?? [];
+    expect(applies.find((v) => v.labels.ledger === 'l' && v.labels.outcome === 'applied')?.value).toBe(3);
+    text = await metrics.registry.metrics();
+    expect([sample(text, applied), sample(text, duplicate)]).toEqual([3, 1]);
+  });
+
   it('times store calls by store and operation, and counts failures by error code', async () => {
     const metrics = createMetrics();
     const failing = wrapStore(memoryStore(), {

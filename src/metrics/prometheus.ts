@@ -1,15 +1,22 @@
 // onceflow/metrics on prom-client: createMetrics registers every metric of definitions.ts in one
 // registry and hands out the event handlers that feed them.
-import { Counter, Gauge, Histogram, type Registry as PromRegistry, Registry } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  type Metric as PromMetric,
+  type Registry as PromRegistry,
+  Registry,
+} from 'prom-client';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Observer } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
-import { observeStore } from '../store/observe-store.js';
+import { timeStore } from '../store/observe-store.js';
 import type { Store } from '../store/store.js';
 import type { StreamConsumerEvent } from '../streams/consumer-options.js';
 import type { ProducerEvent } from '../streams/producer-options.js';
 import type { GatewayEvent } from '../ws/events.js';
 import { METRICS, type MetricDefinition, STORE_CALL_BUCKETS } from './definitions.js';
+import { FastHistogram } from './fast-histogram.js';
 import { maxLabelValuesOption, prefixOption } from './options.js';
 import { Recorder, type Sink } from './recorder.js';
 
@@ -36,7 +43,7 @@ export interface Metrics {
   readonly registry: PromRegistry;
   /** The `observer` option of every core part (ledger, limiter, idempotency, ordering). */
   readonly observer: Observer;
-  /** `store` wrapped to time every contract call (`observeStore(store, observer)`). */
+  /** `store` wrapped to time every contract call (what `observeStore(store, observer)` reports). */
   observeStore(store: Store): Store;
   /** The `onEvent` option of `createGateway` (onceflow/ws). */
   readonly gatewayEvents: (event: GatewayEvent) => void;
@@ -101,7 +108,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   return Object.freeze({
     registry,
     observer,
-    observeStore: (store: Store) => observeStore(store, observer),
+    observeStore: (store: Store) => timeStore(store, recorder.storeCall),
     gatewayEvents: recorder.gatewayEvents,
     producerEvents: recorder.producerEvents,
     consumerEvents: recorder.consumerEvents,
@@ -114,11 +121,24 @@ interface Child {
   observe?(v: number): void;
 }
 
+// A counter series' growth since the last scrape: a plain add per event, handed to prom-client
+// (one `inc` per grown series) by the Counter's collect hook, which every export runs first.
+interface Pending {
+  readonly child: Child;
+  delta: number;
+}
+
 function promSink(registry: PromRegistry, prefix: string): Sink {
   const metrics = new Map<
     MetricDefinition,
-    { metric: Child & { labels(...v: string[]): Child }; children: Map<string, Child> }
+    {
+      metric: Child & { labels(...v: string[]): Child };
+      children: Map<string, Child>;
+      pending: Map<string, Pending>;
+    }
   >();
+  // Histograms count in plain arrays (fast-histogram.ts): prom-client's observe hashes labels.
+  const histograms = new Map<MetricDefinition, FastHistogram>();
   for (const def of METRICS) {
     const config = {
       name: prefix + def.name,
@@ -126,21 +146,40 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
       labelNames: def.labels.map((l) => l.name),
       registers: [registry],
     };
+    if (def.type === 'histogram') {
+      const histogram = new FastHistogram(config.name, def.help, config.labelNames, STORE_CALL_BUCKETS);
+      registry.registerMetric(histogram as unknown as PromMetric);
+      histograms.set(def, histogram);
+      continue;
+    }
+    // Bounded as the series are (the label caps): one entry per series that ever grew.
+    const pending = new Map<string, Pending>();
     const metric =
       def.type === 'counter'
-        ? new Counter(config)
-        : def.type === 'gauge'
-          ? new Gauge(config)
-          : new Histogram({ ...config, buckets: [...STORE_CALL_BUCKETS] });
+        ? new Counter({
+            ...config,
+            collect() {
+              for (const p of pending.values()) {
+                if (p.delta === 0) continue;
+                const n = p.delta;
+                p.delta = 0;
+                p.child.inc?.(n);
+              }
+            },
+          })
+        : new Gauge(config);
     metrics.set(def, {
       metric: metric as unknown as Child & { labels(...v: string[]): Child },
       children: new Map(),
+      pending,
     });
   }
   // A child per label tuple, kept: `labels(...)` builds and checks a labels object on every call
   // otherwise (the child itself still hashes its labels per update, inside prom-client). Bounded
   // as the series are (the label caps).
   const child = (def: MetricDefinition, values: readonly string[]): Child => {
+    const histogram = histograms.get(def);
+    if (histogram !== undefined) return { observe: histogram.series(values) };
     const entry = metrics.get(def) as NonNullable<ReturnType<typeof metrics.get>>;
     if (values.length === 0) return entry.metric;
     const key = values.join('\u0000');
@@ -151,6 +190,19 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
     }
     return found;
   };
+  // A counter's updater: a positive finite growth waits for the scrape; anything else (0, which
+  // creates the series, or what prom-client refuses) goes to prom-client now, as it always did.
+  const counter = (def: MetricDefinition, values: readonly string[], found: Child): ((n: number) => void) => {
+    const entry = metrics.get(def) as NonNullable<ReturnType<typeof metrics.get>>;
+    const key = values.join('\u0000');
+    let p = entry.pending.get(key);
+    if (p === undefined) entry.pending.set(key, (p = { child: found, delta: 0 }));
+    const series = p;
+    return (n) => {
+      if (n > 0 && n !== Number.POSITIVE_INFINITY) series.delta += n;
+      else found.inc?.(n);
+    };
+  };
   const noop = (): void => {};
   return {
     add: (def, values, n) => child(def, values).inc?.(n),
@@ -159,9 +211,9 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
     series: (def, values) => {
       const found = child(def, values);
       return {
-        add: found.inc?.bind(found) ?? noop,
+        add: def.type === 'counter' ? counter(def, values, found) : (found.inc?.bind(found) ?? noop),
         set: found.set?.bind(found) ?? noop,
-        observe: found.observe?.bind(found) ?? noop,
+        observe: found.observe ?? noop,
       };
     },
   };

@@ -2,6 +2,7 @@
 // producer's and consumer's events) into updates of the metrics of definitions.ts, through a
 // sink: the Prometheus and the OpenTelemetry adapters differ only in their sink.
 import type { Observer, OnceflowEvent } from '../core/observer.js';
+import type { CallReport } from '../store/observe-store.js';
 import type { StreamConsumerEvent } from '../streams/consumer-options.js';
 import type { ProducerEvent } from '../streams/producer-options.js';
 import type { GatewayEvent } from '../ws/events.js';
@@ -90,6 +91,18 @@ export class Recorder {
   readonly gatewayEvents = (event: GatewayEvent): void => this.#gateway(event);
   readonly producerEvents = (event: ProducerEvent): void => this.#producer(event);
   readonly consumerEvents = (event: StreamConsumerEvent): void => this.#consumer(event);
+
+  /**
+   * The report of one store operation's calls (timeStore's reporter): the same updates as a
+   * `store` event through the observer, with the latency series resolved once.
+   */
+  readonly storeCall = (store: string, operation: string): CallReport => {
+    const latency = this.#series(this.#metric('store_call_duration_seconds'), [store, operation]);
+    return (durationMs, error) => {
+      latency.observe(durationMs / 1000);
+      if (error !== undefined) this.#add('store_errors_total', [store, operation, error]);
+    };
+  };
 
   #values(metric: Metric, raw: readonly string[]): string[] {
     const values = raw.map((v, i) => metric.cap.value(i, v));
