@@ -4,6 +4,9 @@ import type { Store } from '../store/store.js';
 import type { LiveFeed } from './live-feed.js';
 import { createMemoryLiveFeed } from './live-feed-memory.js';
 import { createRedisLiveFeed } from './live-feed-redis.js';
+import type { SessionStateStore } from './session-state.js';
+import { MemorySessionState } from './session-state-memory.js';
+import { RedisSessionState } from './session-state-redis.js';
 import type { UserStreams, UserStreamsOptions } from './user-streams.js';
 import { createMemoryUserStreams } from './user-streams-memory.js';
 import { createRedisUserStreams } from './user-streams-redis.js';
@@ -59,4 +62,26 @@ export function wsShared(store: Store, options: UserStreamsOptions): WsShared {
   }
   shared.set(store, made);
   return made;
+}
+
+/** What a gateway's session state is sized by. */
+export interface SessionLimits {
+  readonly maxInFlight: number;
+  readonly sessionTtlMs: number;
+  readonly leaseMs: number;
+}
+
+// The memory store's session state, one per store object (and limits), like its streams: two
+// gateways given one memory store see each other's sessions, as two nodes on one Redis store do.
+const memorySessions = new WeakMap<Store, Map<string, MemorySessionState>>();
+
+/** The session state of the gateways of `store`: in Redis beside its streams, or this process's. */
+export function wsSessions(store: Store, shared: WsShared, limits: SessionLimits): SessionStateStore {
+  if (shared.redis !== undefined) return new RedisSessionState({ ...limits, ...shared.redis });
+  let byLimits = memorySessions.get(store);
+  if (byLimits === undefined) memorySessions.set(store, (byLimits = new Map()));
+  const key = `${limits.maxInFlight}/${limits.sessionTtlMs}/${limits.leaseMs}`;
+  let state = byLimits.get(key);
+  if (state === undefined) byLimits.set(key, (state = new MemorySessionState(limits)));
+  return state;
 }

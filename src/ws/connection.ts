@@ -36,7 +36,11 @@ const PAGE = 64;
  */
 const CLOSE_GRACE_MS = 3_000;
 
-/** How often a paused connection's send buffer is looked at again (see `unpause`). */
+/**
+ * How often a paused connection's send buffer is looked at again (waitForRoom). The buffer drains
+ * from the high to the low watermark (768 KiB) in ~0.75 s at 1 MB/s: a look every 25 ms resumes
+ * within ~3% of that, and costs a paused connection 40 timer runs a second, none for the others.
+ */
 const PAUSE_POLL_MS = 25;
 
 /**

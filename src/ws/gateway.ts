@@ -7,16 +7,13 @@ import { timerDuration } from '../core/timer-delay.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
-import { wsShared } from './backend.js';
+import { wsSessions, wsShared } from './backend.js';
 import { Connection } from './connection.js';
 import type { JsonValue } from './frames.js';
 import { GatewayNode } from './gateway-node.js';
 import { type AuthResult, type GatewayOptions, resolveGatewayOptions } from './gateway-options.js';
 import { createHeartbeat } from './heartbeat.js';
 import { WS_SUBPROTOCOL } from './limits.js';
-import type { SessionStateStore } from './session-state.js';
-import { MemorySessionState } from './session-state-memory.js';
-import { RedisSessionState } from './session-state-redis.js';
 import type { StreamPosition } from './user-streams.js';
 
 /** A running gateway node. */
@@ -75,11 +72,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const o = resolveGatewayOptions(options);
   const store = options.store ?? memoryStore();
   const shared = wsShared(store, options.streams ?? {});
-  const session = { maxInFlight: o.maxInFlight, sessionTtlMs: o.sessionTtlMs, leaseMs: o.leaseMs };
-  const sessions: SessionStateStore =
-    shared.redis === undefined
-      ? memorySessions(store, session)
-      : new RedisSessionState({ ...session, client: shared.redis.client, prefix: shared.redis.prefix });
+  const sessions = wsSessions(store, shared, {
+    maxInFlight: o.maxInFlight,
+    sessionTtlMs: o.sessionTtlMs,
+    leaseMs: o.leaseMs,
+  });
   const limiter =
     options.limits === undefined || options.limits.length === 0
       ? undefined
@@ -241,22 +238,6 @@ export function abortGateway(gateway: Gateway): Promise<void> {
   const abort = aborts.get(gateway);
   if (abort === undefined) throw new Error('not a gateway made by createGateway');
   return abort();
-}
-
-// The memory store's session state, one per store object (and options), like its streams: two
-// gateways given one memory store see each other's sessions, as two nodes on one Redis store do.
-const memorySessionStates = new WeakMap<Store, Map<string, MemorySessionState>>();
-
-function memorySessions(
-  store: Store,
-  options: { maxInFlight: number; sessionTtlMs: number; leaseMs: number },
-): MemorySessionState {
-  let byOptions = memorySessionStates.get(store);
-  if (byOptions === undefined) memorySessionStates.set(store, (byOptions = new Map()));
-  const key = `${options.maxInFlight}/${options.sessionTtlMs}/${options.leaseMs}`;
-  let state = byOptions.get(key);
-  if (state === undefined) byOptions.set(key, (state = new MemorySessionState(options)));
-  return state;
 }
 
 /** The default: no Origin (not a browser), or the page's origin is this host; else the list or function. */

@@ -13,8 +13,8 @@ export interface GatewayMessage {
   readonly session: string;
   readonly ip: string;
   /**
-   * The message's identity across nodes and re-sends: the same for every delivery of this `id` of
-   * this session of this user, and no other message's. Use it as the ledger `signature` or the
+   * The message's identity across nodes and re-sends: every delivery of one message (its user,
+   * session and id) has the same key, and two messages never share one. Use it as the ledger `signature` or the
    * idempotency `key` of the handler's effect, and the effect is exactly once even when a node
    * dies mid-handler (the re-sent message runs the handler again, and the store answers
    * `duplicate`/`replayed`). At most 464 bytes: within both bounds (1024 and 512).
