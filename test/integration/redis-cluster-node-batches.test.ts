@@ -101,9 +101,41 @@ async function scanAll(node: Redis, pattern: string): Promise<string[]> {
   return keys;
 }
 
+/**
+ * Waits until every master has heard every master's config epoch, and no two masters share one.
+ * A slot's new owner claims it with an epoch bumped past the highest it knows of
+ * (`CLUSTER SETSLOT NODE` on the importing master); one that has not yet heard the old owner's
+ * latest epoch can bump to an equal or lower one, and the old owner's next heartbeat, still
+ * claiming the slot, then wins it back: the new owner gives the slot up and deletes its keys
+ * (Redis's dirty-slot rule), which loses what was moved there. Settled epochs rule that out.
+ */
+async function epochsSettled(): Promise<void> {
+  const until = performance.now() + 20_000;
+  for (;;) {
+    const views = await Promise.all(
+      admins.map(async (admin) => {
+        const nodes = String(await admin.call('CLUSTER', 'NODES'));
+        const epochs = nodes
+          .split('\n')
+          .filter((line) => line.includes('master'))
+          .map((line) => line.split(' '))
+          .map(([id, , , , , , epoch]) => `${id}=${epoch}`)
+          .sort();
+        return epochs.join(' ');
+      }),
+    );
+    const epochs = (views[0] ?? '').split(' ').map((e) => e.split('=')[1]);
+    if (views.every((v) => v === views[0]) && new Set(epochs).size === epochs.length) return;
+    if (performance.now() > until)
+      throw new Error(`config epochs not settled after 20 s: ${views.join(' | ')}`);
+    await sleep(50);
+  }
+}
+
 /** Moves `slot` from master `from` to master `to` as redis-cli does, a key at a time, slowly. */
 async function moveSlot(slot: number, from: number, to: number): Promise<void> {
   const [source, target] = [admins[from] as Redis, admins[to] as Redis];
+  await epochsSettled();
   await target.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', ids[from] as string);
   await source.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', ids[to] as string);
   for (;;) {
@@ -118,9 +150,8 @@ async function moveSlot(slot: number, from: number, to: number): Promise<void> {
   for (const admin of admins)
     if (admin !== source && admin !== target)
       await admin.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids[to] as string);
-  // A master's gossip sent before it was told can reach another after: the target can take the
-  // slot back for the source, the two then bounce MOVED between them for good. As
-  // `redis-cli --cluster fix` does, every master that disagrees is told again until all agree.
+  // Gossip is not instant: as `redis-cli --cluster fix` does, every master that does not yet see
+  // the new owner is told again until all agree.
   const until = performance.now() + 10_000;
   for (;;) {
     const views = await Promise.all(admins.map(async (a) => (await slotOwnersOf(a))[slot]));
@@ -149,6 +180,7 @@ describe('Redis Cluster node batches', () => {
    * says stop. A call the store fails (`unknown`, retriable) is sent again, as a caller would.
    */
   async function drive(l: ReturnType<typeof ledger>, more: () => boolean): Promise<number> {
+    failures.length = 0; // each test reports its own
     let applies = 0;
     const apply = async (owner: string, k: number) => {
       // A caller's patience: a slot in the middle of a move answers TRYAGAIN or bounces between
