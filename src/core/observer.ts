@@ -108,6 +108,25 @@ export interface LimiterDecisionEvent {
 }
 
 /**
+ * A sampled key of a `sliding-window` limit, after a take it admitted: the store's bucketed
+ * `estimate` of the cost admitted in the window (the limit minus the decision's `remaining`)
+ * against the `exact` cost this limiter admitted for that key in the last window, from a log of its
+ * own admissions. Exact only where this process is the key's only taker (the embedded store, or
+ * keys pinned to one process); see docs/metrics.md *Consistency deviation*.
+ */
+export interface LimiterDeviationEvent {
+  readonly part: 'limiter';
+  readonly type: 'deviation';
+  readonly limiter: string;
+  /** The limit's `id` (a configured name). */
+  readonly limit: string;
+  /** The limit's `limit`: the deviation as a share of it is what to compare. */
+  readonly max: number;
+  readonly estimate: number;
+  readonly exact: number;
+}
+
+/**
  * The store failed or timed out for a take, and the degraded policy answered (`policy`: `deny`,
  * `allow`, `local`, or `throw` when the take rejects). `error`: the failure's code or class name.
  */
@@ -224,6 +243,7 @@ export type OnceflowEvent =
   | IdempotencyLeaseLostEvent
   | LimiterDecisionEvent
   | LimiterDegradedEvent
+  | LimiterDeviationEvent
   | ReorderPushEvent
   | ReorderGapEvent
   | AdaptiveTimeoutEvent

@@ -199,7 +199,7 @@ export class Recorder {
       }
       case 'limiter': {
         if (e.type === 'decision') this.#add('limiter_decisions_total', [e.limiter, e.reason]);
-        else this.#add('limiter_degraded_total', [e.limiter, e.policy]);
+        else if (e.type === 'degraded') this.#add('limiter_degraded_total', [e.limiter, e.policy]);
         return;
       }
       case 'reorder': {
