@@ -99,7 +99,7 @@ async function onceflowConsume({ group, name, total }, outcomes = {}) {
       capacity: 4,
       entry: (d) => ({ owner: d.event.player, signature: d.eventId, deltas: { coins: BigInt(d.event.net) } }),
     },
-    onEvent: (e) => {
+    observer: (e) => {
       if (e.type !== 'applied') return;
       outcomes[e.outcome] = (outcomes[e.outcome] ?? 0) + 1;
       if (++answered === total) ac.abort();

@@ -67,7 +67,7 @@ try {
       capacity: 4,
       entry: (d) => ({ owner: d.event.player, signature: d.eventId, deltas: { coins: BigInt(d.event.net) } }),
     },
-    onEvent: (e) => {
+    observer: (e) => {
       if (e.type === 'applied' && ++answered === entries) ac.abort();
     },
     signal: ac.signal,

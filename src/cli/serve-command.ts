@@ -131,7 +131,7 @@ async function startGateway(
     gateway = await createGateway({
       server,
       store,
-      onEvent: metrics.gatewayEvents,
+      observer: metrics.observer,
       ...(values.heartbeat === undefined ? {} : { heartbeat: values.heartbeat as `${number}s` }),
       ...(values['dev-users'] === true ? { auth: (token: string | undefined) => token ?? null } : {}),
       handlers: { echo: (m) => gateway.publish(m.user, 'echo', m.body) },

@@ -253,28 +253,43 @@ export type OnceflowEvent =
   | StoreCallEvent;
 
 /**
+ * What every event of every part has: the part that reports it and what happened. The core parts'
+ * events are {@link OnceflowEvent}; the adapters add theirs with parts of their own
+ * (`stream-producer`, `stream-consumer`: onceflow/streams; `gateway`: onceflow/ws), and
+ * onceflow/metrics's `ObservedEvent` is the union of them all.
+ */
+export interface EventShape {
+  readonly part: string;
+  readonly type: string;
+}
+
+/**
  * Receives a part's events, synchronously, on the operation's path: keep it cheap (count, set a
  * gauge, queue). A throw is caught, reported once per observer as a process warning
- * (`ONCEFLOW_OBSERVER_THREW`), and never breaks the operation.
+ * (`ONCEFLOW_OBSERVER_THREW`), and never breaks the operation. `E` is the events of the parts it
+ * is given to: an observer of a wider union (every part's) fits every part's option.
  */
-export type Observer = (event: OnceflowEvent) => void;
+export type Observer<E extends EventShape = OnceflowEvent> = (event: E) => void;
 
 /** A part's guarded emitter (internal: what {@link observing} returns). */
-export type Emit = (event: OnceflowEvent) => void;
+export type Emit<E extends EventShape = OnceflowEvent> = (event: E) => void;
 
 // Observers already reported: a broken observer shared by many parts warns once per process.
-const reported = new WeakSet<Observer>();
+const reported = new WeakSet<object>();
 
 /**
  * Validates an `observer` option (a function or undefined; `path` names it in the error) and
  * returns the guarded emitter, or undefined when none is given: call sites write
  * `if (emit !== undefined) emit({...})`, so an unobserved part builds no event.
  */
-export function observing(observer: unknown, path: string): Emit | undefined {
+export function observing<E extends EventShape = OnceflowEvent>(
+  observer: unknown,
+  path: string,
+): Emit<E> | undefined {
   if (observer === undefined) return undefined;
   if (typeof observer !== 'function')
     throw new InvalidOptionError(path, 'a function (event) => void', observer);
-  const fn = observer as Observer;
+  const fn = observer as Observer<E>;
   return (event) => {
     try {
       fn(event);
@@ -284,7 +299,7 @@ export function observing(observer: unknown, path: string): Emit | undefined {
   };
 }
 
-function reportThrow(fn: Observer, event: OnceflowEvent, err: unknown): void {
+function reportThrow(fn: object, event: EventShape, err: unknown): void {
   if (reported.has(fn)) return;
   reported.add(fn);
   const text = `an onceflow observer threw on ${event.part}.${event.type} (reported once; its later throws are ignored): ${errorName(err)}: ${String((err as { message?: unknown } | undefined)?.message ?? err)}`;

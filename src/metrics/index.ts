@@ -10,3 +10,4 @@ export { buildDashboard, type DashboardPanel, dashboardPanels } from './dashboar
 export { type LabelDefinition, METRICS, type MetricDefinition, STORE_CALL_BUCKETS } from './definitions.js';
 export { createOtelMetrics, type OtelMetrics, type OtelMetricsOptions } from './otel.js';
 export { createMetrics, type Metrics, type MetricsOptions } from './prometheus.js';
+export type { ObservedEvent } from './recorder.js';

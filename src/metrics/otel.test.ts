@@ -92,7 +92,14 @@ describe('createOtelMetrics (@opentelemetry/api)', () => {
     expect(calls[0]?.attributes).toEqual({ store: 'memory', op: 'ledgerApply' });
     // Seconds: a memory store call is far under one.
     expect(calls.every((c) => c.value >= 0 && c.value < 1)).toBe(true);
-    m.gatewayEvents({ type: 'state', connection: 7, state: 'open', continued: false, recovered: false });
+    m.observer({
+      part: 'gateway',
+      type: 'state',
+      connection: 7,
+      state: 'open',
+      continued: false,
+      recovered: false,
+    });
     m.observer({ part: 'adaptive-timeout', type: 'timeout', timeoutMs: 1500 });
     expect(collect('app.gateway.connections')).toEqual([{ value: 1, attributes: {} }]);
     expect(collect('app.reorder.gap_timeout')).toEqual([{ value: 1.5, attributes: {} }]);

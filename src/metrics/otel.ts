@@ -10,7 +10,7 @@ import type { Store } from '../store/store.js';
 import { METRICS, type MetricDefinition, STORE_CALL_BUCKETS } from './definitions.js';
 import { maxLabelValuesOption, prefixOption } from './options.js';
 import type { Metrics } from './prometheus.js';
-import { Recorder, type Sink } from './recorder.js';
+import { type ObservedEvent, Recorder, type Sink } from './recorder.js';
 
 /** Options of {@link createOtelMetrics}. */
 export interface OtelMetricsOptions {
@@ -35,7 +35,7 @@ const OTEL_NAME = /^[A-Za-z][A-Za-z0-9_.\-/]*$/;
 /**
  * OpenTelemetry metrics for onceflow (@opentelemetry/api, an optional peer): the instruments of
  * docs/metrics.md under OTel names (`onceflow.ledger.applies`, `onceflow.store.call.duration` in
- * `s`), fed by the same observer and `onEvent` handlers as {@link createMetrics}.
+ * `s`), fed by the same observer as {@link createMetrics}.
  *
  * @example
  * ```ts
@@ -69,14 +69,11 @@ export function createOtelMetrics(options: OtelMetricsOptions): OtelMetrics {
     otelSink(options.meter, prefix),
     maxLabelValuesOption(options.maxLabelValues),
   );
-  const observer: Observer = recorder.observer;
+  const observer = recorder.observer;
   return Object.freeze({
     meter: options.meter,
     observer,
     observeStore: (store: Store) => timeStore(store, recorder.storeCall),
-    gatewayEvents: recorder.gatewayEvents,
-    producerEvents: recorder.producerEvents,
-    consumerEvents: recorder.consumerEvents,
   });
 }
 

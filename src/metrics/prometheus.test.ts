@@ -149,16 +149,16 @@ describe('createMetrics (prom-client)', () => {
 
   it('follows gateway connections: opened, resumed, closed by code; a close before open does not count down', async () => {
     const metrics = createMetrics();
-    const on = metrics.gatewayEvents;
-    on({ type: 'state', connection: 1, state: 'handshake' });
-    on({ type: 'state', connection: 1, state: 'open', continued: false, recovered: false });
-    on({ type: 'state', connection: 2, state: 'open', continued: true, recovered: false });
-    on({ type: 'state', connection: 3, state: 'open', continued: true, recovered: true });
-    on({ type: 'state', connection: 4, state: 'closed', code: 'AUTH_FAILED' });
-    on({ type: 'state', connection: 1, state: 'closed', code: 'HEARTBEAT_TIMEOUT' });
-    on({ type: 'state', connection: 2, state: 'closed', code: 'SLOW_CONSUMER' });
-    on({ type: 'message', connection: 3, outcome: 'handled', duplicate: true });
-    on({ type: 'refused', reason: 'origin', status: 403 });
+    const on = metrics.observer;
+    on({ part: 'gateway', type: 'state', connection: 1, state: 'handshake' });
+    on({ part: 'gateway', type: 'state', connection: 1, state: 'open', continued: false, recovered: false });
+    on({ part: 'gateway', type: 'state', connection: 2, state: 'open', continued: true, recovered: false });
+    on({ part: 'gateway', type: 'state', connection: 3, state: 'open', continued: true, recovered: true });
+    on({ part: 'gateway', type: 'state', connection: 4, state: 'closed', code: 'AUTH_FAILED' });
+    on({ part: 'gateway', type: 'state', connection: 1, state: 'closed', code: 'HEARTBEAT_TIMEOUT' });
+    on({ part: 'gateway', type: 'state', connection: 2, state: 'closed', code: 'SLOW_CONSUMER' });
+    on({ part: 'gateway', type: 'message', connection: 3, outcome: 'handled', duplicate: true });
+    on({ part: 'gateway', type: 'refused', reason: 'origin', status: 403 });
     const text = await metrics.registry.metrics();
     expect({
       open: sample(text, 'onceflow_gateway_connections'),
@@ -180,15 +180,15 @@ describe('createMetrics (prom-client)', () => {
       sample(before, 'onceflow_gateway_heartbeat_stall_seconds_total{verdict="spared"}'),
       sample(before, 'onceflow_gateway_limit_decisions_total{reason="blocked"}'),
     ]).toEqual([0, 0, 0]);
-    const on = metrics.gatewayEvents;
-    on({ type: 'heartbeat', connection: 1, verdict: 'spared', stalledMs: 2000 });
-    on({ type: 'heartbeat', connection: 2, verdict: 'spared', stalledMs: 500 });
-    on({ type: 'heartbeat', connection: 3, verdict: 'dropped', stalledMs: 250 });
-    on({ type: 'state', connection: 3, state: 'closed', code: 'HEARTBEAT_TIMEOUT' });
-    on({ type: 'limit', connection: 1, reason: 'allowed' });
-    on({ type: 'limit', connection: 1, reason: 'limited' });
-    on({ type: 'limit', connection: 1, reason: 'blocked' });
-    on({ type: 'limit', connection: 1, reason: 'blocked' });
+    const on = metrics.observer;
+    on({ part: 'gateway', type: 'heartbeat', connection: 1, verdict: 'spared', stalledMs: 2000 });
+    on({ part: 'gateway', type: 'heartbeat', connection: 2, verdict: 'spared', stalledMs: 500 });
+    on({ part: 'gateway', type: 'heartbeat', connection: 3, verdict: 'dropped', stalledMs: 250 });
+    on({ part: 'gateway', type: 'state', connection: 3, state: 'closed', code: 'HEARTBEAT_TIMEOUT' });
+    on({ part: 'gateway', type: 'limit', connection: 1, reason: 'allowed' });
+    on({ part: 'gateway', type: 'limit', connection: 1, reason: 'limited' });
+    on({ part: 'gateway', type: 'limit', connection: 1, reason: 'blocked' });
+    on({ part: 'gateway', type: 'limit', connection: 1, reason: 'blocked' });
     const text = await metrics.registry.metrics();
     const stall = (v: string) =>
       sample(text, `onceflow_gateway_heartbeat_stall_seconds_total{verdict="${v}"}`);
@@ -214,18 +214,43 @@ describe('createMetrics (prom-client)', () => {
 
   it('counts stream producer and consumer events', async () => {
     const metrics = createMetrics();
-    metrics.producerEvents({ type: 'published', id: 'a', entryId: '1-0', duplicate: false });
-    metrics.producerEvents({ type: 'published', id: 'a', entryId: '1-0', duplicate: true });
-    metrics.producerEvents({
+    metrics.observer({
+      part: 'stream-producer',
+      type: 'published',
+      id: 'a',
+      entryId: '1-0',
+      duplicate: false,
+    });
+    metrics.observer({
+      part: 'stream-producer',
+      type: 'published',
+      id: 'a',
+      entryId: '1-0',
+      duplicate: true,
+    });
+    metrics.observer({
+      part: 'stream-producer',
       type: 'dead-lettered',
       id: 'b',
       reason: 'publish-failed',
       attempts: 3,
       deadLetterId: undefined,
     });
-    metrics.consumerEvents({ type: 'applied', id: '1-0', outcome: 'duplicate', seq: undefined });
-    metrics.consumerEvents({ type: 'deleted', ids: ['1-0', '2-0'] });
-    metrics.consumerEvents({ type: 'dead-letter', id: '3-0', reason: 'ledger-stale', deliveries: 1 });
+    metrics.observer({
+      part: 'stream-consumer',
+      type: 'applied',
+      id: '1-0',
+      outcome: 'duplicate',
+      seq: undefined,
+    });
+    metrics.observer({ part: 'stream-consumer', type: 'deleted', ids: ['1-0', '2-0'] });
+    metrics.observer({
+      part: 'stream-consumer',
+      type: 'dead-letter',
+      id: '3-0',
+      reason: 'ledger-stale',
+      deliveries: 1,
+    });
     const text = await metrics.registry.metrics();
     expect({
       written: sample(text, 'onceflow_stream_published_total{duplicate="false"}'),
@@ -243,13 +268,13 @@ describe('createMetrics (prom-client)', () => {
     // Present from the start: a panel shows 0, not "no data", before a consumer reports.
     expect(sample(before, 'onceflow_stream_consumer_delivered_total')).toBe(0);
     expect(sample(before, 'onceflow_stream_consumer_pending')).toBe(0);
-    metrics.consumerEvents({ type: 'delivered', count: 5 });
-    metrics.consumerEvents({ type: 'delivered', count: 2 });
-    metrics.consumerEvents({ type: 'acked', count: 4 });
-    metrics.consumerEvents({ type: 'reclaimed', count: 2 });
-    metrics.consumerEvents({ type: 'lag', pending: 9, lag: 40 });
-    metrics.consumerEvents({ type: 'lag', pending: 3, lag: 12 });
-    metrics.consumerEvents({ type: 'error', operation: 'stats', error: new Error('x') });
+    metrics.observer({ part: 'stream-consumer', type: 'delivered', count: 5 });
+    metrics.observer({ part: 'stream-consumer', type: 'delivered', count: 2 });
+    metrics.observer({ part: 'stream-consumer', type: 'acked', count: 4 });
+    metrics.observer({ part: 'stream-consumer', type: 'reclaimed', count: 2 });
+    metrics.observer({ part: 'stream-consumer', type: 'lag', pending: 9, lag: 40 });
+    metrics.observer({ part: 'stream-consumer', type: 'lag', pending: 3, lag: 12 });
+    metrics.observer({ part: 'stream-consumer', type: 'error', operation: 'stats', error: new Error('x') });
     const text = await metrics.registry.metrics();
     expect({
       delivered: sample(text, 'onceflow_stream_consumer_delivered_total'),
@@ -260,7 +285,7 @@ describe('createMetrics (prom-client)', () => {
       failed: sample(text, 'onceflow_stream_consumer_errors_total{operation="stats"}'),
     }).toEqual({ delivered: 7, acked: 4, reclaimed: 2, pending: 3, lag: 12, failed: 1 });
     // A lag Redis cannot tell is NaN, not the last figure nor 0 (which would read as caught up).
-    metrics.consumerEvents({ type: 'lag', pending: 0, lag: undefined });
+    metrics.observer({ part: 'stream-consumer', type: 'lag', pending: 0, lag: undefined });
     const unknown = await metrics.registry.metrics();
     expect(sample(unknown, 'onceflow_stream_consumer_pending')).toBe(0);
     expect(sample(unknown, 'onceflow_stream_consumer_lag')).toBeNaN();

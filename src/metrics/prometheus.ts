@@ -12,13 +12,10 @@ import type { Observer } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
 import { timeStore } from '../store/observe-store.js';
 import type { Store } from '../store/store.js';
-import type { StreamConsumerEvent } from '../streams/consumer-options.js';
-import type { ProducerEvent } from '../streams/producer-options.js';
-import type { GatewayEvent } from '../ws/events.js';
 import { METRICS, type MetricDefinition, STORE_CALL_BUCKETS } from './definitions.js';
 import { FastHistogram } from './fast-histogram.js';
 import { maxLabelValuesOption, prefixOption } from './options.js';
-import { Recorder, type Sink } from './recorder.js';
+import { type ObservedEvent, Recorder, type Sink } from './recorder.js';
 
 /** Options of {@link createMetrics}. */
 export interface MetricsOptions {
@@ -41,16 +38,13 @@ export interface MetricsOptions {
 export interface Metrics {
   /** The registry holding every onceflow metric: serve `await registry.metrics()` on /metrics. */
   readonly registry: PromRegistry;
-  /** The `observer` option of every core part (ledger, limiter, idempotency, ordering). */
-  readonly observer: Observer;
+  /**
+   * The `observer` option of every part: ledger, idempotency, limiter, ordering, snowflake, the
+   * stream producer and consumer (onceflow/streams) and the gateway (onceflow/ws).
+   */
+  readonly observer: Observer<ObservedEvent>;
   /** `store` wrapped to time every contract call (what `observeStore(store, observer)` reports). */
   observeStore(store: Store): Store;
-  /** The `onEvent` option of `createGateway` (onceflow/ws). */
-  readonly gatewayEvents: (event: GatewayEvent) => void;
-  /** The `onEvent` option of `createStreamProducer` (onceflow/streams). */
-  readonly producerEvents: (event: ProducerEvent) => void;
-  /** The `onEvent` option of `createStreamConsumer` (onceflow/streams). */
-  readonly consumerEvents: (event: StreamConsumerEvent) => void;
 }
 
 const KNOWN = keysOf<MetricsOptions>({ registry: true, prefix: true, maxLabelValues: true });
@@ -109,9 +103,6 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registry,
     observer,
     observeStore: (store: Store) => timeStore(store, recorder.storeCall),
-    gatewayEvents: recorder.gatewayEvents,
-    producerEvents: recorder.producerEvents,
-    consumerEvents: recorder.consumerEvents,
   });
 }
 

@@ -9,6 +9,13 @@ import type { GatewayEvent } from '../ws/events.js';
 import { METRICS, type MetricDefinition } from './definitions.js';
 import { LabelCap } from './labels.js';
 
+/**
+ * Every event of every part, in one union: the core's ({@link OnceflowEvent}), the stream
+ * producer's and consumer's (onceflow/streams) and the gateway's (onceflow/ws). A function of it,
+ * such as `createMetrics(...).observer` or a logger, fits every part's `observer` option.
+ */
+export type ObservedEvent = OnceflowEvent | ProducerEvent | StreamConsumerEvent | GatewayEvent;
+
 /** Where the recorder writes: label values arrive capped, in the definition's label order. */
 export interface Sink {
   /** A counter grows by `n` (0 creates the series). */
@@ -87,10 +94,19 @@ export class Recorder {
     }
   }
 
-  readonly observer: Observer = (event) => this.#core(event);
-  readonly gatewayEvents = (event: GatewayEvent): void => this.#gateway(event);
-  readonly producerEvents = (event: ProducerEvent): void => this.#producer(event);
-  readonly consumerEvents = (event: StreamConsumerEvent): void => this.#consumer(event);
+  /** The `observer` option of every part: the core's, the streams' and the gateway's. */
+  readonly observer: Observer<ObservedEvent> = (event) => {
+    switch (event.part) {
+      case 'gateway':
+        return this.#gateway(event);
+      case 'stream-producer':
+        return this.#producer(event);
+      case 'stream-consumer':
+        return this.#consumer(event);
+      default:
+        return this.#core(event);
+    }
+  };
 
   /**
    * The report of one store operation's calls (timeStore's reporter): the same updates as a

@@ -88,7 +88,7 @@ async function writeDead<E>(
   );
   if (done !== 1) return 'fenced';
   c.stats.deadLettered++;
-  c.emit({ type: 'dead-letter', id: job.id, reason, deliveries: job.token });
+  c.emit({ part: 'stream-consumer', type: 'dead-letter', id: job.id, reason, deliveries: job.token });
   return 'done';
 }
 
@@ -102,7 +102,7 @@ export async function deadLetter<E>(
   try {
     c.finish(job, await writeDead(c, job, reason, attempts, err));
   } catch (error) {
-    c.emit({ type: 'error', operation: 'ack', error });
+    c.emit({ part: 'stream-consumer', type: 'error', operation: 'ack', error });
     c.finish(job, 'lost');
   }
 }
@@ -123,7 +123,7 @@ export async function runJob<E>(c: JobContext<E>, job: ScheduledJob<Held<E>>): P
         [c.o.group, c.o.consumer, job.id, token],
       )) as number;
     } catch (error) {
-      c.emit({ type: 'error', operation: 'ack', error });
+      c.emit({ part: 'stream-consumer', type: 'error', operation: 'ack', error });
       return c.finish(job, 'lost');
     }
     if (attempts === 0) return c.finish(job, 'fenced');
@@ -158,14 +158,14 @@ export async function runJob<E>(c: JobContext<E>, job: ScheduledJob<Held<E>>): P
     const seen = c.errors.get(job.id);
     c.errors.set(job.id, { first: seen?.first ?? text, last: text });
     c.stats.failed++;
-    c.emit({ type: 'handler-error', id: job.id, deliveries: token, error: err });
+    c.emit({ part: 'stream-consumer', type: 'handler-error', id: job.id, deliveries: token, error: err });
     c.finish(job, 'failed');
     return;
   }
   try {
     c.finish(job, await settle);
   } catch (error) {
-    c.emit({ type: 'error', operation: 'ack', error });
+    c.emit({ part: 'stream-consumer', type: 'error', operation: 'ack', error });
     c.finish(job, 'lost');
   }
 }
@@ -188,7 +188,7 @@ async function bookAndAck<E>(
   if (!('seq' in reply)) return 'fenced';
   if (reply.outcome !== 'stale') {
     c.stats.acked++;
-    c.emit({ type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
+    c.emit({ part: 'stream-consumer', type: 'applied', id, outcome: reply.outcome, seq: reply.seq });
     return 'done';
   }
   return settleStale(c, job, attempts, item);
@@ -214,7 +214,8 @@ export async function settleStale<E>(
     return writeDead(c, job, 'ledger-stale', attempts, why);
   }
   const settled = await ack(c, id, token);
-  if (settled === 'done') c.emit({ type: 'applied', id, outcome: resolved.outcome, seq: resolved.seq });
+  if (settled === 'done')
+    c.emit({ part: 'stream-consumer', type: 'applied', id, outcome: resolved.outcome, seq: resolved.seq });
   return settled;
 }
 

@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { jsonSerializer, type Serializer } from '../idempotency/serializer.js';
@@ -22,17 +23,27 @@ export interface StreamClient extends RedisLike {
   on?(event: 'error', listener: (err: unknown) => void): unknown;
 }
 
-/** What a consumer reports as it works (see the `onEvent` option). */
+/**
+ * What a consumer reports as it works, through its `observer`: events of the part
+ * `stream-consumer` in onceflow's one event table (docs/observability.md).
+ */
 export type StreamConsumerEvent =
   | {
+      readonly part: 'stream-consumer';
       readonly type: 'handler-error';
       readonly id: string;
       readonly deliveries: number;
       readonly error: unknown;
     }
   /** This consumer's delivery was reclaimed (or acked) elsewhere: its ack or effect was refused. */
-  | { readonly type: 'fenced'; readonly id: string; readonly deliveries: number }
   | {
+      readonly part: 'stream-consumer';
+      readonly type: 'fenced';
+      readonly id: string;
+      readonly deliveries: number;
+    }
+  | {
+      readonly part: 'stream-consumer';
       readonly type: 'dead-letter';
       readonly id: string;
       readonly reason: 'max-deliveries' | 'terminal-error' | 'ledger-stale' | 'handler-error';
@@ -44,31 +55,38 @@ export type StreamConsumerEvent =
    * journal first: `applied` or `duplicate` then.
    */
   | {
+      readonly part: 'stream-consumer';
       readonly type: 'applied';
       readonly id: string;
       readonly outcome: 'applied' | 'duplicate' | 'stale';
       readonly seq: number | undefined;
     }
   /** Pending entries that were deleted from the stream (trimmed) before anyone acked them. */
-  | { readonly type: 'deleted'; readonly ids: readonly string[] }
+  | { readonly part: 'stream-consumer'; readonly type: 'deleted'; readonly ids: readonly string[] }
   /**
    * Entries handed to the handler or the ledger path since the last report (one per read, claim
    * page or read-back of spilled entries): reclaimed ones and redeliveries included.
    */
-  | { readonly type: 'delivered'; readonly count: number }
+  | { readonly part: 'stream-consumer'; readonly type: 'delivered'; readonly count: number }
   /** Entries whose handler or booking ran and whose XACK went through (dead letters: `dead-letter`). */
-  | { readonly type: 'acked'; readonly count: number }
+  | { readonly part: 'stream-consumer'; readonly type: 'acked'; readonly count: number }
   /** Entries taken over by a claim (XAUTOCLAIM): another consumer's, or ones this consumer let go. */
-  | { readonly type: 'reclaimed'; readonly count: number }
+  | { readonly part: 'stream-consumer'; readonly type: 'reclaimed'; readonly count: number }
   /**
    * The group's backlog, every `statsInterval`: `pending`, entries delivered to any consumer of the
    * group and not acked yet; `lag`, entries of the stream not delivered to the group yet (XINFO
    * GROUPS, Redis 7.0+), undefined when Redis cannot tell (older Redis, or entries deleted in the
    * group's range).
    */
-  | { readonly type: 'lag'; readonly pending: number; readonly lag: number | undefined }
+  | {
+      readonly part: 'stream-consumer';
+      readonly type: 'lag';
+      readonly pending: number;
+      readonly lag: number | undefined;
+    }
   /** A Redis call of the consumer failed (it goes on: reads are retried, entries redelivered). */
   | {
+      readonly part: 'stream-consumer';
       readonly type: 'error';
       readonly operation: 'read' | 'ack' | 'claim' | 'touch' | 'group' | 'stats';
       readonly error: unknown;
@@ -116,7 +134,11 @@ export interface StreamConsumerOptions<E = unknown> {
   serializer?: Serializer;
   /** Aborting it stops the reads; run() resolves once the work in flight is done and acked. */
   signal: AbortSignal;
-  onEvent?: (event: StreamConsumerEvent) => void;
+  /**
+   * Receives the consumer's events (see {@link StreamConsumerEvent}); a throw is reported once
+   * and never stops the consumer, as every part's observer (docs/observability.md).
+   */
+  observer?: Observer<StreamConsumerEvent>;
   /**
    * How long each command may wait: for the client to be connected (held meanwhile, never queued
    * in the client), then for its reply; a blocking read waits `block` longer. Past it the call
@@ -156,7 +178,7 @@ export interface ResolvedOptions<E> {
   readonly from: string;
   readonly serializer: Serializer;
   readonly signal: AbortSignal;
-  readonly onEvent: ((event: StreamConsumerEvent) => void) | undefined;
+  readonly emit: Emit<StreamConsumerEvent> | undefined;
   readonly cluster: boolean;
   /** 0: no `lag` events. */
   readonly statsIntervalMs: number;
@@ -185,7 +207,7 @@ const CONSUMER_OPTIONS = [
   'from',
   'serializer',
   'signal',
-  'onEvent',
+  'observer',
   'timeout',
   'statsInterval',
 ] as const;
@@ -238,9 +260,7 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
   if (!(options.signal instanceof AbortSignal)) {
     throw new InvalidOptionError('signal', 'an AbortSignal (run() resolves once it aborts)', options.signal);
   }
-  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
-    throw new InvalidOptionError('onEvent', 'a function', options.onEvent);
-  }
+  const emit = observing<StreamConsumerEvent>(options.observer, 'observer');
   const serializer = options.serializer ?? jsonSerializer;
   if (typeof serializer?.deserialize !== 'function') {
     throw new InvalidOptionError('serializer', 'a Serializer (with deserialize())', serializer);
@@ -311,7 +331,7 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
     from,
     serializer,
     signal: options.signal,
-    onEvent: options.onEvent,
+    emit,
     cluster,
     statsIntervalMs,
   };

@@ -15,8 +15,9 @@ export function countReporter(
   let delivered = 0;
   let acked = 0;
   return () => {
-    if (stats.delivered > delivered) emit({ type: 'delivered', count: stats.delivered - delivered });
-    if (stats.acked > acked) emit({ type: 'acked', count: stats.acked - acked });
+    if (stats.delivered > delivered)
+      emit({ part: 'stream-consumer', type: 'delivered', count: stats.delivered - delivered });
+    if (stats.acked > acked) emit({ part: 'stream-consumer', type: 'acked', count: stats.acked - acked });
     delivered = stats.delivered;
     acked = stats.acked;
   };
@@ -41,12 +42,13 @@ export async function statsLoop<E>(
     try {
       reply = await evalScript(o.client, scripts.streamGroupStats, [o.stream], [o.group]);
     } catch (error) {
-      if (!o.signal.aborted) emit({ type: 'error', operation: 'stats', error });
+      if (!o.signal.aborted) emit({ part: 'stream-consumer', type: 'error', operation: 'stats', error });
       continue;
     }
     if (!Array.isArray(reply)) continue;
     const [pending, lag] = reply as [unknown, unknown];
     emit({
+      part: 'stream-consumer',
       type: 'lag',
       pending: Number(pending),
       lag: lag === null || lag === undefined ? undefined : Number(lag),

@@ -1,5 +1,6 @@
 import { ClosedError } from '../core/errors.js';
 import { LruMap } from '../core/lru-map.js';
+import type { Emit } from '../core/observer.js';
 import { boundedClient } from '../redis/bounded-client.js';
 import { evalScript } from '../redis/eval.js';
 import { scripts } from '../redis/scripts.generated.js';
@@ -143,13 +144,8 @@ async function runConsumer<E>(
   };
   const changed = () => new Promise<void>((resolve) => waiters.add(resolve));
 
-  const emit = (event: StreamConsumerEvent) => {
-    try {
-      o.onEvent?.(event);
-    } catch {
-      // A failing observer must not stop the consumer.
-    }
-  };
+  // observing() keeps a throwing observer from stopping the consumer.
+  const emit: Emit<StreamConsumerEvent> = o.emit ?? (() => {});
 
   const jobs = jobContext<E>({ o, ledger, stats, errors, emit, finish, finishAll });
 
@@ -270,7 +266,7 @@ async function runConsumer<E>(
       scheduler.drop(job.id);
       if (outcome === 'fenced') {
         stats.fenced++;
-        emit({ type: 'fenced', id: job.id, deliveries: job.token });
+        emit({ part: 'stream-consumer', type: 'fenced', id: job.id, deliveries: job.token });
       }
     }
     // A spilled key has room again: a blocked read is ended so that its entries are read back.
@@ -370,9 +366,11 @@ async function runConsumer<E>(
       } catch (error) {
         blocked = false;
         if (signal.aborted) break;
-        emit({ type: 'error', operation: 'read', error });
+        emit({ part: 'stream-consumer', type: 'error', operation: 'read', error });
         if (error instanceof Error && error.message.startsWith('NOGROUP')) {
-          await ensureGroup().catch((e: unknown) => emit({ type: 'error', operation: 'group', error: e }));
+          await ensureGroup().catch((e: unknown) =>
+            emit({ part: 'stream-consumer', type: 'error', operation: 'group', error: e }),
+          );
         }
         await sleep(retryMs, signal);
         retryMs = Math.min(retryMs * 2, READ_RETRY_MAX_MS);

@@ -71,14 +71,21 @@ export async function runBatch<E>(c: JobContext<E>, jobs: readonly ScheduledJob<
           void stale(c, job, items[i] as ApplyAckItem);
         } else {
           c.stats.acked++;
-          if ('seq' in reply) c.emit({ type: 'applied', id: job.id, outcome: reply.outcome, seq: reply.seq });
+          if ('seq' in reply)
+            c.emit({
+              part: 'stream-consumer',
+              type: 'applied',
+              id: job.id,
+              outcome: reply.outcome,
+              seq: reply.seq,
+            });
           settled.push([job, 'done']);
         }
       }
     } catch (error) {
       // Its outcome is unknown: whatever was booked is acked too (one script), and what was not
       // stays pending and is reclaimed (claimIdle) or taken back by this consumer's read-back.
-      c.emit({ type: 'error', operation: 'ack', error });
+      c.emit({ part: 'stream-consumer', type: 'error', operation: 'ack', error });
       for (const job of booked) settled.push([job, 'lost']);
     }
   }
@@ -98,7 +105,7 @@ function unmade<E>(c: JobContext<E>, job: ScheduledJob<Held<E>>, err: unknown): 
   const seen = c.errors.get(job.id);
   c.errors.set(job.id, { first: seen?.first ?? text, last: text });
   c.stats.failed++;
-  c.emit({ type: 'handler-error', id: job.id, deliveries: job.token, error: err });
+  c.emit({ part: 'stream-consumer', type: 'handler-error', id: job.id, deliveries: job.token, error: err });
   return true;
 }
 
@@ -106,7 +113,7 @@ async function stale<E>(c: JobContext<E>, job: ScheduledJob<Held<E>>, item: Appl
   try {
     c.finish(job, await settleStale(c, job, 1, item));
   } catch (error) {
-    c.emit({ type: 'error', operation: 'ack', error });
+    c.emit({ part: 'stream-consumer', type: 'error', operation: 'ack', error });
     c.finish(job, 'lost');
   }
 }

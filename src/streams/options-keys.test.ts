@@ -226,7 +226,7 @@ describe('streams options refuse unknown keys', () => {
       backlog: { maxEvents: 10, maxBytes: 1000 },
       maxEventBytes: 100,
       signal,
-      onEvent: () => {},
+      observer: () => {},
       random: Math.random,
       timeout: '1s',
     });
@@ -243,7 +243,7 @@ describe('streams options refuse unknown keys', () => {
       deadLetter: { stream: 'd' },
       from: '0',
       serializer: { serialize: String, deserialize: String },
-      onEvent: () => {},
+      observer: () => {},
       timeout: '1s',
     });
     createStreamConsumer({

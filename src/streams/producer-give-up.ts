@@ -111,6 +111,7 @@ function report(
   deadLetterId: string | undefined,
 ): void {
   emit?.({
+    part: 'stream-producer',
     type: 'dead-lettered',
     id: item.id,
     reason: reason as 'publish-failed',

@@ -52,7 +52,7 @@ describe('stream producer options', () => {
       [{ maxEventBytes: 0 }, 'maxEventBytes'],
       [{ deadLetter: { stream: '' } }, 'deadLetter.stream'],
       [{ id: 'x' }, 'id'],
-      [{ onEvent: 1 }, 'onEvent'],
+      [{ observer: 1 }, 'observer'],
       [{ name: '' }, 'name'],
     ];
     for (const [patch, option] of bad) {

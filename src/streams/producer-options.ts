@@ -1,6 +1,7 @@
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { LIMITS, optionWithinLimit } from '../core/limits.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
 import { isPlainObject, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import { boundedClient } from '../redis/bounded-client.js';
 import { clientKeyPrefix } from '../redis/client-options.js';
@@ -10,10 +11,20 @@ import { storeTimeout } from '../redis/redis-store.js';
 import { keySlot } from '../redis/slot.js';
 import { type RetryOptions, type RetryPolicy, retryPolicy } from './backoff.js';
 
-/** What a producer reports through `onEvent` (metrics, logs). */
+/**
+ * What a producer reports through its `observer` (metrics, logs): events of the part
+ * `stream-producer` in onceflow's one event table (docs/observability.md).
+ */
 export type ProducerEvent =
-  | { readonly type: 'published'; readonly id: string; readonly entryId: string; readonly duplicate: boolean }
   | {
+      readonly part: 'stream-producer';
+      readonly type: 'published';
+      readonly id: string;
+      readonly entryId: string;
+      readonly duplicate: boolean;
+    }
+  | {
+      readonly part: 'stream-producer';
       readonly type: 'retried';
       readonly attempt: number;
       readonly delayMs: number;
@@ -21,6 +32,7 @@ export type ProducerEvent =
       readonly error: unknown;
     }
   | {
+      readonly part: 'stream-producer';
       readonly type: 'dead-lettered';
       readonly id: string;
       readonly reason: 'publish-failed' | 'terminal-error';
@@ -28,7 +40,12 @@ export type ProducerEvent =
       /** The dead letter's entry id; undefined when it could not be written (or dead letters are off). */
       readonly deadLetterId: string | undefined;
     }
-  | { readonly type: 'backlog-full'; readonly events: number; readonly bytes: number };
+  | {
+      readonly part: 'stream-producer';
+      readonly type: 'backlog-full';
+      readonly events: number;
+      readonly bytes: number;
+    };
 
 /** Options of {@link createStreamProducer}; `T` is the event's type (`publish` and `id` take it). */
 export interface StreamProducerOptions<T = unknown> {
@@ -54,7 +71,11 @@ export interface StreamProducerOptions<T = unknown> {
   maxEventBytes?: number;
   /** Aborting closes the producer, as `close()` does. */
   signal?: AbortSignal;
-  onEvent?: (event: ProducerEvent) => void;
+  /**
+   * Receives the producer's events (see {@link ProducerEvent}); a throw is reported once and never
+   * stops the producer, as every part's observer (docs/observability.md).
+   */
+  observer?: Observer<ProducerEvent>;
   /** The jitter's random source, [0, 1) (tests pass a fixed one). Default Math.random. */
   random?: () => number;
   /**
@@ -92,7 +113,7 @@ export interface ProducerConfig {
   readonly maxBytes: number;
   readonly maxEventBytes: number;
   readonly deriveId: ((event: unknown) => string) | undefined;
-  readonly onEvent: ((event: ProducerEvent) => void) | undefined;
+  readonly emit: Emit<ProducerEvent> | undefined;
   readonly random: () => number;
   readonly durability: Durability | undefined;
 }
@@ -141,7 +162,7 @@ const PRODUCER_OPTIONS = [
   'backlog',
   'maxEventBytes',
   'signal',
-  'onEvent',
+  'observer',
   'random',
   'durability',
   'timeout',
@@ -186,8 +207,7 @@ export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerCo
   }
   if (options.id !== undefined && typeof options.id !== 'function')
     throw new InvalidOptionError('id', 'a function (event) => string', options.id);
-  if (options.onEvent !== undefined && typeof options.onEvent !== 'function')
-    throw new InvalidOptionError('onEvent', 'a function', options.onEvent);
+  const emit = observing<ProducerEvent>(options.observer, 'observer');
   if (options.random !== undefined && typeof options.random !== 'function')
     throw new InvalidOptionError('random', 'a function returning [0, 1)', options.random);
   const timeoutMs = storeTimeout(options.timeout);
@@ -207,7 +227,7 @@ export function producerConfig<T>(options: StreamProducerOptions<T>): ProducerCo
     maxBytes: positiveInt('backlog.maxBytes', backlog.maxBytes ?? DEFAULT_BACKLOG_BYTES),
     maxEventBytes: positiveInt('maxEventBytes', options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES),
     deriveId: options.id as ((event: unknown) => string) | undefined,
-    onEvent: options.onEvent,
+    emit,
     random: options.random ?? Math.random,
     durability: durabilityOption(options.durability, client),
   };

@@ -105,16 +105,9 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
   let closed = false;
   let idle: Promise<void> = Promise.resolve();
   let markIdle: () => void = () => {};
-  // A throwing hook must not stop the pump (the events behind would never settle): its error is dropped.
-  const hook = config.onEvent;
-  const emit =
-    hook === undefined
-      ? undefined
-      : (event: ProducerEvent) => {
-          try {
-            hook(event);
-          } catch {}
-        };
+  // A throwing observer must not stop the pump (the events behind would never settle): observing()
+  // catches and reports it.
+  const emit = config.emit;
 
   const pending = () => queue.length - head;
 
@@ -175,7 +168,7 @@ export function createStreamProducer<T = unknown>(options: StreamProducerOptions
         const { id, text, size } = encodeEvent(config, event, publishOptions);
         const itemBytes = size + Buffer.byteLength(id, 'utf8');
         if (pending() >= config.maxEvents || bytes + itemBytes > config.maxBytes) {
-          emit?.({ type: 'backlog-full', events: pending(), bytes });
+          emit?.({ part: 'stream-producer', type: 'backlog-full', events: pending(), bytes });
           throw new BacklogFullError(pending(), bytes, config.maxEvents, config.maxBytes);
         }
         return new Promise<string>((resolve, reject) => {
@@ -237,7 +230,13 @@ async function runBatch(sender: Sender, batch: Item[]): Promise<void> {
         const entryId = String(reply[2 * i]);
         sender.settle(item);
         item.resolve(entryId);
-        emit?.({ type: 'published', id: item.id, entryId, duplicate: reply[2 * i + 1] === 0 });
+        emit?.({
+          part: 'stream-producer',
+          type: 'published',
+          id: item.id,
+          entryId,
+          duplicate: reply[2 * i + 1] === 0,
+        });
       }
       return;
     } catch (err) {
@@ -258,7 +257,7 @@ async function runBatch(sender: Sender, batch: Item[]): Promise<void> {
       if (live.length === 0) return;
       const attempt = Math.min(...live.map((item) => item.tries));
       const delayMs = backoffDelay(config.retry, attempt, config.random);
-      emit?.({ type: 'retried', attempt, delayMs, events: live.length, error: err });
+      emit?.({ part: 'stream-producer', type: 'retried', attempt, delayMs, events: live.length, error: err });
       await sleep(delayMs);
     }
   }
@@ -278,7 +277,13 @@ async function terminal(sender: Sender, live: Item[]): Promise<void> {
       const reply = await send(config, [item]);
       sender.settle(item);
       item.resolve(String(reply[0]));
-      emit?.({ type: 'published', id: item.id, entryId: String(reply[0]), duplicate: reply[1] === 0 });
+      emit?.({
+        part: 'stream-producer',
+        type: 'published',
+        id: item.id,
+        entryId: String(reply[0]),
+        duplicate: reply[1] === 0,
+      });
     } catch (alone) {
       item.tries++;
       item.lastError = alone;

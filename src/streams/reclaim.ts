@@ -112,13 +112,13 @@ async function reclaim<E>(c: ClaimContext<E>): Promise<void> {
       if (scheduler.get(id) === undefined) taken++;
       c.offer(entry as RawEntry, count);
     }
-    if (taken > 0) c.emit({ type: 'reclaimed', count: taken });
+    if (taken > 0) c.emit({ part: 'stream-consumer', type: 'reclaimed', count: taken });
     if (deleted.length > 0) {
       for (const id of deleted) {
         const job = scheduler.get(id);
         if (job !== undefined && job.state !== 'running') c.finish(job, 'lost');
       }
-      c.emit({ type: 'deleted', ids: deleted });
+      c.emit({ part: 'stream-consumer', type: 'deleted', ids: deleted });
     }
     c.pump();
     if (room > 0) cursor = next === '0-0' ? undefined : next;
@@ -139,12 +139,12 @@ export async function claimLoop<E>(c: ClaimContext<E>): Promise<void> {
       await touch(c);
       await touchSpilled(c);
     } catch (error) {
-      c.emit({ type: 'error', operation: 'touch', error });
+      c.emit({ part: 'stream-consumer', type: 'error', operation: 'touch', error });
     }
     try {
       await reclaim(c);
     } catch (error) {
-      c.emit({ type: 'error', operation: 'claim', error });
+      c.emit({ part: 'stream-consumer', type: 'error', operation: 'claim', error });
     }
     await c.sleep(interval);
   }

@@ -119,6 +119,7 @@ export class Connection {
   private transition(state: ConnectionState, detail: Record<string, unknown> = {}): void {
     this.state = state;
     this.node.emit({
+      part: 'gateway',
       type: 'state',
       connection: this.id,
       state,
@@ -255,7 +256,7 @@ export class Connection {
         // The store that decides the limits failed: no outcome to record (INTERNAL, re-sent later).
         throw new UndecidedError(`deciding the limits failed: ${errorText(err)}`, { cause: err });
       }
-      this.node.emit({ type: 'limit', connection: this.id, reason: d.reason });
+      this.node.emit({ part: 'gateway', type: 'limit', connection: this.id, reason: d.reason });
       if (!d.allowed)
         return {
           outcome: 'limited',
@@ -354,6 +355,7 @@ export class Connection {
       handler: (m, again) => this.run(m, again),
       send: (ack) => {
         this.node.emit({
+          part: 'gateway',
           type: 'message',
           connection: this.id,
           outcome: ack.outcome,

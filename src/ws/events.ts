@@ -5,11 +5,13 @@ import type { WsAckCode, WsErrorCode } from './errors.js';
 export type ConnectionState = 'handshake' | 'open' | 'closed';
 
 /**
- * What a gateway reports through `onEvent`. Every state change of a connection is one `state`
- * event, emitted from one place (Connection.transition), so a metrics layer sees each once.
+ * What a gateway reports through its `observer`: events of the part `gateway` in onceflow's one
+ * event table (docs/observability.md). Every state change of a connection is one `state` event,
+ * emitted from one place (Connection.transition), so a metrics layer sees each once.
  */
 export type GatewayEvent =
   | {
+      readonly part: 'gateway';
       readonly type: 'state';
       /** This node's number for the connection. */
       readonly connection: number;
@@ -27,6 +29,7 @@ export type GatewayEvent =
     }
   /** A message decided: its outcome (a duplicate is an outcome sent again, nothing ran). */
   | {
+      readonly part: 'gateway';
       readonly type: 'message';
       readonly connection: number;
       readonly outcome: 'handled' | 'limited' | 'rejected';
@@ -40,7 +43,12 @@ export type GatewayEvent =
    * store's answer (the gateway's limiter has no degraded policy: a failing store fails the
    * message with INTERNAL and no decision).
    */
-  | { readonly type: 'limit'; readonly connection: number; readonly reason: ObservedDecisionReason }
+  | {
+      readonly part: 'gateway';
+      readonly type: 'limit';
+      readonly connection: number;
+      readonly reason: ObservedDecisionReason;
+    }
   /**
    * A heartbeat verdict that involved this node's own time: `dropped` (closed HEARTBEAT_TIMEOUT
    * right after), or `spared`, a false timeout suppressed: the connection's silence passed the
@@ -48,10 +56,16 @@ export type GatewayEvent =
    * spoke. `stalledMs`: the node's own event-loop stalls discounted from that silence.
    */
   | {
+      readonly part: 'gateway';
       readonly type: 'heartbeat';
       readonly connection: number;
       readonly verdict: 'dropped' | 'spared';
       readonly stalledMs: number;
     }
   /** An upgrade refused before the WebSocket opened (origin, path, a request it cannot read). */
-  | { readonly type: 'refused'; readonly reason: 'origin' | 'path' | 'request'; readonly status: number };
+  | {
+      readonly part: 'gateway';
+      readonly type: 'refused';
+      readonly reason: 'origin' | 'path' | 'request';
+      readonly status: number;
+    };

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Emit } from '../core/observer.js';
 import type { Limiter } from '../limiter/types.js';
 import type { SendPolicyOptions } from './backpressure.js';
 import type { WsErrorCode } from './errors.js';
@@ -37,16 +38,12 @@ export class GatewayNode<C extends NodeMember> {
     readonly heartbeat: Heartbeat<C>,
     readonly sendOptions: SendPolicyOptions,
     readonly auth: (token: string | undefined, request: IncomingMessage) => AuthResult | Promise<AuthResult>,
-    private readonly onEvent: ((event: GatewayEvent) => void) | undefined,
+    private readonly observer: Emit<GatewayEvent> | undefined,
   ) {}
 
+  /** Reports `event` to the gateway's observer (observing() keeps its throws from ending anything). */
   emit(event: GatewayEvent): void {
-    if (this.onEvent === undefined) return;
-    try {
-      this.onEvent(event);
-    } catch {
-      // A listener's bug must not end a connection or skip its bookkeeping.
-    }
+    if (this.observer !== undefined) this.observer(event);
   }
 
   /**

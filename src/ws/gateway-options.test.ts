@@ -45,7 +45,7 @@ describe('resolveGatewayOptions', () => {
     ['a negative port', { port: -1 }, 'port'],
     ['a fractional port', { port: 1.5 }, 'port'],
     ['auth not a function', { port: 0, auth: 'x' }, 'auth'],
-    ['onEvent not a function', { port: 0, onEvent: {} }, 'onEvent'],
+    ['observer not a function', { port: 0, observer: {} }, 'observer'],
     ['origins of non-strings', { port: 0, origins: [1] }, 'origins'],
     ['origins a string', { port: 0, origins: 'https://a.example' }, 'origins'],
     ['limits not an array', { port: 0, limits: {} }, 'limits'],

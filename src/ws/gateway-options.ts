@@ -2,6 +2,7 @@ import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Duration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
+import { type Observer, observing } from '../core/observer.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, positiveInt } from '../core/validate.js';
 import type { LimitOptions } from '../limiter/options.js';
@@ -87,8 +88,12 @@ export interface GatewayOptions {
   send?: SendPolicyOptions;
   /** The users' streams (retention, body bound). Every node and publisher must pass the same. */
   streams?: UserStreamsOptions;
-  /** Called at every state change of a connection, and for each decision worth counting. */
-  onEvent?: (event: GatewayEvent) => void;
+  /**
+   * Receives the gateway's events (see {@link GatewayEvent}): every state change of a connection
+   * and each decision worth counting. A throw is reported once and never ends a connection or
+   * skips its bookkeeping, as every part's observer (docs/observability.md).
+   */
+  observer?: Observer<GatewayEvent>;
 }
 
 const GATEWAY_OPTIONS = keysOf<GatewayOptions>({
@@ -111,7 +116,7 @@ const GATEWAY_OPTIONS = keysOf<GatewayOptions>({
   maxConnectionsPerUser: true,
   send: true,
   streams: true,
-  onEvent: true,
+  observer: true,
 });
 
 /** The validated options, with every default filled in. */
@@ -144,8 +149,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     throw new InvalidOptionError('port', 'an integer from 0 to 65535', options.port);
   if (options.auth !== undefined && typeof options.auth !== 'function')
     throw new InvalidOptionError('auth', 'a function (token, request) => user | null', options.auth);
-  if (options.onEvent !== undefined && typeof options.onEvent !== 'function')
-    throw new InvalidOptionError('onEvent', 'a function', options.onEvent);
+  observing(options.observer, 'observer');
   const origins = options.origins;
   if (
     origins !== undefined &&

@@ -3,12 +3,14 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Duration } from '../core/duration.js';
+import { observing } from '../core/observer.js';
 import { timerDuration } from '../core/timer-delay.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wsSessions, wsShared } from './backend.js';
 import { Connection } from './connection.js';
+import type { GatewayEvent } from './events.js';
 import type { JsonValue } from './frames.js';
 import { GatewayNode } from './gateway-node.js';
 import { type AuthResult, type GatewayOptions, resolveGatewayOptions } from './gateway-options.js';
@@ -86,7 +88,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     timeout: 2 * o.heartbeatMs,
     // Told only after connections exist, so after `node` below is set.
     onVerdict: (c, verdict, stalledMs) =>
-      node.emit({ type: 'heartbeat', connection: c.id, verdict, stalledMs }),
+      node.emit({ part: 'gateway', type: 'heartbeat', connection: c.id, verdict, stalledMs }),
   });
   const node = new GatewayNode(
     o,
@@ -97,7 +99,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     heartbeat,
     options.send ?? {},
     options.auth ?? defaultAuth,
-    options.onEvent,
+    observing<GatewayEvent>(options.observer, 'observer'),
   );
   const stopHeartbeat = heartbeat.start({
     drop: (c) => c.fail('HEARTBEAT_TIMEOUT', `nothing heard for ${2 * o.heartbeatMs} ms`),
@@ -151,7 +153,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
   };
   const refuse = (socket: Duplex, status: 400 | 403 | 404, reason: 'origin' | 'path' | 'request') => {
-    node.emit({ type: 'refused', reason, status });
+    node.emit({ part: 'gateway', type: 'refused', reason, status });
     const text = status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : 'Not Found';
     socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\n\r\n`);
   };

@@ -90,7 +90,7 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
     let othersDone: { runs: number; dead: boolean } | undefined;
     let deadLettered = false;
     const c = consume(stream, {
-      onEvent: (e) => {
+      observer: (e) => {
         if (e.type === 'dead-letter') deadLettered = true;
       },
       handler: (d) => {
@@ -135,7 +135,7 @@ describe('a poison entry in a keyed stream (one consumer, default concurrency an
     let dead = false;
     const hotIds = new Set<string>();
     const c = consume(stream, {
-      onEvent: (e) => {
+      observer: (e) => {
         if (e.type === 'dead-letter') dead = true;
         // Every entry but the hot key's is booked under an owner k0..k9.
         if (e.type === 'applied' && e.outcome === 'applied' && !hotIds.has(e.id) && ++others === OTHERS) {

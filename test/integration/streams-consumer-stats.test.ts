@@ -50,7 +50,7 @@ const lagKnown = async () => {
 
 type Options = Omit<
   StreamConsumerOptions<{ i: number }>,
-  'client' | 'signal' | 'group' | 'consumer' | 'onEvent'
+  'client' | 'signal' | 'group' | 'consumer' | 'observer'
 >;
 const start = (options: Options & { consumer?: string; client?: StreamClient }) =>
   startConsumer<{ i: number }>({

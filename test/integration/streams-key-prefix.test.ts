@@ -36,7 +36,7 @@ async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promi
 
 /** Runs a consumer until `done()`, then stops it; its events. */
 async function consume<E>(
-  options: Omit<StreamConsumerOptions<E>, 'signal' | 'group' | 'consumer' | 'onEvent'>,
+  options: Omit<StreamConsumerOptions<E>, 'signal' | 'group' | 'consumer' | 'observer'>,
   done: (acked: number, deadLettered: number) => boolean | Promise<boolean>,
 ) {
   const controller = new AbortController();
@@ -47,7 +47,7 @@ async function consume<E>(
     block: '100ms',
     ...options,
     signal: controller.signal,
-    onEvent: (e) => {
+    observer: (e) => {
       if (e.type === 'error') errors.push(e.error);
     },
   } as StreamConsumerOptions<E>);

@@ -49,7 +49,7 @@ describe('stream producer under faults (own redis-server)', () => {
       stream: 'backlog',
       backlog: { maxEvents: 5 },
       retry: { attempts: 1000, base: 10, max: 50 },
-      onEvent: (e) => seen.push(e),
+      observer: (e) => seen.push(e),
     });
     await p.publish('before', { id: 'b0' });
     await server.stop();
@@ -116,7 +116,7 @@ describe('stream producer under faults (own redis-server)', () => {
       client: c,
       stream: 'killed',
       retry: { attempts: 50, base: 5, max: 50 },
-      onEvent: (e) => seen.push(e),
+      observer: (e) => seen.push(e),
     });
     const n = 3000;
     let kills = 0;
@@ -174,7 +174,7 @@ describe('stream producer under faults (own redis-server)', () => {
           client: c,
           stream,
           retry: { attempts: 20, base: 5, max: 50 },
-          onEvent: (e) => seen.push(e),
+          observer: (e) => seen.push(e),
         });
         await p.publish('warm', { id: 'warm' }); // loads the script: the lost call is an EVALSHA
         proxy.loseNextReply();

@@ -35,7 +35,7 @@ describe('stream producer on Redis', () => {
   it('writes an id once: a publish again answers the first entry id, concurrently or later', async () => {
     const s = stream('once');
     const seen: ProducerEvent[] = [];
-    const p = createStreamProducer({ client: redis, stream: s, onEvent: (e) => seen.push(e) });
+    const p = createStreamProducer({ client: redis, stream: s, observer: (e) => seen.push(e) });
     const [a, b] = await Promise.all([p.publish({ n: 1 }, { id: 'x' }), p.publish({ n: 2 }, { id: 'x' })]);
     const c = await p.publish({ n: 3 }, { id: 'x' });
     // Another producer (another process) of the same stream shares the record.
@@ -162,7 +162,7 @@ describe('stream producer on Redis', () => {
       client: redis,
       stream: s,
       name: 'settle',
-      onEvent: (e) => seen.push(e),
+      observer: (e) => seen.push(e),
     });
     const results = await Promise.allSettled([
       p.publish({ n: 1 }, { id: 'p1' }),

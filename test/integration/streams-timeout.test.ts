@@ -172,7 +172,7 @@ describe('streams: a bounded wait on every call', () => {
         seen.push(d.event);
       },
       signal: controller.signal,
-      onEvent: (e) => events.push(e),
+      observer: (e) => events.push(e),
     });
     const run = consumer.run();
     // Two whole blocking reads with nothing to read (each waits 1 s, 5 times the timeout).

@@ -87,12 +87,12 @@ describe('handshake', () => {
 
   it('refuses a cross-site Origin with 403 by default; same-origin and listed origins pass', async () => {
     const events: unknown[] = [];
-    const g = await gateway({ onEvent: (e) => events.push(e) });
+    const g = await gateway({ observer: (e) => events.push(e) });
     const port = g.port as number;
     await expect(connectRaw(port, { headers: { origin: 'https://evil.example' } })).rejects.toMatchObject({
       status: 403,
     });
-    expect(events).toContainEqual({ type: 'refused', reason: 'origin', status: 403 });
+    expect(events).toContainEqual({ part: 'gateway', type: 'refused', reason: 'origin', status: 403 });
     const same = await connectRaw(port, { headers: { origin: `http://127.0.0.1:${port}` } });
     clients.push(same);
     await same.handshake(newSession());

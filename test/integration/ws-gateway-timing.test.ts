@@ -34,7 +34,7 @@ async function gateway(options: Omit<GatewayOptions, 'port'>): Promise<Gateway> 
 describe('heartbeat', () => {
   it('a silent client is closed with HEARTBEAT_TIMEOUT (1013), after a handshake or without one', async () => {
     const events: GatewayEvent[] = [];
-    const g = await gateway({ heartbeat: '1s', onEvent: (e) => events.push(e) });
+    const g = await gateway({ heartbeat: '1s', observer: (e) => events.push(e) });
     const { client } = await open(g.port as number, newSession());
     client.answerPings = false;
     const bare = await connectRaw(g.port as number); // never says hello
@@ -66,7 +66,7 @@ describe('heartbeat', () => {
 
   it('a client that answers pings stays open past 5 s, across a 2 s stall of the node (told as spared)', async () => {
     const events: GatewayEvent[] = [];
-    const g = await gateway({ heartbeat: '1s', onEvent: (e) => events.push(e) });
+    const g = await gateway({ heartbeat: '1s', observer: (e) => events.push(e) });
     const { client } = await open(g.port as number, newSession());
     clients.push(client);
     await sleep(1_500);
@@ -137,7 +137,7 @@ describe('slow reader', () => {
         store,
         send: { highWater: 64 * 1024, cap, grace: '1s' },
         streams: { maxLength: 2_000 },
-        onEvent: (e) => events.push(e),
+        observer: (e) => events.push(e),
       });
       const user = 'anonymous';
       const session = newSession();

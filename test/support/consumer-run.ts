@@ -17,16 +17,16 @@ export interface RunningConsumer {
   stop(): Promise<void>;
 }
 
-/** Starts `options` (without `signal` and `onEvent`: the run's own) and collects its events. */
+/** Starts `options` (without `signal` and `observer`: the run's own) and collects its events. */
 export function startConsumer<E>(
-  options: Omit<StreamConsumerOptions<E>, 'signal' | 'onEvent'>,
+  options: Omit<StreamConsumerOptions<E>, 'signal' | 'observer'>,
 ): RunningConsumer {
   const controller = new AbortController();
   const events: StreamConsumerEvent[] = [];
   const consumer = createStreamConsumer<E>({
     ...options,
     signal: controller.signal,
-    onEvent: (e) => events.push(e),
+    observer: (e) => events.push(e),
   } as StreamConsumerOptions<E>);
   const done = consumer.run();
   return {

@@ -17,7 +17,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('heartbeats and the wall clock', () => {
   it('a wall clock skewed by seconds, back and forth, drops no healthy client; a silent one goes', async () => {
     const events: GatewayEvent[] = [];
-    const gateway = await createGateway({ port: 0, heartbeat: '1s', onEvent: (e) => events.push(e) });
+    const gateway = await createGateway({ port: 0, heartbeat: '1s', observer: (e) => events.push(e) });
     const url = `ws://127.0.0.1:${gateway.port}/`;
     const clients = Array.from({ length: 3 }, () => createClient({ url, WebSocket, reconnect: false }));
     try {

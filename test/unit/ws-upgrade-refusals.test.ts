@@ -48,7 +48,7 @@ describe('refused upgrades', () => {
         if (origin === 'https://boom.example') throw new Error('origin check bug');
         return origin === 'https://ok.example';
       },
-      onEvent: (e) => events.push(e),
+      observer: (e) => events.push(e),
     });
     const port = gateway.port as number;
     const uncaught: unknown[] = [];

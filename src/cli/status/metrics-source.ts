@@ -1,8 +1,8 @@
 // The metrics the status endpoints serve: a prom-client registry of the process, fed by the
 // observer of everything `onceflow serve` or `onceflow demo --serve` runs.
 import type { Observer } from '../../core/observer.js';
+import type { ObservedEvent } from '../../metrics/recorder.js';
 import type { Store } from '../../store/store.js';
-import type { GatewayEvent } from '../../ws/events.js';
 import { DemoFailure } from '../failure.js';
 import type { StatusRegistry } from './status-handler.js';
 
@@ -11,10 +11,9 @@ type PromClient = typeof import('prom-client');
 /** What the process attaches to the parts it runs; the shape of onceflow/metrics' `createMetrics`. */
 export interface AttachedMetrics {
   readonly registry: StatusRegistry & import('prom-client').Registry;
-  readonly observer: Observer;
+  /** Every part's `observer`, the gateway's included. */
+  readonly observer: Observer<ObservedEvent>;
   observeStore(store: Store): Store;
-  /** For createGateway's `onEvent`. */
-  readonly gatewayEvents: (event: GatewayEvent) => void;
   readonly client: PromClient;
 }
 
@@ -44,7 +43,6 @@ export async function attachMetrics(command: string): Promise<AttachedMetrics> {
     registry,
     observer: metrics.observer,
     observeStore: (store) => metrics.observeStore(store),
-    gatewayEvents: metrics.gatewayEvents,
     client,
   };
 }
