@@ -166,6 +166,13 @@ describe('knownKeys', () => {
     expect(() => knownKeys('', { ['x'.repeat(100)]: 1 }, ['capacity'])).toThrow(/one of `capacity`/);
   });
 
+  it('names the option that replaced a renamed one, however far apart the spellings', () => {
+    const fn = () => {};
+    expect(() => knownKeys('', { onEvent: fn }, ['client', 'observer'])).toThrow(/did you mean `observer`\?/);
+    // Where the new name is not an option either, the usual hint.
+    expect(() => knownKeys('', { onEvent: fn }, ['client', 'store'])).toThrow(/one of `client`, `store`/);
+  });
+
   it("kind 'argument' refuses with ERR_INVALID_ARGUMENT (a call's own object)", () => {
     expect(() => knownKeys('', { ordr: 1 }, ['order', 'owner'], 'argument')).toThrow(
       expect.objectContaining({

@@ -87,6 +87,10 @@ export function orderFromString(text: string): Order {
   return big <= BigInt(Number.MAX_SAFE_INTEGER) && big >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(big) : big;
 }
 
+// Option names an earlier release used, to the name that replaced them: the refusal then names it
+// however far apart the spellings are.
+const RENAMED: Readonly<Record<string, string>> = { onEvent: 'observer' };
+
 /**
  * Refuses an options object that holds a key outside `known`, naming the closest known key: a
  * JavaScript caller's typo (`blokDuration`) would otherwise change nothing and say nothing.
@@ -109,7 +113,8 @@ export function knownKeys(
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;
     const name = where === '' ? key : `${where}.${key}`;
-    const near = closest(key, known);
+    const renamed = RENAMED[key];
+    const near = renamed !== undefined && known.includes(renamed) ? renamed : closest(key, known);
     const hint =
       near === undefined ? `one of ${known.map((k) => `\`${k}\``).join(', ')}` : `did you mean \`${near}\`?`;
     const got = (options as Record<string, unknown>)[key];
