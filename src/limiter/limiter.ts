@@ -11,6 +11,7 @@ import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
 import { BlockCache } from './block-cache.js';
+import { DeviationSampler } from './deviation.js';
 import { limiterNamespace } from './keys.js';
 import { type LimitOptions, toSpec } from './options.js';
 import { type Fallback, RateLimiter } from './rate-limiter.js';
@@ -46,7 +47,9 @@ export interface LimiterOptions extends Partial<LimitOptions> {
   /**
    * Told every decision (`limiter.decision`, with its reason: `blocked` when the block cache
    * answered) and every store failure the degraded policy answered (`limiter.degraded`): see
-   * docs/observability.md. None by default: an unobserved limiter builds no event.
+   * docs/observability.md. A `sliding-window` limit's estimate is also measured on a sample of
+   * keys (`limiter.deviation`, docs/limits.md). None by default: an unobserved limiter builds no
+   * event.
    */
   observer?: Observer;
 }
@@ -241,6 +244,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     onDegraded: internals.onDegraded,
     name,
     emit,
+    deviation: DeviationSampler.for(specs, name, emit),
   });
 }
 

@@ -15,6 +15,7 @@ import { type Decision, decide, type LimitDecision } from '../windows/limits/dec
 import type { LimitSpec, Verdict } from '../windows/limits/types.js';
 import { verdict } from '../windows/limits/verdict.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
+import type { DeviationSampler } from './deviation.js';
 import type { DegradedPolicy, Limiter } from './types.js';
 
 // Subjects whose key strings a limiter keeps (see #keyCache in RateLimiter). A BoundedMap keeps an
@@ -45,6 +46,8 @@ export interface LimiterConfig {
   /** The limiter's name, as its events carry it. */
   readonly name: string;
   readonly emit: Emit | undefined;
+  /** Measures the sliding-window estimate on sampled keys: only with an observer (see deviation.ts). */
+  readonly deviation: DeviationSampler | undefined;
 }
 
 /** A limit with the subject it counts by (`undefined`: the plain key). */
@@ -71,6 +74,7 @@ export class RateLimiter implements Limiter {
   readonly #cache: BlockCache | undefined;
   readonly #passIn: Clock | undefined;
   readonly #emit: Emit | undefined;
+  readonly #deviation: DeviationSampler | undefined;
   /** Distinct subject names (`by`), in first-use order; one entry: a single-subject limiter. */
   readonly #bys: string[];
   readonly #multiSubject: boolean;
@@ -100,6 +104,7 @@ export class RateLimiter implements Limiter {
     this.#cache = config.cache;
     this.#passIn = config.passIn;
     this.#emit = config.emit;
+    this.#deviation = config.deviation;
     this.#bys = [...new Set(config.specs.map((s) => s.by ?? 'key'))];
     this.#multiSubject = this.#bys.length > 1;
     this.#plainKeys = this.#bys.length === 1 && this.#bys[0] === 'key';
@@ -142,6 +147,7 @@ export class RateLimiter implements Limiter {
   #forgetLocally(subjects: Subjects, command: LimiterDeleteCommand): void {
     if (typeof subjects === 'string') this.#cache?.delete(subjects);
     else this.#cache?.clear();
+    this.#deviation?.forget(command.limits);
     // The local fallback counts with its own scaled limits (a share of each), whose state shapes
     // may differ from the store's (a GCRA's limit, a sliding log's form past 512): its states are
     // named by its own specs.
@@ -220,7 +226,7 @@ export class RateLimiter implements Limiter {
       }
       this.#decidesHere = true;
       if (cache !== undefined && this.#passIn !== undefined) this.#remember(cacheKey, cost, asked, decision);
-      if (this.#emit !== undefined) this.#observe(decision);
+      if (this.#emit !== undefined) this.#observeAnswer(decision, calls, cost);
       return Promise.resolve(decision);
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
@@ -229,7 +235,7 @@ export class RateLimiter implements Limiter {
       (reply) => {
         const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
         if (cache !== undefined && epoch === this.#epoch) this.#remember(cacheKey, cost, asked, decision);
-        if (this.#emit !== undefined) this.#observe(decision);
+        if (this.#emit !== undefined) this.#observeAnswer(decision, calls, cost);
         return decision;
       },
       (err: unknown) => this.#degrade(err, subjects, cost),
@@ -319,6 +325,12 @@ export class RateLimiter implements Limiter {
       allowed: decision.allowed,
       reason: decision.reason,
     });
+  }
+
+  // A decision the store answered: its event, and an admission's sample of the estimate.
+  #observeAnswer(decision: Decision, calls: LimitCall[], cost: number): void {
+    this.#observe(decision);
+    if (decision.allowed) this.#deviation?.admitted(calls, cost, decision);
   }
 
   #degrade(err: unknown, subjects: Subjects, cost: number): Decision {
