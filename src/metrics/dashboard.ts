@@ -35,7 +35,8 @@ function panelOf(def: MetricDefinition, prefix: string): DashboardPanel {
       expr: `histogram_quantile(${q}, sum${by(['le', ...labels])} (rate(${name}_bucket[${RANGE}])))`,
       legend: `p${q * 100} ${legendOf(labels)}`,
     });
-    return { row: def.row, title: def.help, unit: 's', queries: [quantile(0.5), quantile(0.99)], metrics };
+    const unit = def.unit === 's' ? 's' : 'percentunit';
+    return { row: def.row, title: def.help, unit, queries: [quantile(0.5), quantile(0.99)], metrics };
   }
   if (def.type === 'gauge') {
     // A duration gauge is the largest across processes; a count gauge is their sum, unless each
@@ -85,6 +86,16 @@ function consistencyPanels(prefix: string): DashboardPanel[] {
         },
       ],
       metrics: ['ledger_uncertain_total'],
+    },
+    {
+      row: CONSISTENCY,
+      title: 'Bucketed window estimate minus the exact count, share of the limit (sampled keys)',
+      unit: 'percentunit',
+      queries: [0.01, 0.99].map((q) => ({
+        expr: `histogram_quantile(${q}, sum by (le, limiter) (rate(${m('limiter_window_deviation_ratio')}_bucket[${RANGE}])))`,
+        legend: `p${q * 100} {{limiter}}`,
+      })),
+      metrics: ['limiter_window_deviation_ratio'],
     },
     {
       row: CONSISTENCY,

@@ -28,6 +28,8 @@ export interface MetricDefinition {
    * them reports whole (a consumer group's pending count); default: `max` for durations, else `sum`.
    */
   readonly across?: 'max' | 'sum';
+  /** A histogram's bucket bounds (default {@link STORE_CALL_BUCKETS}, seconds). */
+  readonly buckets?: readonly number[];
 }
 
 const outcomes = <const T extends readonly string[]>(...values: T) => values;
@@ -88,6 +90,17 @@ const enumerated = (label: string, values: readonly string[]): LabelDefinition =
 export const STORE_CALL_BUCKETS: readonly number[] = Object.freeze([
   0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
   0.25, 0.5, 1, 2.5,
+]);
+
+/**
+ * Deviation buckets: (estimate - exact) / limit of a sampled `sliding-window` key. The bucketed
+ * estimate is off by at most the oldest bucket's cost, which under even traffic is
+ * limit x granularity / window (1/60 of the limit for 1 s buckets of a minute; the whole limit for
+ * the classic 2-counter estimate, granularity = window): bounds from -1 to 1, finest near 0 where
+ * a well-chosen granularity keeps it.
+ */
+export const DEVIATION_BUCKETS: readonly number[] = Object.freeze([
+  -1, -0.5, -0.2, -0.1, -0.05, -0.02, -0.01, 0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1,
 ]);
 
 type Row = Omit<MetricDefinition, 'row'>;
@@ -172,6 +185,16 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       [name('limiter'), enumerated('policy', POLICIES)],
       'Takes the store failed or timed out for, answered by the degraded policy.',
     ),
+    {
+      ...histogram(
+        'limiter_window_deviation_ratio',
+        'limiter.window.deviation',
+        '1',
+        [name('limiter')],
+        'Sampled sliding-window keys: the bucketed estimate minus the exact admitted cost, as a share of the limit.',
+      ),
+      buckets: DEVIATION_BUCKETS,
+    },
   ]),
   ...inRow('Store', [
     histogram(

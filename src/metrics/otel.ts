@@ -95,7 +95,7 @@ function otelSink(meter: Meter, prefix: string): Sink {
     if (def.type === 'counter') {
       instruments.set(def, { counter: meter.createCounter(name, opts), attributes });
     } else if (def.type === 'histogram') {
-      const advice = { explicitBucketBoundaries: [...STORE_CALL_BUCKETS] };
+      const advice = { explicitBucketBoundaries: [...(def.buckets ?? STORE_CALL_BUCKETS)] };
       instruments.set(def, { histogram: meter.createHistogram(name, { ...opts, advice }), attributes });
     } else {
       const values = new Map<string, { attributes: Attributes; value: number }>();

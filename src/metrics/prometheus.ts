@@ -138,7 +138,12 @@ function promSink(registry: PromRegistry, prefix: string): Sink {
       registers: [registry],
     };
     if (def.type === 'histogram') {
-      const histogram = new FastHistogram(config.name, def.help, config.labelNames, STORE_CALL_BUCKETS);
+      const histogram = new FastHistogram(
+        config.name,
+        def.help,
+        config.labelNames,
+        def.buckets ?? STORE_CALL_BUCKETS,
+      );
       registry.registerMetric(histogram as unknown as PromMetric);
       histograms.set(def, histogram);
       continue;

@@ -216,6 +216,10 @@ export class Recorder {
       case 'limiter': {
         if (e.type === 'decision') this.#add('limiter_decisions_total', [e.limiter, e.reason]);
         else if (e.type === 'degraded') this.#add('limiter_degraded_total', [e.limiter, e.policy]);
+        else
+          this.#series(this.#metric('limiter_window_deviation_ratio'), [e.limiter]).observe(
+            (e.estimate - e.exact) / e.max,
+          );
         return;
       }
       case 'reorder': {

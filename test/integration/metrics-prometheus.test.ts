@@ -89,6 +89,16 @@ function traffic(metrics: Metrics) {
     window: '1s',
     observer: metrics.observer,
   });
+  // The classic 2-counter estimate (granularity = window), over enough keys that some are sampled
+  // (1 in 64): its deviation histogram.
+  const bucketed = createLimiter({
+    name: 'bucketed',
+    store,
+    algorithm: 'sliding-window',
+    limit: 2,
+    window: '1s',
+    observer: metrics.observer,
+  });
   const idempotency = createIdempotency({ store, name: 'payout-requests', observer: metrics.observer });
   const gate = new VersionGate({ store, name: 'accounts', observer: metrics.observer });
   const buffer = new ReorderBuffer<number>({
@@ -119,6 +129,7 @@ function traffic(metrics: Metrics) {
       .apply({ owner: 'p0', signature: `lost-${round}`, deltas: { coins: 1n } })
       .catch(() => {});
     for (let i = 0; i < 3; i++) await remote.take('hot');
+    for (let k = 0; k < 256; k++) await bucketed.take(`u${k}`);
     await down.take('any');
     await gate.upsert('a1', round, { round });
     await gate.upsert('a1', round, { round });
