@@ -17,5 +17,6 @@ export {
   type TenantEvent,
   type TenantPolicy,
   type TenantRegistry,
+  type TenantRegistryOptions,
 } from './tenant-registry.js';
 export type { DegradedPolicy, Limiter } from './types.js';

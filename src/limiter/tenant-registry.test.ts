@@ -3,6 +3,7 @@ import { thrown } from '../../test/support/thrown.js';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
 import { escapeKeyPart } from '../core/key-part.js';
+import type { OnceflowEvent } from '../core/observer.js';
 import { namespaceTag } from '../redis/limiter-keys.js';
 import { memoryStore } from '../store/memory/memory-store.js';
 import { wrapStore } from '../testing/wrap-store.js';
@@ -118,6 +119,44 @@ describe('createTenantRegistry', () => {
 });
 
 describe('tenant registry listeners', () => {
+  it('labels: the registry name for every tenant, <name>/<tenant> only for the labeled set', async () => {
+    const seen: string[] = [];
+    const observer = (e: OnceflowEvent) => {
+      if (e.part === 'limiter' && e.type === 'decision') seen.push(e.limiter);
+    };
+    const tenants = createTenantRegistry({ name: 'api', labeledTenants: ['acme'] });
+    for (const t of ['acme', 'small-1', 'small-2'])
+      tenants.init(t, { algorithm: 'gcra', limit: 5, window: '1s', observer });
+    for (const t of ['acme', 'small-1', 'small-2']) await tenants.take(t, 'k');
+    expect(seen).toEqual(['api/acme', 'api', 'api']);
+    const plain: string[] = [];
+    const registry = createTenantRegistry();
+    registry.init('x', {
+      algorithm: 'gcra',
+      limit: 5,
+      window: '1s',
+      observer: (e) => e.part === 'limiter' && e.type === 'decision' && plain.push(e.limiter),
+    });
+    await registry.take('x', 'k');
+    expect(plain).toEqual(['tenants']);
+  });
+
+  it('refuses an unbounded or malformed labeled set, and a bad name', () => {
+    const many = Array.from({ length: 101 }, (_, i) => `t${i}`);
+    expect(thrown(() => createTenantRegistry({ labeledTenants: many }))).toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      option: 'labeledTenants',
+    });
+    expect(thrown(() => createTenantRegistry({ labeledTenants: ['a', ''] }))).toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      option: 'labeledTenants[1]',
+    });
+    expect(thrown(() => createTenantRegistry({ name: '' }))).toMatchObject({ option: 'name' });
+    expect(thrown(() => createTenantRegistry({ labeledTenant: ['a'] } as never))).toMatchObject({
+      message: expect.stringContaining('did you mean `labeledTenants`'),
+    });
+  });
+
   it("a policy's own store or name is refused by name, not dropped", () => {
     const tenants = createTenantRegistry({ store: memoryStore() });
     const policy = { algorithm: 'gcra', limit: 1, window: '1s' } as const;

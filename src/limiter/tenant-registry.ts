@@ -1,6 +1,6 @@
 import { ClosedError, InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
-import { withinLimit } from '../core/limits.js';
-import { isPlainObject, keysOf, knownKeys, nonEmptyStringArg } from '../core/validate.js';
+import { optionWithinLimit, withinLimit } from '../core/limits.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyString, nonEmptyStringArg } from '../core/validate.js';
 import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import type { Decision } from '../windows/limits/decision.js';
@@ -8,7 +8,27 @@ import { tenantNamespace } from './keys.js';
 import { createLimiter, type LimiterOptions } from './limiter.js';
 import type { Limiter } from './types.js';
 
-const REGISTRY_OPTIONS = keysOf<{ store?: Store }>({ store: true });
+/** Options of {@link createTenantRegistry}. */
+export interface TenantRegistryOptions {
+  /** The store of every tenant's limiter. Default: an in-process memory store. */
+  store?: Store;
+  /**
+   * The `limiter` name its tenants' limiters report to their observers (a metric label).
+   * Default `'tenants'`.
+   */
+  name?: string;
+  /**
+   * Tenants whose limiters report as `<name>/<tenant>`, a metric label of their own; every other
+   * tenant reports as `<name>`. A bounded set you choose (your largest customers), never every
+   * tenant: a label per tenant is a series per tenant. At most 100.
+   */
+  labeledTenants?: readonly string[];
+}
+
+const REGISTRY_OPTIONS = keysOf<TenantRegistryOptions>({ store: true, name: true, labeledTenants: true });
+// The bound of `labeledTenants`: onceflow/metrics keeps at most 100 values per label by default
+// (maxLabelValues), so a longer list would only spill into `other`.
+const MAX_LABELED_TENANTS = 100;
 
 /** A tenant's policy: the limiter options without the store (the registry's is used). */
 export type TenantPolicy = Omit<LimiterOptions, 'store' | 'name'>;
@@ -57,9 +77,29 @@ export interface TenantRegistry {
  * tenants.close('acme');
  * ```
  */
-export function createTenantRegistry(options: { store?: Store } = {}): TenantRegistry {
-  if (!isPlainObject(options)) throw new InvalidOptionError('options', 'an object like { store }', options);
+export function createTenantRegistry(options: TenantRegistryOptions = {}): TenantRegistry {
+  if (!isPlainObject(options as unknown))
+    throw new InvalidOptionError('options', 'an object like { store }', options);
   knownKeys('', options, REGISTRY_OPTIONS);
+  const name =
+    options.name === undefined
+      ? 'tenants'
+      : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
+  const labeled = new Set<string>();
+  if (options.labeledTenants !== undefined) {
+    const list: unknown = options.labeledTenants;
+    if (!Array.isArray(list) || list.length > MAX_LABELED_TENANTS)
+      throw new InvalidOptionError(
+        'labeledTenants',
+        `an array of at most ${MAX_LABELED_TENANTS} tenant ids`,
+        list,
+      );
+    list.forEach((t, i) =>
+      labeled.add(
+        optionWithinLimit(`labeledTenants[${i}]`, nonEmptyString(`labeledTenants[${i}]`, t), 'nameBytes'),
+      ),
+    );
+  }
   const store = options.store ?? memoryStore();
   if (typeof store.limiterReset !== 'function' || typeof store.limiterTake !== 'function') {
     throw new InvalidOptionError(
@@ -110,7 +150,7 @@ export function createTenantRegistry(options: { store?: Store } = {}): TenantReg
       let limiter: Limiter;
       try {
         limiter = createLimiter(
-          { ...(policy as TenantPolicy), store },
+          { ...(policy as TenantPolicy), store, name: labeled.has(id) ? `${name}/${id}` : name },
           {
             namespace: tenantNamespace(id),
             onDegraded: (error) => emit({ type: 'degraded', tenant: id, error }),

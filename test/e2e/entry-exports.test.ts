@@ -145,6 +145,7 @@ const PINNED: Record<string, Surface> = {
       'TenantEvent',
       'TenantPolicy',
       'TenantRegistry',
+      'TenantRegistryOptions',
       'Tick',
       'TickResult',
       'Ticker',
