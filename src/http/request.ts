@@ -1,0 +1,32 @@
+// What the framework-neutral HTTP parts (rate limits, Idempotency-Key) read of a request. Each
+// adapter (onceflow/express, onceflow/fastify, onceflow/hono) builds one from its framework's
+// request; the parts never see the framework's own objects.
+
+/** A request as the HTTP parts see it. */
+export interface HttpRequestInfo {
+  /** Upper case (`POST`). */
+  readonly method: string;
+  /** The path with its query string (`/orders?expand=items`): part of an idempotent request's fingerprint. */
+  readonly url: string;
+  /** The client's address as the framework reports it (behind a proxy: configure the framework's trust). */
+  readonly ip: string | undefined;
+  /** A request header's value (the first one), case-insensitive; undefined when absent. */
+  header(name: string): string | undefined;
+}
+
+/** A response as recorded and replayed by the Idempotency-Key part: byte for byte. */
+export interface RecordedResponse {
+  readonly status: number;
+  /** The headers kept (see `replayedHeaders`), lower-case names, in the order sent. */
+  readonly headers: readonly (readonly [string, string])[];
+  /** The body, base64 (any bytes, so a replay is the same bytes). */
+  readonly body: string;
+}
+
+/** A response the HTTP parts answer with themselves (a 429, a 409, a 422, a 400). */
+export interface HttpAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  /** JSON text of an RFC 9457 problem (`application/problem+json`). */
+  readonly body: string;
+}
