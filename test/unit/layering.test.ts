@@ -8,8 +8,10 @@
 //   2      store (store/memory inside it)                the whole Store contract, and the memory store that is its reference model
 //   3      ledger, limiter, ordering, idempotency,       the capabilities a user calls: each uses the contract of store/ only,
 //          signature                                      never another store or another capability's internals
+//   3.5    http                                          the framework-neutral HTTP parts (rate limit, Idempotency-Key) on limiter and idempotency
 //   4      redis, postgres, streams, testing             adapters (optional peers) and the kit: they implement or test the contract
 //          ws                                            the WebSocket gateway: an adapter on `ws` (an optional peer) and a store
+//          express, fastify, hono                        the framework adapters (optional peers), glue over http
 //   5      cli (the demo inside it)                      programs built on everything else, imported by nothing in the library
 //   root   src/index.ts                                  the core entry: re-exports layers 0-3 (not an adapter, not cli);
 //                                                        only cli may import it
@@ -33,12 +35,16 @@ const LAYERS: Readonly<Record<string, number>> = {
   ordering: 3,
   idempotency: 3,
   signature: 3,
+  http: 3.5,
   redis: 4,
   postgres: 4,
   streams: 4,
   testing: 4,
   ws: 4,
   metrics: 4,
+  express: 4,
+  fastify: 4,
+  hono: 4,
   cli: 5,
 };
 // src/index.ts: above every library layer, below cli.

@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { thrown } from '../../test/support/thrown.js';
+import { createIdempotency } from '../idempotency/idempotency.js';
+import { httpIdempotency, parseKey, recordedHeader } from './idempotency-key.js';
+import type { HttpRequestInfo, RecordedResponse } from './request.js';
+
+const info = (method: string, headers: Record<string, string> = {}, url = '/orders'): HttpRequestInfo => ({
+  method,
+  url,
+  ip: '10.0.0.1',
+  header: (name) => headers[name.toLowerCase()],
+});
+const response = (status: number, body = 'ok'): RecordedResponse => ({
+  status,
+  headers: [['content-type', 'text/plain']],
+  body: Buffer.from(body).toString('base64'),
+});
+
+describe('httpIdempotency', () => {
+  it('runs the first request, replays the repeat, and 422s the same key with another body', async () => {
+    const core = httpIdempotency<{ user: string }>({ idempotency: createIdempotency() });
+    let runs = 0;
+    const run = async () => response(201, `order ${++runs}`);
+    const req = info('POST', { 'idempotency-key': '"k-1"' });
+    expect(await core.handle({ user: 'a' }, req, { n: 1 }, run)).toEqual({
+      kind: 'executed',
+      recorded: true,
+    });
+    expect(await core.handle({ user: 'a' }, req, { n: 1 }, run)).toEqual({
+      kind: 'replay',
+      response: response(201, 'order 1'),
+    });
+    const reused = await core.handle({ user: 'a' }, req, { n: 2 }, run);
+    expect(reused).toMatchObject({ kind: 'answer', answer: { status: 422 } });
+    expect(runs).toBe(1);
+  });
+
+  it('answers 409 with Retry-After while the first request runs', async () => {
+    const core = httpIdempotency({ idempotency: createIdempotency({ lease: '10s' }) });
+    const req = info('POST', { 'idempotency-key': 'k' });
+    let finish: (r: RecordedResponse) => void = () => {};
+    const first = core.handle({}, req, undefined, () => new Promise((r) => (finish = r)));
+    await new Promise((r) => setTimeout(r, 5));
+    const second = await core.handle({}, req, undefined, async () => response(200));
+    expect(second).toMatchObject({ kind: 'answer', answer: { status: 409 } });
+    if (second.kind !== 'answer') throw new Error('unreachable');
+    expect(Number(second.answer.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(second.answer.body)).toMatchObject({
+      status: 409,
+      type: expect.stringContaining('#idempotency-key-in-use'),
+    });
+    finish(response(200));
+    expect(await first).toEqual({ kind: 'executed', recorded: true });
+  });
+
+  it('passes other methods and keyless requests, refuses them when required, refuses a bad key', async () => {
+    const core = httpIdempotency({ idempotency: createIdempotency() });
+    const never = async (): Promise<RecordedResponse> => {
+      throw new Error('must not run');
+    };
+    expect(await core.handle({}, info('GET', { 'idempotency-key': 'k' }), undefined, never)).toEqual({
+      kind: 'pass',
+    });
+    expect(await core.handle({}, info('POST'), undefined, never)).toEqual({ kind: 'pass' });
+    const strict = httpIdempotency({ idempotency: createIdempotency(), required: true, methods: ['put'] });
+    expect(await strict.handle({}, info('PUT'), undefined, never)).toMatchObject({ answer: { status: 400 } });
+    for (const bad of ['', '"', 'a b', 'x'.repeat(256), '"unterminated'])
+      expect(
+        await strict.handle({}, info('PUT', { 'idempotency-key': bad }), undefined, never),
+      ).toMatchObject({
+        answer: { status: 400 },
+      });
+  });
+
+  it('keeps scopes apart: the same key of two users runs twice', async () => {
+    const core = httpIdempotency<{ user: string }>({
+      idempotency: createIdempotency(),
+      scope: (r) => r.user,
+    });
+    const req = info('POST', { 'idempotency-key': 'same' });
+    let runs = 0;
+    const run = async () => response(200, String(++runs));
+    expect(await core.handle({ user: 'a' }, req, {}, run)).toMatchObject({ kind: 'executed' });
+    expect(await core.handle({ user: 'b' }, req, {}, run)).toMatchObject({ kind: 'executed' });
+    expect(await core.handle({ user: 'a' }, req, {}, run)).toMatchObject({ kind: 'replay' });
+    expect(runs).toBe(2);
+  });
+
+  it('does not record a 5xx or a response too large: the retry runs again; a handler error releases the key', async () => {
+    const core = httpIdempotency({ idempotency: createIdempotency({ maxResultBytes: 1024 }) });
+    const req = info('POST', { 'idempotency-key': 'k' });
+    expect(await core.handle({}, req, {}, async () => response(503))).toEqual({
+      kind: 'executed',
+      recorded: false,
+    });
+    expect(await core.handle({}, req, {}, async () => response(200, 'x'.repeat(2000)))).toEqual({
+      kind: 'executed',
+      recorded: false,
+    });
+    const boom = new Error('handler failed');
+    await expect(
+      core.handle({}, req, {}, async () => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(await core.handle({}, req, {}, async () => response(200))).toEqual({
+      kind: 'executed',
+      recorded: true,
+    });
+  });
+
+  it('refuses bad options by name', () => {
+    expect(thrown(() => httpIdempotency({} as never))).toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      option: 'idempotency',
+    });
+    const idempotency = createIdempotency();
+    expect(thrown(() => httpIdempotency({ idempotency, methods: ['PO ST'] }))).toMatchObject({
+      option: 'methods[0]',
+    });
+    expect(thrown(() => httpIdempotency({ idempotency, requird: true } as never))).toMatchObject({
+      message: expect.stringContaining('did you mean `required`'),
+    });
+  });
+
+  it('parses the key as a structured-field string or a bare token; drops per-moment headers', () => {
+    expect(parseKey('"a\\"b"')).toBe('a"b');
+    expect(parseKey(' 8e03978e-40d5 ')).toBe('8e03978e-40d5');
+    expect(parseKey('"é"')).toBeUndefined();
+    for (const h of ['Date', 'set-cookie', 'RateLimit', 'X-RateLimit-Remaining', 'Content-Length'])
+      expect(recordedHeader(h)).toBe(false);
+    for (const h of ['Content-Type', 'location', 'ETag']) expect(recordedHeader(h)).toBe(true);
+  });
+});
