@@ -86,6 +86,35 @@ describe('createMetrics (prom-client)', () => {
     expect(sample(text, 'onceflow_limiter_decisions_total{limiter="api",reason="degraded-allow"}')).toBe(1);
   });
 
+  it("histograms a sampled sliding-window key's deviation, (estimate - exact) / limit, on its own buckets", async () => {
+    const metrics = createMetrics();
+    const deviation = (estimate: number, exact: number) =>
+      metrics.observer({
+        part: 'limiter',
+        type: 'deviation',
+        limiter: 'api',
+        limit: 'l',
+        max: 100,
+        estimate,
+        exact,
+      });
+    deviation(100, 100);
+    deviation(90, 100);
+    deviation(130, 100);
+    const text = await metrics.registry.metrics();
+    const bucket = (le: string) =>
+      sample(text, `onceflow_limiter_window_deviation_ratio_bucket{le="${le}",limiter="api"}`);
+    expect([
+      bucket('-0.2'),
+      bucket('-0.1'),
+      bucket('0'),
+      bucket('0.2'),
+      bucket('0.5'),
+      bucket('+Inf'),
+    ]).toEqual([0, 1, 2, 2, 3, 3]);
+    expect(sample(text, 'onceflow_limiter_window_deviation_ratio_count{limiter="api"}')).toBe(3);
+  });
+
   it('keeps at most maxLabelValues values of a configured name, folding the rest into other', async () => {
     const metrics = createMetrics({ maxLabelValues: 3 });
     for (let i = 0; i < 10; i++) {
