@@ -295,7 +295,7 @@ describe('stream consumer', () => {
     await until(() => zombie.consumer.stats.fenced === 1);
     await zombie.stop();
     expect(zombie.consumer.stats.acked).toBe(0);
-    expect(zombie.events).toContainEqual({ type: 'fenced', id, deliveries: 1 });
+    expect(zombie.events).toContainEqual({ part: 'stream-consumer', type: 'fenced', id, deliveries: 1 });
     const [entry] = await pending(stream, 'g');
     expect(entry?.[1]).toBe('heir');
     expect(entry?.[3]).toBe(2);
