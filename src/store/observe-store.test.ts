@@ -6,6 +6,7 @@ import { createLimiter } from '../limiter/limiter.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { memoryStore } from './memory/memory-store.js';
 import { observeStore } from './observe-store.js';
+import type { Store } from './store.js';
 
 const calls = (seen: OnceflowEvent[]) => seen.filter((e): e is StoreCallEvent => e.part === 'store');
 
@@ -76,6 +77,38 @@ describe('observeStore', () => {
     expect((await limiter.take('k')).reason).toBe('limited');
     expect(warn).toHaveBeenCalledTimes(1);
     warn.mockRestore();
+  });
+
+  it('reads everything else on the store itself: its own methods (private fields), a method replaced later, an operation it lacks', async () => {
+    class Extended {
+      readonly #secret = 'kept';
+      readonly kind = 'extended';
+      readonly #inner = memoryStore();
+      ledgerApply(c: Parameters<Store['ledgerApply']>[0]) {
+        return this.#inner.ledgerApply(c);
+      }
+      secret(): string {
+        return this.#secret;
+      }
+    }
+    const base = new Extended();
+    const seen: OnceflowEvent[] = [];
+    const store = observeStore(base as unknown as Store, (e) => seen.push(e)) as unknown as Extended & Store;
+    expect(store.secret()).toBe('kept');
+    expect(store.kind).toBe('extended');
+    expect(store.limiterTake).toBeUndefined();
+    const ledger = createLedger({ store, capacity: 4 });
+    await ledger.apply({ owner: 'p', signature: 's1', deltas: { coins: 1 } });
+    // Replaced on the store after wrapping: the new method is the one called, and timed.
+    let replaced = 0;
+    const original = base.ledgerApply.bind(base);
+    base.ledgerApply = (c) => {
+      replaced++;
+      return original(c);
+    };
+    await ledger.apply({ owner: 'p', signature: 's2', deltas: { coins: 1 } });
+    expect(replaced).toBe(1);
+    expect(calls(seen).map((e) => e.operation)).toEqual(['ledgerApply', 'ledgerApply']);
   });
 
   it('refuses what is not a store or not an observer', () => {

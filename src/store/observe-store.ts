@@ -29,6 +29,9 @@ const OPERATIONS: Record<Exclude<keyof Store, 'kind'>, Arity> = {
 };
 
 type Arity = 0 | 1 | 2 | 3 | 4 | 5;
+
+// Node's global `performance` is a lazy getter of globalThis: read once here, not on every call.
+const clock = performance;
 type Method = (a?: unknown, b?: unknown, c?: unknown, d?: unknown, e?: unknown) => unknown;
 
 /**
@@ -77,27 +80,46 @@ export type CallReporter = (store: string, operation: string) => CallReport;
 export function timeStore(store: Store, reporter: CallReporter): Store {
   checkStore(store);
   const wrapped = new Map<PropertyKey, unknown>();
-  return new Proxy(store, {
+  const methodOf = (target: Store, name: PropertyKey, value: unknown): unknown => {
+    let fn = wrapped.get(name);
+    if (fn === undefined || (fn as { original?: unknown }).original !== value) {
+      fn = Object.hasOwn(OPERATIONS, name)
+        ? timed(
+            target,
+            new Timing(target, String(name), reporter),
+            value as Method,
+            OPERATIONS[name as keyof typeof OPERATIONS],
+          )
+        : (value as Method).bind(target);
+      (fn as { original?: unknown }).original = value;
+      wrapped.set(name, fn);
+    }
+    return fn;
+  };
+  // Everything but the contract's operations: read on the store itself (its private fields are not
+  // on the wrapper), a method bound to it.
+  const rest = new Proxy(store, {
     get(target, name) {
-      // The store itself as `this`: its private fields are not on the proxy.
       const value = Reflect.get(target, name, target);
-      if (typeof value !== 'function') return value;
-      let fn = wrapped.get(name);
-      if (fn === undefined || (fn as { original?: unknown }).original !== value) {
-        fn = Object.hasOwn(OPERATIONS, name)
-          ? timed(
-              target,
-              new Timing(target, String(name), reporter),
-              value as Method,
-              OPERATIONS[name as keyof typeof OPERATIONS],
-            )
-          : (value as Method).bind(target);
-        (fn as { original?: unknown }).original = value;
-        wrapped.set(name, fn);
-      }
-      return fn;
+      return typeof value === 'function' ? methodOf(target, name, value) : value;
     },
   });
+  // The operations as accessors of a plain object in front of that proxy: a part calls one on every
+  // decision (`store.limiterTake(...)`), and a proxy's trap on that path costs as much as the
+  // memory store's take itself, where an accessor is inlined. Read again on each access, so a
+  // method replaced on the store later is wrapped again.
+  const front = Object.create(rest) as Store;
+  for (const name of Object.keys(OPERATIONS)) {
+    Object.defineProperty(front, name, {
+      get() {
+        const value = Reflect.get(store, name, store);
+        return typeof value === 'function' ? methodOf(store, name, value) : value;
+      },
+      enumerable: false,
+      configurable: false,
+    });
+  }
+  return front;
 }
 
 function checkStore(store: Store): void {
@@ -120,7 +142,7 @@ class Timing {
   }
 
   report(started: number, failed: boolean, err?: unknown): void {
-    const durationMs = performance.now() - started;
+    const durationMs = clock.now() - started;
     // Resolved on the operation's first call (a store's `kind` is read-only): kept for the rest.
     this.#report ??= this.#reporter(this.#target.kind, this.#operation);
     this.#report(durationMs, failed ? errorName(err) : undefined);
@@ -154,7 +176,7 @@ function timed(target: Store, t: Timing, method: Method, arity: Arity): Method {
   switch (arity) {
     case 0:
       return () => {
-        const s = performance.now();
+        const s = clock.now();
         let r: unknown;
         try {
           r = method.call(target);
@@ -165,7 +187,7 @@ function timed(target: Store, t: Timing, method: Method, arity: Arity): Method {
       };
     case 1:
       return (a) => {
-        const s = performance.now();
+        const s = clock.now();
         let r: unknown;
         try {
           r = method.call(target, a);
@@ -176,7 +198,7 @@ function timed(target: Store, t: Timing, method: Method, arity: Arity): Method {
       };
     case 2:
       return (a, b) => {
-        const s = performance.now();
+        const s = clock.now();
         let r: unknown;
         try {
           r = method.call(target, a, b);
@@ -187,7 +209,7 @@ function timed(target: Store, t: Timing, method: Method, arity: Arity): Method {
       };
     case 3:
       return (a, b, c) => {
-        const s = performance.now();
+        const s = clock.now();
         let r: unknown;
         try {
           r = method.call(target, a, b, c);
@@ -198,7 +220,7 @@ function timed(target: Store, t: Timing, method: Method, arity: Arity): Method {
       };
     default:
       return (a, b, c, d, e) => {
-        const s = performance.now();
+        const s = clock.now();
         let r: unknown;
         try {
           r = arity === 4 ? method.call(target, a, b, c, d) : method.call(target, a, b, c, d, e);
