@@ -76,6 +76,19 @@ const CASES: Case[] = [
     },
   ],
   [
+    'concurrent decrements stop at zero exactly',
+    async (t) => {
+      const { erl } = storeOn(t);
+      await Promise.all(Array.from({ length: 20 }, () => erl.increment('k')));
+      expect((await erl.get('k'))?.totalHits).toBe(20);
+      await Promise.all(Array.from({ length: 15 }, () => erl.decrement('k')));
+      expect((await erl.get('k'))?.totalHits).toBe(5);
+      await Promise.all(Array.from({ length: 10 }, () => erl.decrement('k')));
+      expect((await erl.get('k'))?.totalHits).toBe(0);
+      expect((await erl.increment('k')).totalHits).toBe(1);
+    },
+  ],
+  [
     'resets one key',
     async (t) => {
       const { erl } = storeOn(t);
