@@ -1,6 +1,7 @@
 // onceflow/express's rateLimit over real HTTP: an Express app on a free port, `fetch` from the
 // test, on the memory store and on Redis (a fake clock passed in: the window edges are exact).
-// Then 4 processes, each an Express server on one Redis, admit exactly the limit between them.
+// Then 4 processes, each an Express server on one Redis, admit exactly the limit between them,
+// with rateLimit and with express-rate-limit counting on OnceflowStore.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
@@ -247,7 +248,7 @@ describe('when the store fails (a Redis that never answers)', () => {
   }
 });
 
-describe('4 processes, each an Express server on one Redis', () => {
+describe('4 processes, each an Express server on one Redis (rateLimit; express-rate-limit on OnceflowStore)', () => {
   const worker = fileURLToPath(new URL('./fixtures/express-worker.mjs', import.meta.url));
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const LIMIT = 40;
@@ -255,7 +256,7 @@ describe('4 processes, each an Express server on one Redis', () => {
   it('admit exactly the limit between them', async () => {
     const children: ChildProcess[] = [];
     try {
-      const config = JSON.stringify({ url: REDIS_URL, prefix: `${prefix}workers:`, limit: LIMIT });
+      const config = JSON.stringify({ url: REDIS_URL, prefix: `${prefix}workers:`, limit: LIMIT, at: T0 });
       const urls = await Promise.all(
         Array.from({ length: 4 }, async () => {
           const child = spawn(process.execPath, [worker, config], {
@@ -268,21 +269,29 @@ describe('4 processes, each an Express server on one Redis', () => {
           return (JSON.parse(line) as { url: string }).url;
         }),
       );
-      // 200 requests, 16 at a time, round-robin over the 4 servers.
-      let next = 0;
-      const statuses: number[] = [];
-      await Promise.all(
-        Array.from({ length: 16 }, async () => {
-          while (next < 200) {
-            const i = next++;
-            const res = await fetch(`${urls[i % 4]}/`);
-            await res.arrayBuffer();
-            statuses.push(res.status);
-          }
-        }),
-      );
-      expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
-      expect(statuses.filter((s) => s === 429)).toHaveLength(200 - LIMIT);
+      // Per route: 200 requests, 16 at a time, round-robin over the 4 servers.
+      for (const path of ['/a', '/b']) {
+        let next = 0;
+        const statuses: number[] = [];
+        await Promise.all(
+          Array.from({ length: 16 }, async () => {
+            while (next < 200) {
+              const i = next++;
+              const res = await fetch(`${urls[i % 4]}${path}`);
+              await res.arrayBuffer();
+              statuses.push(res.status);
+            }
+          }),
+        );
+        expect(
+          statuses.filter((s) => s === 200),
+          path,
+        ).toHaveLength(LIMIT);
+        expect(
+          statuses.filter((s) => s === 429),
+          path,
+        ).toHaveLength(200 - LIMIT);
+      }
     } finally {
       for (const child of children) child.kill();
     }
