@@ -1,0 +1,85 @@
+// The Idempotency-Key middleware for Express: the framework-neutral core of
+// src/http/idempotency-key.ts (record the first response, replay it, 409 / 422 / 400), with the
+// response captured from what the handler writes (capture.ts) and replayed byte for byte.
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { InvalidOptionError } from '../core/errors.js';
+import { isPlainObject } from '../core/validate.js';
+import { type HttpIdempotencyOptions, httpIdempotency, REPLAYED_HEADER } from '../http/idempotency-key.js';
+import { type Capture, captureResponse, replay } from './capture.js';
+import { sendAnswer } from './rate-limit.js';
+import { requestInfo } from './request-info.js';
+
+/** Options of {@link idempotencyKey}: those of every onceflow adapter, plus the capture bound. */
+export interface IdempotencyKeyOptions extends HttpIdempotencyOptions<Request> {
+  /**
+   * The largest response body copied for the record, in bytes (default 1 MiB, at most 512 MiB).
+   * A larger body is sent as it is and not recorded: a retry runs the handler again. The record
+   * itself is bounded by the idempotency's `maxResultBytes` (default 64 KiB, the body counted
+   * as base64: 4/3 of its bytes); this bound only stops the copy of a streamed body growing
+   * past what could ever be recorded.
+   */
+  maxBodyBytes?: number;
+}
+
+// 1 MiB: a large API response (most APIs cap their bodies near 1 MB); held in memory once per
+// request in flight on an idempotent route.
+const DEFAULT_MAX_BODY_BYTES = 1_048_576;
+// Redis refuses a bulk argument over its default proto-max-bulk-len (512 MiB): no larger body
+// could ever be recorded there.
+const MAX_BODY_BYTES = 536_870_912;
+
+/**
+ * An Express middleware for the `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key-header):
+ * the first request with a key runs the route's handler and its response (status, the headers
+ * worth replaying, the body bytes) is recorded; a repeat gets the same response again, with
+ * `idempotent-replayed: true`; a repeat while the first still runs gets 409, the same key on
+ * another request 422, a missing key 400 when `required`.
+ *
+ * The request's fingerprint is its method, `originalUrl` and `req.body`: mount a body parser
+ * (`express.json()`) before this middleware for the body to count. Without one `req.body` is
+ * undefined and the fingerprint is the method and URL alone.
+ *
+ * The handler's final `res.end` is held until the record is stored (one store call), so a client
+ * that got the whole response and retries is replayed it, never told 409.
+ */
+export function idempotencyKey(options: IdempotencyKeyOptions): RequestHandler {
+  if (!isPlainObject(options as unknown))
+    throw new InvalidOptionError('options', 'an object like { idempotency }', options);
+  const { maxBodyBytes: rawMax, ...rest } = options;
+  const maxBodyBytes = rawMax ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 0 || maxBodyBytes > MAX_BODY_BYTES)
+    throw new InvalidOptionError('maxBodyBytes', `a whole number of bytes in [0, ${MAX_BODY_BYTES}]`, rawMax);
+  const core = httpIdempotency<Request>(rest);
+
+  return (req: Request, res: Response, next: NextFunction): void => {
+    let capture: Capture | undefined;
+    const run = () => {
+      capture = captureResponse(res, maxBodyBytes);
+      next();
+      return capture.response;
+    };
+    core.handle(req, requestInfo(req), req.body, run).then(
+      (verdict) => {
+        switch (verdict.kind) {
+          case 'pass':
+            next();
+            return;
+          case 'executed':
+            capture?.release();
+            return;
+          case 'replay':
+            replay(res, verdict.response, REPLAYED_HEADER);
+            return;
+          case 'answer':
+            sendAnswer(res, verdict.answer);
+        }
+      },
+      (err: unknown) => {
+        // The handler already ran (its response is held): it is sent, the store's error is not
+        // the client's. Before that, Express's error handler answers.
+        if (capture !== undefined) capture.release();
+        else next(err);
+      },
+    );
+  };
+}
