@@ -356,6 +356,10 @@ const PINNED: Record<string, Surface> = {
       'WsErrorCode',
     ],
   },
+  'onceflow/express': {
+    values: ['OnceflowStore', 'createExpressRateLimitStore', 'idempotencyKey', 'rateLimit'],
+    types: ['ClientRateLimitInfo', 'IdempotencyKeyOptions', 'OnceflowStoreOptions', 'RateLimitOptions'],
+  },
   'onceflow/metrics': {
     values: [
       'METRICS',
