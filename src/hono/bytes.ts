@@ -3,7 +3,7 @@
 
 /**
  * Reads a body stream to its end, or stops at `max` bytes: undefined when it holds more (the
- * rest is never read; the stream is cancelled). An absent body is empty.
+ * rest is never read: this reader cancels its stream). An absent body is empty.
  */
 export async function readBounded(
   body: ReadableStream<Uint8Array> | null,
@@ -18,7 +18,9 @@ export async function readBounded(
     if (done) break;
     size += value.byteLength;
     if (size > max) {
-      await reader.cancel().catch(() => {});
+      // Not awaited: a branch of a tee (a clone's body) settles its cancel only once the other
+      // branch is cancelled too, and the other one is the request or response still to be read.
+      reader.cancel().catch(() => {});
       return undefined;
     }
     chunks.push(value);
