@@ -63,6 +63,9 @@ const MAX_RESPONSE_BYTES = 67_108_864;
  *
  * @example
  * ```ts
+ * import { Hono } from 'hono';
+ * import { idempotencyKey } from 'onceflow/hono';
+ *
  * const app = new Hono();
  * let orders = 0;
  * app.post('/orders', idempotencyKey({ idempotency: createIdempotency({ name: 'orders' }) }), async (c) =>

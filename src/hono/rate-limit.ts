@@ -43,11 +43,16 @@ const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  *
  * @example
  * ```ts
+ * import { Hono } from 'hono';
+ * import { rateLimit } from 'onceflow/hono';
+ *
+ * const clock = new FakeClock(0);
  * const limiter = createLimiter({
- *   store: memoryStore(),
+ *   store: memoryStore({ clock }),
+ *   clock,
  *   limits: [
- *     { id: 'burst', algorithm: 'gcra', limit: 10, window: '1s' },
- *     { id: 'hour', algorithm: 'sliding-window', limit: 1000, window: '1h' },
+ *     { id: 'burst', algorithm: 'fixed-window', limit: 10, window: '1s' },
+ *     { id: 'hour', algorithm: 'fixed-window', limit: 1000, window: '1h' },
  *   ],
  * });
  * const app = new Hono();
@@ -55,6 +60,7 @@ const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * app.get('/api/ping', (c) => c.text('pong'));
  * const res = await app.request('/api/ping', { headers: { 'x-api-key': 'k1' } });
  * res.headers.get('ratelimit'); // '"burst";r=9;t=1, "hour";r=999;t=3600'
+ * (await app.request('/api/ping')).status; // 200
  * ```
  */
 export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
