@@ -126,11 +126,20 @@ function byteBound(name: string, value: number | undefined, most: number): numbe
   return bound;
 }
 
-/** The body bytes, read from a copy so the handler reads the request as if nothing had. */
+/**
+ * The body bytes, read from a copy so the handler reads the request as if nothing had. When
+ * middleware before this one already read it through Hono (`c.req.json()`, a validator), it is
+ * taken from Hono's cache of it (a parsed JSON body as `JSON.stringify` writes it again).
+ */
 async function requestBytes(c: Context, bound: number): Promise<Uint8Array | undefined> {
   const declared = Number(c.req.header('content-length'));
   if (Number.isFinite(declared) && declared > bound) return undefined;
   const raw = c.req.raw;
+  if (raw.bodyUsed) {
+    // Already in memory: the bound only decides whether it is digested.
+    const cached = new Uint8Array(await c.req.arrayBuffer());
+    return cached.byteLength > bound ? undefined : cached;
+  }
   if (raw.body === null) return new Uint8Array(0);
   return readBounded(raw.clone().body, bound);
 }

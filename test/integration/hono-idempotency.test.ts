@@ -87,6 +87,38 @@ for (const [title, transport, binding] of matrix('hono-idempotency')) {
       expect(await (await send('/raw', post('k1', 'plain body'))).text()).toBe('plain body');
     });
 
+    it('after middleware that parsed the body (a validator), and for a 204: replayed all the same', async () => {
+      let runs = 0;
+      const app = new Hono();
+      app.post('/items', async (c, next) => {
+        if (typeof (await c.req.json()).name !== 'string') return c.text('name?', 400);
+        await next();
+      });
+      app.post('/items', middleware(), async (c) =>
+        c.json({ item: ++runs, name: (await c.req.json()).name }, 201),
+      );
+      app.post('/touch', middleware(), (c) => {
+        runs++;
+        return c.body(null, 204, { 'x-touched': 'yes' });
+      });
+      const send = await open(app);
+      const first = await send('/items', post('k1', '{"name":"tea"}'));
+      expect([first.status, await first.json()]).toEqual([201, { item: 1, name: 'tea' }]);
+      const again = await send('/items', post('k1', '{"name":"tea"}'));
+      expect([again.status, await again.json()]).toEqual([201, { item: 1, name: 'tea' }]);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect((await send('/items', post('k1', '{"name":"tee"}'))).status).toBe(422);
+      for (let i = 0; i < 2; i++) {
+        const touched = await send('/touch', post('k1', ''));
+        expect([touched.status, await touched.text(), touched.headers.get('x-touched')]).toEqual([
+          204,
+          '',
+          'yes',
+        ]);
+      }
+      expect(runs).toBe(2);
+    });
+
     it('a repeat while the first still runs: 409 with Retry-After; once it is done, the replay', async () => {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => {
