@@ -48,9 +48,9 @@ const OPTIONS = keysOf<IdempotencyKeyOptions>({
   maxResponseBytes: true,
 });
 
-// 64 MiB: a response body held in memory twice (the bytes and their base64) while it is recorded;
-// far above any record a store keeps (maxResultBytes at most 512 MiB of base64 is possible, but
-// an API response that large belongs in object storage, recorded by reference).
+// 64 MiB: while recorded, a response is held as its bytes, a binary string of them and their
+// base64 (4/3): ~3.3x its size, ~220 MB per request at this bound. A larger API response belongs in
+// object storage, with its id recorded instead.
 const MAX_RESPONSE_BYTES = 67_108_864;
 
 /**
