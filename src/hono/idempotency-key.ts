@@ -1,0 +1,180 @@
+// The Idempotency-Key middleware for Hono, on src/http's core: the first request with a key runs
+// and its response (status, the headers that matter, the body bytes) is recorded; a repeat gets
+// that response again, byte for byte, with `idempotent-replayed: true`; a repeat while the first
+// still runs gets 409, the same key with another request 422, a missing key 400 when required.
+import type { Context, MiddlewareHandler } from 'hono';
+import type { StatusCode } from 'hono/utils/http-status';
+import { InvalidOptionError } from '../core/errors.js';
+import { LIMITS } from '../core/limits.js';
+import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
+import {
+  type HttpIdempotencyOptions,
+  httpIdempotency,
+  IDEMPOTENCY_KEY_HEADER,
+  REPLAYED_HEADER,
+  recordedHeader,
+} from '../http/idempotency-key.js';
+import { PROBLEM_CONTENT_TYPE } from '../http/problem.js';
+import type { RecordedResponse } from '../http/request.js';
+import { digest, fromBase64, readBounded, toBase64 } from './bytes.js';
+import { answerResponse, honoRequestInfo } from './request-info.js';
+
+/** Options of {@link idempotencyKey}: src/http's, with `scope` and `fingerprint` of a Hono `Context`. */
+export interface IdempotencyKeyOptions extends HttpIdempotencyOptions<Context> {
+  /**
+   * The largest request body read for the default fingerprint (it is read from a copy: the
+   * handler still reads the body as usual). A larger one is answered 413 and does not run.
+   * Default and most: `LIMITS.payloadBytes` (1 MiB), bytes held in memory per request while it
+   * is digested. Not read when `fingerprint` is given.
+   */
+  maxRequestBytes?: number;
+  /**
+   * The largest response body recorded (it is read from a copy before the response is sent). A
+   * larger one is sent as it is and not recorded (the key is released: a retry runs again).
+   * Default `LIMITS.payloadBytes` (1 MiB), most 64 MiB. The record has its own bound besides,
+   * `maxResultBytes` of the idempotency (64 KiB by default, the body as base64: 4/3 of its bytes).
+   */
+  maxResponseBytes?: number;
+}
+
+const OPTIONS = keysOf<IdempotencyKeyOptions>({
+  idempotency: true,
+  methods: true,
+  required: true,
+  scope: true,
+  fingerprint: true,
+  record: true,
+  maxRequestBytes: true,
+  maxResponseBytes: true,
+});
+
+// 64 MiB: while recorded, a response is held as its bytes, a binary string of them and their
+// base64 (4/3): ~3.3x its size, ~220 MB per request at this bound. A larger API response belongs in
+// object storage, with its id recorded instead.
+const MAX_RESPONSE_BYTES = 67_108_864;
+
+/**
+ * `Idempotency-Key` middleware for Hono (draft-ietf-httpapi-idempotency-key-header), on a
+ * `createIdempotency` of any onceflow store. Requests of `methods` (default POST and PATCH) with
+ * the header run once per key: the first one's response is recorded (below 500 by default) and a
+ * repeat is answered with it again, byte for byte, plus `idempotent-replayed: true`. A repeat
+ * while the first runs is answered 409, the same key with another method, URL or body 422, a
+ * missing key 400 when `required`. A handler that throws releases the key (a retry runs again).
+ *
+ * @example
+ * ```ts
+ * import { Hono } from 'hono';
+ * import { idempotencyKey } from 'onceflow/hono';
+ *
+ * const app = new Hono();
+ * let orders = 0;
+ * app.post('/orders', idempotencyKey({ idempotency: createIdempotency({ name: 'orders' }) }), async (c) =>
+ *   c.json({ order: ++orders, item: (await c.req.json()).item }, 201),
+ * );
+ * const send = () =>
+ *   app.request('/orders', { method: 'POST', headers: { 'idempotency-key': 'k1' }, body: '{"item":"tea"}' });
+ * await (await send()).json(); // { order: 1, item: 'tea' }
+ * const again = await send();
+ * await again.json(); // { order: 1, item: 'tea' }
+ * again.headers.get('idempotent-replayed'); // 'true'
+ * ```
+ */
+export function idempotencyKey(options: IdempotencyKeyOptions): MiddlewareHandler {
+  if (!isPlainObject(options as unknown))
+    throw new InvalidOptionError('options', 'an object like { idempotency }', options);
+  knownKeys('', options, OPTIONS);
+  const { maxRequestBytes, maxResponseBytes, ...rest } = options;
+  const requestBound = byteBound('maxRequestBytes', maxRequestBytes, LIMITS.payloadBytes);
+  const responseBound = byteBound('maxResponseBytes', maxResponseBytes, MAX_RESPONSE_BYTES);
+  const core = httpIdempotency<Context>(rest);
+  const readsBody = rest.fingerprint === undefined;
+
+  return async (c, next) => {
+    let body: string | undefined;
+    // Only a request with a key is fingerprinted: without one it passes or is refused (400).
+    if (readsBody && c.req.header(IDEMPOTENCY_KEY_HEADER) !== undefined) {
+      const bytes = await requestBytes(c, requestBound);
+      if (bytes === undefined) return tooLarge(c, requestBound);
+      body = await digest(bytes);
+    }
+    const verdict = await core.handle(c, honoRequestInfo(c, undefined), body, async () => {
+      const errorBefore = c.error;
+      await next();
+      // Hono answers a handler's throw with its error handler's response and sets `c.error`:
+      // such a response is sent but never recorded (the key is released, a retry runs again).
+      if (c.error !== undefined && c.error !== errorBefore) return undefined;
+      return recordResponse(c.res, responseBound);
+    });
+    switch (verdict.kind) {
+      case 'pass':
+        await next();
+        return;
+      case 'executed':
+        return; // c.res is the handler's response, sent as it is
+      case 'replay':
+        return replayResponse(c, verdict.response);
+      case 'answer':
+        return answerResponse(c, verdict.answer);
+    }
+  };
+}
+
+function byteBound(name: string, value: number | undefined, most: number): number {
+  const bound = value ?? LIMITS.payloadBytes;
+  if (!Number.isSafeInteger(bound) || bound < 0 || bound > most)
+    throw new InvalidOptionError(name, `an integer of bytes from 0 to ${most}`, value);
+  return bound;
+}
+
+/**
+ * The body bytes, read from a copy so the handler reads the request as if nothing had. When
+ * middleware before this one already read it through Hono (`c.req.json()`, a validator), it is
+ * taken from Hono's cache of it (a parsed JSON body as `JSON.stringify` writes it again).
+ */
+async function requestBytes(c: Context, bound: number): Promise<Uint8Array | undefined> {
+  const declared = Number(c.req.header('content-length'));
+  if (Number.isFinite(declared) && declared > bound) return undefined;
+  const raw = c.req.raw;
+  if (raw.bodyUsed) {
+    // Already in memory: the bound only decides whether it is digested.
+    const cached = new Uint8Array(await c.req.arrayBuffer());
+    return cached.byteLength > bound ? undefined : cached;
+  }
+  if (raw.body === null) return new Uint8Array(0);
+  return readBounded(raw.clone().body, bound);
+}
+
+/** The response as recorded: status, the headers `recordedHeader` keeps, the body's bytes as base64. */
+async function recordResponse(res: Response, bound: number): Promise<RecordedResponse | undefined> {
+  // A body already read (by another middleware) cannot be copied: not recorded, sent as it is.
+  if (res.bodyUsed) return undefined;
+  const bytes = await readBounded(res.clone().body, bound);
+  if (bytes === undefined) return undefined;
+  const headers: [string, string][] = [];
+  // Headers iterate with lower-case names, repeated fields joined by ', ' (set-cookie is never kept).
+  for (const [name, value] of res.headers) if (recordedHeader(name)) headers.push([name, value]);
+  return { status: res.status, headers, body: toBase64(bytes) };
+}
+
+/** The recorded response again, plus the headers earlier middleware prepared (CORS), as any response gets. */
+function replayResponse(c: Context, recorded: RecordedResponse): Response {
+  const headers = new Headers();
+  for (const [name, value] of recorded.headers) headers.append(name, value);
+  headers.set(REPLAYED_HEADER, 'true');
+  // 204, 205 and 304 have no body: a Response with one (even empty) throws.
+  const body = NULL_BODY.has(recorded.status) ? null : fromBase64(recorded.body);
+  return c.newResponse(body, { status: recorded.status as StatusCode, headers });
+}
+
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+function tooLarge(c: Context, bound: number): Response {
+  // No onceflow problem type fits: RFC 9457's `about:blank`, whose title is the status phrase.
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title: 'Content Too Large',
+    status: 413,
+    detail: `An idempotent request's body is at most ${bound} bytes here.`,
+  });
+  return c.body(body, 413, { 'content-type': PROBLEM_CONTENT_TYPE });
+}
