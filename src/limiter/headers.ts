@@ -85,9 +85,12 @@ export function rateLimitHeaders(decisions: Decision | readonly Decision[]): Rec
  * An RFC 8941 sf-string: printable ASCII, with `"` and `\\` escaped. Other characters (and `%`)
  * are percent-encoded as UTF-8, so two different ids never render as the same string.
  */
+// TextEncoder, not Buffer: these headers are built in Web-standard runtimes too (onceflow/hono).
+const UTF8 = new TextEncoder();
+
 function sfString(text: string): string {
   const ascii = text.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) =>
-    [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+    [...UTF8.encode(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
   );
   return `"${ascii.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }

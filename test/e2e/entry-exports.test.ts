@@ -360,6 +360,10 @@ const PINNED: Record<string, Surface> = {
     values: ['OnceflowStore', 'createExpressRateLimitStore', 'idempotencyKey', 'rateLimit'],
     types: ['ClientRateLimitInfo', 'IdempotencyKeyOptions', 'OnceflowStoreOptions', 'RateLimitOptions'],
   },
+  'onceflow/hono': {
+    values: ['idempotencyKey', 'rateLimit'],
+    types: ['IdempotencyKeyOptions', 'RateLimitOptions'],
+  },
   'onceflow/metrics': {
     values: [
       'METRICS',

@@ -23,12 +23,9 @@ const NODE_GLOBALS = new Set([
 ]);
 // Node globals the graph may hold, each on a path named here. core/limits.ts: `utf8Bytes`
 // (Buffer.byteLength) measures stored strings for the stores; onceflow/hono reads only the
-// `LIMITS` table from it. limiter/headers.ts: `sfString` percent-encodes a limit id's characters
-// outside printable ASCII (and `%`) with Buffer: a runtime without Buffer needs limit ids of
-// printable ASCII, as docs/hono.md says (TextEncoder there would lift it).
+// `LIMITS` table from it.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'src/core/limits.ts': ['Buffer'],
-  'src/limiter/headers.ts': ['Buffer'],
 };
 
 const typeOnly = (node: ts.ImportDeclaration | ts.ExportDeclaration): boolean =>
