@@ -14,7 +14,7 @@ import {
   REPLAYED_HEADER,
   recordedHeader,
 } from '../http/idempotency-key.js';
-import { PROBLEM_CONTENT_TYPE } from '../http/problem.js';
+import { problem } from '../http/problem.js';
 import type { RecordedResponse } from '../http/request.js';
 import { digest, fromBase64, readBounded, toBase64 } from './bytes.js';
 import { answerResponse, honoRequestInfo } from './request-info.js';
@@ -169,12 +169,10 @@ function replayResponse(c: Context, recorded: RecordedResponse): Response {
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
 function tooLarge(c: Context, bound: number): Response {
-  // No onceflow problem type fits: RFC 9457's `about:blank`, whose title is the status phrase.
-  const body = JSON.stringify({
-    type: 'about:blank',
-    title: 'Content Too Large',
-    status: 413,
-    detail: `An idempotent request's body is at most ${bound} bytes here.`,
-  });
-  return c.body(body, 413, { 'content-type': PROBLEM_CONTENT_TYPE });
+  const a = problem(
+    'idempotent-request-too-large',
+    413,
+    `An idempotent request's body is at most ${bound} bytes here.`,
+  );
+  return c.body(a.body, 413, a.headers);
 }

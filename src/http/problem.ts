@@ -8,7 +8,8 @@ export type ProblemKind =
   | 'idempotency-key-missing'
   | 'idempotency-key-invalid'
   | 'idempotency-key-in-use'
-  | 'idempotency-key-reused';
+  | 'idempotency-key-reused'
+  | 'idempotent-request-too-large';
 
 const TITLES: Readonly<Record<ProblemKind, string>> = {
   'rate-limited': 'Too Many Requests',
@@ -16,6 +17,7 @@ const TITLES: Readonly<Record<ProblemKind, string>> = {
   'idempotency-key-invalid': 'Idempotency-Key is invalid',
   'idempotency-key-in-use': 'A request with this Idempotency-Key is being processed',
   'idempotency-key-reused': 'Idempotency-Key reused with another request',
+  'idempotent-request-too-large': 'Content Too Large',
 };
 
 /** Where the problems are described: each kind is an anchor of docs/http.md. */

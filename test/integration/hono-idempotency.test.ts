@@ -258,7 +258,11 @@ for (const [title, transport, binding] of matrix('hono-idempotency')) {
       const large = await send('/upload', post('k2', 'x'.repeat(17)));
       expect(large.status).toBe(413);
       expect(large.headers.get('content-type')).toBe('application/problem+json');
-      expect(await large.json()).toMatchObject({ status: 413, title: 'Content Too Large' });
+      expect(await large.json()).toMatchObject({
+        status: 413,
+        title: 'Content Too Large',
+        type: expect.stringContaining('#idempotent-request-too-large'),
+      });
       expect(runs).toBe(1);
       expect((await (await send('/big', post('k1', 'x'))).text()).length).toBe(1003);
       const again = await send('/big', post('k1', 'x'));
