@@ -21,6 +21,6 @@ export function requestInfo(request: FastifyRequest): HttpRequestInfo {
 export function sendAnswer(reply: FastifyReply, answer: HttpAnswer): FastifyReply {
   reply.code(answer.status);
   for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
-  // A string payload with a content type set is sent as it is, not serialized again.
-  return reply.send(answer.body);
+  // Bytes, not a string: Fastify sends them as they are, and adds no `charset` to the type.
+  return reply.send(Buffer.from(answer.body, 'utf8'));
 }
