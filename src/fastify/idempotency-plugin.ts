@@ -140,9 +140,13 @@ function decideHook(core: HttpIdempotency<FastifyRequest>) {
       // an unhandled rejection.
       verdict.catch(() => {});
       (request as WithRunning)[RUNNING] = running;
-      // A reply that never reaches onSend (the client went away, `reply.hijack()`): release the
-      // key rather than hold its lease for ever.
-      reply.raw.once('close', () => running.settle({ response: undefined }));
+      // A reply that never reaches onSend (`reply.hijack()`: the handler wrote it itself) is not
+      // recorded: the key is released once it is sent. A client gone while the handler still
+      // runs is not that case: Fastify still runs onSend when the handler returns, and the key
+      // stays held until then, or a retry would run beside the first.
+      reply.raw.once('close', () => {
+        if (reply.raw.writableFinished || reply.sent) running.settle({ response: undefined });
+      });
       return undefined;
     }
     switch (first.kind) {

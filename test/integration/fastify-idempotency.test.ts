@@ -44,6 +44,16 @@ async function snapshot(res: Response) {
   return { status: res.status, headers, body: Buffer.from(await res.arrayBuffer()) };
 }
 
+/** `attempt` again (a few ms apart, 200 times at most) until `done` holds of its answer. */
+async function eventually(attempt: () => Promise<Response>, done: (res: Response) => boolean) {
+  for (let i = 0; ; i++) {
+    const res = await attempt();
+    if (done(res) || i >= 200) return res;
+    await res.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 function gate() {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => {
@@ -64,7 +74,9 @@ for (const backend of BACKENDS) {
       const fail = { with: undefined as undefined | number | Error };
       app.post('/orders', async (request, reply) => {
         runs.count++;
+        // Only the first run is held: a second one running beside it would answer at once.
         const held = hold.current;
+        hold.current = undefined;
         if (held !== undefined) {
           held.entered();
           await held.wait;
@@ -90,6 +102,12 @@ for (const backend of BACKENDS) {
       app.post('/strict', { config: { onceflow: { idempotency: { required: true } } } }, async () => {
         runs.count++;
         return { ok: true };
+      });
+      app.post('/raw', async (_request, reply) => {
+        runs.count++;
+        reply.hijack();
+        reply.raw.writeHead(200, { 'content-type': 'text/plain' });
+        reply.raw.end(`raw ${runs.count}`);
       });
       app.get('/orders', async () => {
         runs.count++;
@@ -156,12 +174,50 @@ for (const backend of BACKENDS) {
         type: `${PROBLEM_BASE}idempotency-key-in-use`,
         status: 409,
       });
-      hold.current = undefined;
       release.open();
       expect((await first).status).toBe(201);
       const after = await post('/orders', 'k2');
       expect(after.headers.get('idempotent-replayed')).toBe('true');
       expect(runs.count).toBe(1);
+    });
+
+    it('keeps the key while the handler of a client gone away still runs, and records its reply', async () => {
+      const { post, base, runs, hold } = await serve();
+      const release = gate();
+      const entered = gate();
+      hold.current = { entered: entered.open, wait: release.opened };
+      const abort = new AbortController();
+      const gone = fetch(`${base}/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'k9' },
+        body: JSON.stringify({ amount: 5 }),
+        signal: abort.signal,
+      }).catch(() => 'aborted');
+      await entered.opened;
+      abort.abort();
+      expect(await gone).toBe('aborted');
+      // The first handler still runs: a retry must not run beside it.
+      expect((await post('/orders', 'k9')).status).toBe(409);
+      release.open();
+      const replay = await eventually(
+        () => post('/orders', 'k9'),
+        (res) => res.status !== 409,
+      );
+      expect(replay.status).toBe(201);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(runs.count).toBe(1);
+    });
+
+    it('does not record a hijacked reply: once it is sent, the key runs again', async () => {
+      const { post, runs } = await serve();
+      expect(await (await post('/raw', 'h1')).text()).toBe('raw 1');
+      // The key is released when the raw response closes, just after the client has it.
+      const again = await eventually(
+        () => post('/raw', 'h1'),
+        (res) => res.status !== 409,
+      );
+      expect(await again.text()).toBe('raw 2');
+      expect(runs.count).toBe(2);
     });
 
     it('answers 422 to the same key with another body', async () => {
