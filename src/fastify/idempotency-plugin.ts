@@ -99,7 +99,14 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = s
       let core: HttpIdempotency<FastifyRequest>;
       if (own === undefined) core = shared as HttpIdempotency<FastifyRequest>;
       else {
-        knownKeys(`${route.method} ${route.url}: config.onceflow.idempotency`, own, ROUTE_OPTIONS);
+        const where = `${route.method} ${route.url}: config.onceflow.idempotency`;
+        knownKeys(where, own, ROUTE_OPTIONS);
+        if (own.idempotency === undefined && base.idempotency === undefined)
+          throw new InvalidOptionError(
+            `${where}.idempotency`,
+            'an idempotency from createIdempotency() (none here nor in the plugin)',
+            undefined,
+          );
         core = httpIdempotency({ ...base, ...own } as HttpIdempotencyOptions<FastifyRequest>);
       }
       appendRouteHook(route as RouteOptions, 'preHandler', decideHook(core));

@@ -78,7 +78,14 @@ export const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = sibli
       let check: HttpRateLimit<FastifyRequest>;
       if (own === undefined) check = shared as HttpRateLimit<FastifyRequest>;
       else {
-        knownKeys(`${route.method} ${route.url}: config.onceflow.rateLimit`, own, ROUTE_OPTIONS);
+        const where = `${route.method} ${route.url}: config.onceflow.rateLimit`;
+        knownKeys(where, own, ROUTE_OPTIONS);
+        if (own.limiter === undefined && base.limiter === undefined)
+          throw new InvalidOptionError(
+            `${where}.limiter`,
+            'a limiter from createLimiter() (none here nor in the plugin)',
+            undefined,
+          );
         check = httpRateLimit({ ...base, ...own } as HttpRateLimitOptions<FastifyRequest>);
       }
       appendRouteHook(route as RouteOptions, 'onRequest', rateLimitHook(check));

@@ -329,6 +329,6 @@ describe('idempotencyPlugin options', () => {
     await other.register(idempotencyPlugin, { global: false });
     expect(() =>
       other.post('/x', { config: { onceflow: { idempotency: { required: true } } } }, async () => 'x'),
-    ).toThrow(/idempotency/);
+    ).toThrow(/POST \/x: config\.onceflow\.idempotency\.idempotency/);
   });
 });
