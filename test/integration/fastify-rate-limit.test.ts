@@ -2,6 +2,9 @@
 // on the memory store and on Redis: the RateLimit headers of a multi-limit decision, the 429
 // problem, Retry-After at a window's edge (FakeClock), skip, key, cost, per-route policy,
 // encapsulation, and a failing store passed or failed.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -233,5 +236,46 @@ describe('rateLimitPlugin in Fastify', () => {
     expect(() =>
       third.get('/x', { config: { onceflow: { rateLimit: { limitr: 1 } as never } } }, async () => 'x'),
     ).toThrow(/GET \/x: config\.onceflow\.rateLimit\.limitr.*did you mean `limiter`/);
+  });
+});
+
+describe('rateLimitPlugin in 4 processes sharing one Redis', () => {
+  const worker = fileURLToPath(new URL('./fixtures/fastify-server-worker.mjs', import.meta.url));
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const children: ChildProcess[] = [];
+  afterAll(() => {
+    for (const child of children) child.stdin?.end();
+  });
+
+  it('admits exactly the limit across the servers, whichever server a request reaches', async () => {
+    // A sliding log an hour long: no window edge falls inside the run.
+    const limits = [
+      { id: 'hour', algorithm: 'sliding-log', limit: 25, window: '1h' },
+      { id: 'day', algorithm: 'fixed-window', limit: 1000, window: '1d' },
+    ];
+    const config = { url: REDIS_URL, prefix: `${prefix}workers:`, limits };
+    const urls = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const child = spawn(process.execPath, [worker, JSON.stringify(config)], {
+          cwd: root,
+          stdio: ['pipe', 'pipe', 'inherit'],
+        });
+        children.push(child);
+        const [line] = (await once(child.stdout, 'data')) as [Buffer];
+        return line.toString().trim();
+      }),
+    );
+    const statuses = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        fetch(`${urls[i % 4]}/`, { headers: { 'x-api-key': 'shared-key' } }).then(async (res) => {
+          await res.arrayBuffer();
+          return res.status;
+        }),
+      ),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(25);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(75);
+    // Another key has its own budget on every server.
+    expect((await fetch(`${urls[3]}/`, { headers: { 'x-api-key': 'other' } })).status).toBe(200);
   });
 });
