@@ -64,10 +64,15 @@ function gate() {
 
 for (const backend of BACKENDS) {
   describe(`idempotencyPlugin on ${backend.name}`, () => {
-    async function serve(options: Partial<IdempotencyPluginOptions> = {}) {
+    async function serve(options: Partial<IdempotencyPluginOptions> = {}, maxResultBytes?: number) {
       const app = Fastify();
       apps.push(app);
-      const idempotency = createIdempotency({ store: backend.store(), name: `orders-${++n}`, lease: '10s' });
+      const idempotency = createIdempotency({
+        store: backend.store(),
+        name: `orders-${++n}`,
+        lease: '10s',
+        ...(maxResultBytes === undefined ? {} : { maxResultBytes }),
+      });
       await app.register(idempotencyPlugin, { idempotency, ...options });
       const runs = { count: 0 };
       const hold = { current: undefined as undefined | { entered: () => void; wait: Promise<void> } };
@@ -306,6 +311,17 @@ for (const backend of BACKENDS) {
       expect(replay.headers.get('idempotent-replayed')).toBe('true');
       expect(replay.headers.get('ratelimit')).toMatch(/^"api";r=8;t=\d+$/);
       expect(await replay.json()).toEqual({ paid: true });
+    });
+
+    it('sends a reply over maxResultBytes and does not record it', async () => {
+      const { post, runs } = await serve({}, 256);
+      const big = { amount: 'x'.repeat(300) };
+      const first = await post('/orders', 'big', big);
+      expect(first.status).toBe(201);
+      expect(((await first.json()) as { body: unknown }).body).toEqual(big);
+      const again = await post('/orders', 'big', big);
+      expect(again.headers.get('idempotent-replayed')).toBeNull();
+      expect(runs.count).toBe(2);
     });
 
     it('leaves other methods alone', async () => {
