@@ -360,6 +360,18 @@ const PINNED: Record<string, Surface> = {
     values: ['OnceflowStore', 'createExpressRateLimitStore', 'idempotencyKey', 'rateLimit'],
     types: ['ClientRateLimitInfo', 'IdempotencyKeyOptions', 'OnceflowStoreOptions', 'RateLimitOptions'],
   },
+  'onceflow/fastify': {
+    values: ['idempotencyPlugin', 'rateLimitPlugin', 'rateLimitStore'],
+    types: [
+      'IdempotencyPluginOptions',
+      'OnceflowRateLimitStore',
+      'OnceflowRouteConfig',
+      'RateLimitPluginOptions',
+      'RateLimitStoreOptions',
+      'RouteIdempotency',
+      'RouteRateLimit',
+    ],
+  },
   'onceflow/hono': {
     values: ['idempotencyKey', 'rateLimit'],
     types: ['IdempotencyKeyOptions', 'RateLimitOptions'],

@@ -58,10 +58,15 @@ const now = {
   globals: Reflect.ownKeys(globalThis).map(String).filter((k) => !before.globals.includes(k)),
   listeners: listeners().filter((l) => !before.listeners.includes(l)),
 };
-// State hung on an exported value (a class or function carrying what ran at import).
+// State hung on an exported value (a class or function carrying what ran at import). Fastify's
+// plugin protocol (what the fastify-plugin package sets: skip-override, display name, meta) is a
+// declaration of what the plugin is, not state: onceflow/fastify's plugins carry it.
+const PLUGIN_PROTOCOL = ['skip-override', 'fastify.display-name', 'plugin-meta'];
 const decorated = Object.entries(ns)
   .filter(([, v]) => (typeof v === 'function' || (typeof v === 'object' && v !== null)))
-  .filter(([, v]) => Object.getOwnPropertySymbols(v).length > 0)
+  .filter(([, v]) =>
+    Object.getOwnPropertySymbols(v).some((s) => !PLUGIN_PROTOCOL.includes(Symbol.keyFor(s) ?? '')),
+  )
   .map(([k]) => k);
 // Once the import's microtasks and a macrotask have run, still nothing open.
 await new Promise((resolve) => setImmediate(resolve));
