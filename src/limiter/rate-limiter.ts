@@ -3,20 +3,29 @@
 
 import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
+import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
 import { type Emit, errorName } from '../core/observer.js';
+import { timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
-import type { LimitCall, LimiterDeleteCommand, LimiterTakeReply } from '../store/limiter.js';
+import type {
+  LimitCall,
+  LimiterAdjustCommand,
+  LimiterDeleteCommand,
+  LimiterTakeReply,
+} from '../store/limiter.js';
 import type { MemoryLimiterBackend } from '../store/memory/limiter.js';
 import type { Store } from '../store/store.js';
+import { checkBlockMs } from '../windows/limits/adjust.js';
 import { limiterCost } from '../windows/limits/cost.js';
 import { type Decision, decide, type LimitDecision } from '../windows/limits/decision.js';
 import type { LimitSpec, Verdict } from '../windows/limits/types.js';
 import { verdict } from '../windows/limits/verdict.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
 import type { DeviationSampler } from './deviation.js';
-import type { DegradedPolicy, Limiter } from './types.js';
+import { paced, stateOfReply } from './state-ops.js';
+import type { DegradedPolicy, Limiter, LimiterKey, LimiterState, TakeOptions } from './types.js';
 
 // Subjects whose key strings a limiter keeps (see #keyCache in RateLimiter). A BoundedMap keeps an
 // entry for max / 2 - 1 calls after its last use and holds up to max: twice this bound, so a key
@@ -116,10 +125,11 @@ export class RateLimiter implements Limiter {
     this.#epoch++;
   }
 
-  async reset(key: string | Readonly<Record<string, string>>): Promise<void> {
+  async reset(key: LimiterKey): Promise<boolean> {
     const subjects = this.#subjectsOf(key); // a bad key: the same typed error as take's
+    const adjust = this.#store.limiterAdjust;
     const remove = this.#store.limiterDelete;
-    if (typeof remove !== 'function') {
+    if (typeof adjust !== 'function' && typeof remove !== 'function') {
       // What is wrong is the limiter's store, not the key (named as the other factories name it).
       throw new InvalidOptionError(
         'store',
@@ -134,12 +144,86 @@ export class RateLimiter implements Limiter {
     // awaited) is not refused from it, and again once the store answered.
     this.#forgetLocally(subjects, command);
     try {
-      await remove.call(this.#store, command);
+      if (typeof adjust === 'function') {
+        // Exact: whether a limit had usage or a block, read and dropped in one step.
+        const reply = await adjust.call(this.#store, { ...command, op: 'delete', now: this.#passIn?.now() });
+        return stateOfReply(reply, this.#specs) !== undefined;
+      }
+      return (await (remove as NonNullable<Store['limiterDelete']>).call(this.#store, command)) > 0;
     } catch (err) {
-      throw err instanceof StoreError ? err : new StoreError('limiterDelete', err);
+      throw err instanceof StoreError || err instanceof InvalidArgumentError
+        ? err
+        : new StoreError('limiterDelete', err);
     } finally {
       this.#forgetLocally(subjects, command);
     }
+  }
+
+  get(key: LimiterKey): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'get');
+  }
+
+  set(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'set', points);
+  }
+
+  reward(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'reward', points);
+  }
+
+  penalty(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'penalty', points);
+  }
+
+  async block(key: LimiterKey, duration: Duration): Promise<void> {
+    const ms = checkBlockMs(timerDurationOrZero(duration), 'duration');
+    await this.#adjust(key, 'block', undefined, ms);
+  }
+
+  // One state operation on the store, for every limit of `key` (for `block`, every limit with a
+  // blockDuration: only those read blocks). The block cache forgets the key first (its state may
+  // now admit what a cached refusal refused), and answers sent before it must not re-arm one.
+  async #adjust(
+    key: LimiterKey,
+    op: LimiterAdjustCommand['op'],
+    points?: number,
+    durationMs?: number,
+  ): Promise<LimiterState | undefined> {
+    const subjects = this.#subjectsOf(key);
+    const adjust = this.#store.limiterAdjust;
+    if (typeof adjust !== 'function') {
+      throw new InvalidOptionError('store', `a store with limiterAdjust for ${op}()`, this.#store);
+    }
+    const specs = op === 'block' ? this.#specs.filter((s) => (s.blockMs ?? 0) > 0) : this.#specs;
+    if (specs.length === 0) {
+      throw new InvalidOptionError(
+        'blockDuration',
+        'set on at least one limit for block() (only those limits read blocks)',
+        undefined,
+      );
+    }
+    const calls = this.#callsFor(subjects, this.#specs).filter((c) => specs.includes(c.spec as SubjectSpec));
+    if (op !== 'get') {
+      this.#epoch++;
+      if (typeof subjects === 'string') this.#cache?.delete(subjects);
+      else this.#cache?.clear();
+    }
+    let reply: Awaited<ReturnType<NonNullable<Store['limiterAdjust']>>>;
+    try {
+      reply = await adjust.call(this.#store, {
+        namespace: this.#config.namespace,
+        limits: calls,
+        op,
+        points,
+        durationMs,
+        now: this.#passIn?.now(),
+      });
+    } catch (err) {
+      throw err instanceof StoreError || err instanceof InvalidArgumentError
+        ? err
+        : new StoreError('limiterAdjust', err);
+    }
+    return stateOfReply(reply, specs);
   }
 
   // A block names a list of subjects; one reset subject may be what blocked another list (the IP
@@ -158,7 +242,18 @@ export class RateLimiter implements Limiter {
     });
   }
 
-  take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
+  take(key: LimiterKey, takeOptions?: TakeOptions): Promise<Decision> {
+    const maxWait = (takeOptions as TakeOptions | undefined)?.maxWait;
+    if (maxWait !== undefined) {
+      let ms: number;
+      try {
+        ms = timerDuration('maxWait', maxWait);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      const { maxWait: _, ...rest } = takeOptions as TakeOptions;
+      return paced(() => this.take(key, rest), ms);
+    }
     let cost: number;
     let subjects: Subjects;
     let calls: LimitCall[];
@@ -220,7 +315,7 @@ export class RateLimiter implements Limiter {
       // promise of the store's; a reply that is none is a store failure, handled on a microtask.
       let decision: Decision;
       try {
-        decision = this.#decisionOf(answer as LimiterTakeReply);
+        decision = this.#decisionOf(answer as LimiterTakeReply, cost);
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
@@ -233,7 +328,14 @@ export class RateLimiter implements Limiter {
     const epoch = this.#epoch;
     return this.#timed(answer as PromiseLike<LimiterTakeReply>, timeoutMs).then(
       (reply) => {
-        const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
+        const decision = decide(
+          reply.now,
+          reply.allowed,
+          this.#partsOf(reply, this.#specs),
+          undefined,
+          cost,
+          this.#specs,
+        );
         if (cache !== undefined && epoch === this.#epoch) this.#remember(cacheKey, cost, asked, decision);
         if (this.#emit !== undefined) this.#observeAnswer(decision, calls, cost);
         return decision;
@@ -244,11 +346,11 @@ export class RateLimiter implements Limiter {
 
   // A synchronous reply as the limiter's decision; not a reply at all is a TypeError (the store's
   // failure, which the degraded policy takes).
-  #decisionOf(reply: LimiterTakeReply): Decision {
+  #decisionOf(reply: LimiterTakeReply, cost: number): Decision {
     if (typeof reply?.allowed !== 'boolean') {
       throw new TypeError(`limiterTake answered ${String(reply)}, not a reply`);
     }
-    return decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
+    return decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined, cost, this.#specs);
   }
 
   // A take's subjects: the key itself for a limiter whose limits all use the subject `key` (the
@@ -361,7 +463,14 @@ export class RateLimiter implements Limiter {
         cost,
         now: at,
       });
-      return decide(reply.now, reply.allowed, this.#partsOf(reply, fallback.specs), 'degraded-local');
+      return decide(
+        reply.now,
+        reply.allowed,
+        this.#partsOf(reply, fallback.specs),
+        'degraded-local',
+        cost,
+        fallback.specs,
+      );
     }
     const allowed = policy === 'allow';
     const parts = this.#specs.map((s) => verdict(s, allowed, 0, at, allowed ? 0 : DEGRADED_RETRY_MS));
@@ -403,7 +512,12 @@ export class RateLimiter implements Limiter {
   }
 }
 
-const TAKE_OPTIONS = ['cost'];
+const TAKE_OPTIONS = ['cost', 'maxWait'];
+
+// A block's duration in ms (0 lifts it): a Duration, checked as a timer's (within 2^31 - 1 ms).
+function timerDurationOrZero(duration: Duration): number {
+  return duration === 0 || duration === '0ms' ? 0 : timerDuration('duration', duration);
+}
 
 /** A take's cost from its options: 1 by default, else checked (a typed error naming it). */
 function costOf(takeOptions: { cost?: number } | undefined): number {

@@ -178,6 +178,10 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
       );
     },
 
+    limiterAdjust(): Promise<never> {
+      return Promise.reject(new StoreError('limiterAdjust', new Error('TODO')));
+    },
+
     limiterReset(namespace: string): Promise<number> {
       try {
         checkText(namespace, 'namespace', Number.POSITIVE_INFINITY);

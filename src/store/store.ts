@@ -11,7 +11,13 @@ import type {
   LedgerResolveResult,
   WindowState,
 } from './ledger.js';
-import type { LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from './limiter.js';
+import type {
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
+  LimiterDeleteCommand,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+} from './limiter.js';
 import type { OrderingStoreOps } from './ordering.js';
 
 export type { JsonValue } from '../core/json-copy.js';
@@ -33,9 +39,12 @@ export type {
 } from './ledger.js';
 export type {
   LimitCall,
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
   LimiterDeleteCommand,
   LimiterTakeCommand,
   LimiterTakeReply,
+  LimitState,
 } from './limiter.js';
 export type { LeaseReply, OrderingStoreOps, VersionUpsertReply } from './ordering.js';
 
@@ -94,6 +103,13 @@ export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
    * after every take this process sent before; returns how many held state.
    */
   limiterDelete?(command: LimiterDeleteCommand): Promise<number>;
+  /**
+   * Reads or changes these limits' states and blocks in one atomic step (see
+   * {@link LimiterAdjustCommand}): what the limiter's get, set, reward, penalty, block and
+   * reset-with-answer need, and what a take of a limit with `blockMs` reads. Optional: a limiter
+   * on a store without it refuses those calls (and `blockDuration`) with an `InvalidOptionError`.
+   */
+  limiterAdjust?(command: LimiterAdjustCommand): Promise<LimiterAdjustReply>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */
   close?(): Promise<void>;
 }

@@ -125,7 +125,7 @@ local function fixed_window(key, L, W, cost, now)
   if used > 0 then reset = wend end
   local retry = wend - now
   if cost > L then retry = -1 end
-  return false, L - used, reset, retry, nil
+  return false, max(0, L - used), reset, retry, nil
 end
 
 local function gcra(key, L, W, burst, cost, now)

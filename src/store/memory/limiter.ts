@@ -1,14 +1,33 @@
 import type { Clock } from '../../core/clock.js';
-import { StoreError } from '../../core/errors.js';
+import { InvalidArgumentError, StoreError } from '../../core/errors.js';
+import {
+  checkBlockMs,
+  checkPoints,
+  penaltyFits,
+  rewarded,
+  setTo,
+  usageOf,
+} from '../../windows/limits/adjust.js';
 import { MATH, specSuffix } from '../../windows/limits/algorithms.js';
 import { limiterCost } from '../../windows/limits/cost.js';
 import { checkSpec } from '../../windows/limits/spec.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../../windows/limits/time.js';
 import type { LimitSpec, LimitVerdict } from '../../windows/limits/types.js';
-import type { LimitCall, LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from '../limiter.js';
+import { verdict as verdictOf } from '../../windows/limits/verdict.js';
+import type {
+  LimitCall,
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
+  LimiterDeleteCommand,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+  LimitState,
+} from '../limiter.js';
 
 interface Entry {
   state: unknown;
+  /** When a block of this limit ends (store time); 0: none. Read only by limits with `blockMs`. */
+  blockedUntil: number;
   expiresAt: number;
   /** When the sweep may drop it: `expiresAt` plus the stores' slack (see time.ts), as Redis's TTL. */
   sweepAt: number;
@@ -97,7 +116,7 @@ export class MemoryLimiterBackend {
     const now = this.#timeOf(given);
     limiterCost(cost);
     this.#sweepWhenDue(now);
-    if (limits.length === 1) {
+    if (limits.length === 1 && !(limits[0] as LimitCall).spec.blockMs) {
       // One limit has no other to ask: the entry is found once and its live state read once, for
       // the verdict and the charge (no second pass, no list of its own).
       const call = limits[0] as LimitCall;
@@ -196,13 +215,21 @@ export class MemoryLimiterBackend {
   ): LimitVerdict[] {
     const verdicts: LimitVerdict[] = new Array(limits.length);
     let allowed = true;
+    let blocking = false;
     for (let i = 0; i < limits.length; i++) {
       const call = limits[i] as LimitCall;
       const entry = this.#entryOf(namespace, call, `limits[${i}].spec`);
-      const verdict = MATH[call.spec.algorithm].decide(call.spec, liveState(entry, now), now, cost);
+      const until = call.spec.blockMs ? blockOf(entry, now) : 0;
+      if (call.spec.blockMs) blocking = true;
+      const verdict =
+        until > 0
+          ? // Blocked: refused until the block ends, whatever the state holds.
+            verdictOf(call.spec, false, 0, until, until - now)
+          : MATH[call.spec.algorithm].decide(call.spec, liveState(entry, now), now, cost);
       verdicts[i] = verdict;
       if (!verdict.allowed) allowed = false;
     }
+    if (!allowed && blocking) this.#block(namespace, limits, verdicts, now, slack);
     if (!allowed) {
       // Nothing is charged: a limit that would have admitted reports itself as it is now (its
       // answer to a cost of 0), not as it would have been after this request.
@@ -218,6 +245,117 @@ export class MemoryLimiterBackend {
       }
     }
     return verdicts;
+  }
+
+  // A refusal blocks each refusing limit with `blockMs` that was not blocked already, unless it
+  // can never pass (a cost above the limit blocks nothing: no wait would help it). Its verdict
+  // then names the block's end.
+  #block(
+    namespace: string,
+    limits: readonly LimitCall[],
+    verdicts: LimitVerdict[],
+    now: number,
+    slack: number,
+  ): void {
+    for (let i = 0; i < limits.length; i++) {
+      const call = limits[i] as LimitCall;
+      const ms = call.spec.blockMs;
+      const v = verdicts[i] as LimitVerdict;
+      if (!ms || v.allowed || v.retryAfterMs === Number.POSITIVE_INFINITY) continue;
+      const entry = this.#entryOf(namespace, call, `limits[${i}].spec`);
+      if (blockOf(entry, now) > 0) continue;
+      const until = now + ms;
+      this.#setBlock(namespace, call, entry, until, slack);
+      verdicts[i] = verdictOf(
+        call.spec,
+        false,
+        v.remaining,
+        Math.max(v.resetAt, until),
+        Math.max(v.retryAfterMs, ms),
+      );
+    }
+  }
+
+  // Sets (until > 0) or lifts a limit's block, in its entry or a new one.
+  #setBlock(
+    namespace: string,
+    call: LimitCall,
+    entry: Entry | undefined,
+    until: number,
+    slack: number,
+  ): void {
+    if (entry === undefined) {
+      if (until === 0) return;
+      this.#create(namespace, call, undefined, 0, until, slack);
+      return;
+    }
+    entry.blockedUntil = until;
+    entry.sweepAt = Math.max(entry.expiresAt, until) + slack;
+  }
+
+  /**
+   * One state operation (see LimiterAdjustCommand), synchronously: a malformed command throws
+   * having changed nothing; so does a penalty that would pass the usage cap.
+   */
+  adjust({
+    namespace,
+    limits,
+    op,
+    points,
+    durationMs,
+    now: given,
+  }: LimiterAdjustCommand): LimiterAdjustReply {
+    if (!ADJUST_OPS.includes(op)) throw new InvalidArgumentError('op', ADJUST_OPS.join(', '), op);
+    if (!Array.isArray(limits)) throw new InvalidArgumentError('limits', 'an array of limit calls', limits);
+    const now = this.#timeOf(given);
+    const slack = this.#slackOf(given);
+    const entries = limits.map((call, i) => this.#entryOf(namespace, call, `limits[${i}].spec`));
+    const specs = limits.map((call) => call.spec);
+    const p = op === 'set' || op === 'reward' || op === 'penalty' ? checkPoints(points, specs) : 0;
+    const ms = op === 'block' ? checkBlockMs(durationMs, 'durationMs') : 0;
+    if (op === 'penalty') {
+      // All or nothing: every limit is checked before any is charged.
+      for (let i = 0; i < limits.length; i++) {
+        if (!penaltyFits(specs[i] as LimitSpec, liveState(entries[i], now), now, p)) {
+          throw new InvalidArgumentError('points', 'a penalty that keeps usage x window at or below 2^52', p);
+        }
+      }
+    }
+    const states: LimitState[] = [];
+    for (let i = 0; i < limits.length; i++) {
+      const call = limits[i] as LimitCall;
+      const spec = call.spec;
+      const entry = entries[i];
+      const live = liveState(entry, now);
+      if (op === 'get' || op === 'delete') {
+        states.push(stateOf(spec, live, blockOf(entry, now), now));
+        if (op === 'delete' && entry !== undefined) {
+          this.#entries.delete(stateKey(namespace, call));
+          retire(entry);
+        }
+        continue;
+      }
+      if (op === 'block') {
+        this.#setBlock(namespace, call, entry, ms > 0 ? now + ms : 0, slack);
+        states.push(stateOf(spec, live, ms > 0 ? now + ms : 0, now));
+        continue;
+      }
+      const next =
+        op === 'set'
+          ? setTo(spec, now, p)
+          : op === 'reward'
+            ? rewarded(spec, live, now, p)
+            : p === 0
+              ? live
+              : MATH[spec.algorithm].commit(spec, live, now, p);
+      if (next !== undefined) this.#keep(namespace, call, entry, next, slack);
+      else if (entry !== undefined) {
+        entry.state = undefined;
+        entry.expiresAt = 0;
+      }
+      states.push(stateOf(spec, next, blockOf(this.#entryOf(namespace, call, 'limits[].spec'), now), now));
+    }
+    return { now, states };
   }
 
   // Charges an admitted cost to one limit's state (its entry, or a new one), and moves its expiry.
@@ -237,21 +375,53 @@ export class MemoryLimiterBackend {
   #keep(namespace: string, call: LimitCall, entry: Entry | undefined, state: unknown, slack: number): void {
     const expiresAt = MATH[call.spec.algorithm].expiresAt(call.spec, state);
     if (entry === undefined) {
-      const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, ns: namespace, dead: false };
-      this.#entries.set(stateKey(namespace, call), created);
-      this.#memo.set(call, created);
-      this.#sinceSweep++; // a creation counts towards the next sweep (see SWEEP_MIN)
+      this.#create(namespace, call, state, expiresAt, 0, slack);
     } else {
       entry.state = state;
       entry.expiresAt = expiresAt;
-      entry.sweepAt = expiresAt + slack;
+      entry.sweepAt = Math.max(expiresAt, entry.blockedUntil) + slack;
     }
+  }
+
+  #create(
+    namespace: string,
+    call: LimitCall,
+    state: unknown,
+    expiresAt: number,
+    blockedUntil: number,
+    slack: number,
+  ): void {
+    const sweepAt = Math.max(expiresAt, blockedUntil) + slack;
+    const created: Entry = { state, blockedUntil, expiresAt, sweepAt, ns: namespace, dead: false };
+    this.#entries.set(stateKey(namespace, call), created);
+    this.#memo.set(call, created);
+    this.#sinceSweep++; // a creation counts towards the next sweep (see SWEEP_MIN)
   }
 }
 
 // An entry's state while it counts: a state read after its expiry decides as no state.
 function liveState(entry: Entry | undefined, now: number): unknown {
   return entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+}
+
+// When an entry's block ends, or 0 when it is not blocked at `now`.
+function blockOf(entry: Entry | undefined, now: number): number {
+  return entry !== undefined && entry.blockedUntil > now ? entry.blockedUntil : 0;
+}
+
+const ADJUST_OPS: readonly LimiterAdjustCommand['op'][] = [
+  'get',
+  'delete',
+  'set',
+  'reward',
+  'penalty',
+  'block',
+];
+
+// A limit's state as an adjust answers it: its usage, and a take's answer at cost 0.
+function stateOf(spec: LimitSpec, state: unknown, blockedUntil: number, now: number): LimitState {
+  const v = MATH[spec.algorithm].decide(spec, state, now, 0);
+  return { used: usageOf(spec, state, now), remaining: v.remaining, resetAt: v.resetAt, blockedUntil };
 }
 
 // An entry out of the map (swept or reset): a memo pointing at it is stale, and it lets its state

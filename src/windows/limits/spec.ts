@@ -46,6 +46,12 @@ export function checkSpec(spec: LimitSpec, path: string): void {
   if (spec.algorithm === 'gcra' && spec.param * spec.windowMs > MAX_PRODUCT) {
     fail('param', 'a burst with burst x windowMs below 2^53', spec.param);
   }
+  if (spec.blockMs !== undefined) {
+    const b = spec.blockMs;
+    // A year at most: see MAX_BLOCK_MS in adjust.ts (kept here as a number: adjust.ts imports this module's neighbours).
+    if (typeof b !== 'number' || !Number.isSafeInteger(b) || b < 0 || b > 31_536_000_000)
+      fail('blockMs', 'whole milliseconds in [0, 1 year]', b);
+  }
   if (
     spec.algorithm === 'sliding-window' &&
     (spec.windowMs % spec.param !== 0 || spec.windowMs / spec.param > MAX_BUCKETS)
