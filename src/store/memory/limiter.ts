@@ -1,13 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import { InvalidArgumentError, StoreError } from '../../core/errors.js';
-import {
-  checkBlockMs,
-  checkPoints,
-  penaltyFits,
-  rewarded,
-  setTo,
-  usageOf,
-} from '../../windows/limits/adjust.js';
+import { StoreError } from '../../core/errors.js';
 import { MATH, specSuffix } from '../../windows/limits/algorithms.js';
 import { limiterCost } from '../../windows/limits/cost.js';
 import { checkSpec } from '../../windows/limits/spec.js';
@@ -21,14 +13,11 @@ import type {
   LimiterDeleteCommand,
   LimiterTakeCommand,
   LimiterTakeReply,
-  LimitState,
 } from '../limiter.js';
+import { type AdjustEntry, adjustStates, blockOf, liveState } from './limiter-adjust.js';
 
-interface Entry {
-  state: unknown;
-  /** When a block of this limit ends (store time); 0: none. Read only by limits with `blockMs`. */
-  blockedUntil: number;
-  expiresAt: number;
+/** A limit's state in the map (with `state`, `expiresAt` and `blockedUntil`: see AdjustEntry). */
+interface Entry extends AdjustEntry {
   /** When the sweep may drop it: `expiresAt` plus the stores' slack (see time.ts), as Redis's TTL. */
   sweepAt: number;
   /** The namespace it belongs to: a reset drops it, and a memo found for a call of another is ignored. */
@@ -297,65 +286,20 @@ export class MemoryLimiterBackend {
    * One state operation (see LimiterAdjustCommand), synchronously: a malformed command throws
    * having changed nothing; so does a penalty that would pass the usage cap.
    */
-  adjust({
-    namespace,
-    limits,
-    op,
-    points,
-    durationMs,
-    now: given,
-  }: LimiterAdjustCommand): LimiterAdjustReply {
-    if (!ADJUST_OPS.includes(op)) throw new InvalidArgumentError('op', ADJUST_OPS.join(', '), op);
-    if (!Array.isArray(limits)) throw new InvalidArgumentError('limits', 'an array of limit calls', limits);
-    const now = this.#timeOf(given);
+  adjust(command: LimiterAdjustCommand): LimiterAdjustReply {
+    const { namespace, now: given } = command;
     const slack = this.#slackOf(given);
-    const entries = limits.map((call, i) => this.#entryOf(namespace, call, `limits[${i}].spec`));
-    const specs = limits.map((call) => call.spec);
-    const p = op === 'set' || op === 'reward' || op === 'penalty' ? checkPoints(points, specs) : 0;
-    const ms = op === 'block' ? checkBlockMs(durationMs, 'durationMs') : 0;
-    if (op === 'penalty') {
-      // All or nothing: every limit is checked before any is charged.
-      for (let i = 0; i < limits.length; i++) {
-        if (!penaltyFits(specs[i] as LimitSpec, liveState(entries[i], now), now, p)) {
-          throw new InvalidArgumentError('points', 'a penalty that keeps usage x window at or below 2^52', p);
-        }
-      }
-    }
-    const states: LimitState[] = [];
-    for (let i = 0; i < limits.length; i++) {
-      const call = limits[i] as LimitCall;
-      const spec = call.spec;
-      const entry = entries[i];
-      const live = liveState(entry, now);
-      if (op === 'get' || op === 'delete') {
-        states.push(stateOf(spec, live, blockOf(entry, now), now));
-        if (op === 'delete' && entry !== undefined) {
-          this.#entries.delete(stateKey(namespace, call));
-          retire(entry);
-        }
-        continue;
-      }
-      if (op === 'block') {
-        this.#setBlock(namespace, call, entry, ms > 0 ? now + ms : 0, slack);
-        states.push(stateOf(spec, live, ms > 0 ? now + ms : 0, now));
-        continue;
-      }
-      const next =
-        op === 'set'
-          ? setTo(spec, now, p)
-          : op === 'reward'
-            ? rewarded(spec, live, now, p)
-            : p === 0
-              ? live
-              : MATH[spec.algorithm].commit(spec, live, now, p);
-      if (next !== undefined) this.#keep(namespace, call, entry, next, slack);
-      else if (entry !== undefined) {
-        entry.state = undefined;
-        entry.expiresAt = 0;
-      }
-      states.push(stateOf(spec, next, blockOf(this.#entryOf(namespace, call, 'limits[].spec'), now), now));
-    }
-    return { now, states };
+    return adjustStates(command, {
+      now: () => this.#timeOf(given),
+      entry: (call, i) => this.#entryOf(namespace, call, `limits[${i}].spec`),
+      keep: (call, entry, state) => this.#keep(namespace, call, entry as Entry | undefined, state, slack),
+      setBlock: (call, entry, until) =>
+        this.#setBlock(namespace, call, entry as Entry | undefined, until, slack),
+      drop: (call, entry) => {
+        this.#entries.delete(stateKey(namespace, call));
+        retire(entry as Entry);
+      },
+    });
   }
 
   // Charges an admitted cost to one limit's state (its entry, or a new one), and moves its expiry.
@@ -397,31 +341,6 @@ export class MemoryLimiterBackend {
     this.#memo.set(call, created);
     this.#sinceSweep++; // a creation counts towards the next sweep (see SWEEP_MIN)
   }
-}
-
-// An entry's state while it counts: a state read after its expiry decides as no state.
-function liveState(entry: Entry | undefined, now: number): unknown {
-  return entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
-}
-
-// When an entry's block ends, or 0 when it is not blocked at `now`.
-function blockOf(entry: Entry | undefined, now: number): number {
-  return entry !== undefined && entry.blockedUntil > now ? entry.blockedUntil : 0;
-}
-
-const ADJUST_OPS: readonly LimiterAdjustCommand['op'][] = [
-  'get',
-  'delete',
-  'set',
-  'reward',
-  'penalty',
-  'block',
-];
-
-// A limit's state as an adjust answers it: its usage, and a take's answer at cost 0.
-function stateOf(spec: LimitSpec, state: unknown, blockedUntil: number, now: number): LimitState {
-  const v = MATH[spec.algorithm].decide(spec, state, now, 0);
-  return { used: usageOf(spec, state, now), remaining: v.remaining, resetAt: v.resetAt, blockedUntil };
 }
 
 // An entry out of the map (swept or reset): a memo pointing at it is stale, and it lets its state
