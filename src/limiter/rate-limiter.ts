@@ -4,11 +4,11 @@
 import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
-import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import { InvalidArgumentError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
 import { type Emit, errorName } from '../core/observer.js';
 import { timerDuration } from '../core/timer-delay.js';
-import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
+import { isPlainObject, isWellFormed } from '../core/validate.js';
 import type {
   LimitCall,
   LimiterAdjustCommand,
@@ -17,14 +17,13 @@ import type {
 } from '../store/limiter.js';
 import type { MemoryLimiterBackend } from '../store/memory/limiter.js';
 import type { Store } from '../store/store.js';
-import { checkBlockMs } from '../windows/limits/adjust.js';
-import { limiterCost } from '../windows/limits/cost.js';
-import { type Decision, decide, type LimitDecision } from '../windows/limits/decision.js';
-import type { LimitSpec, Verdict } from '../windows/limits/types.js';
+import { type Decision, decide } from '../windows/limits/decision.js';
+import type { LimitSpec } from '../windows/limits/types.js';
 import { verdict } from '../windows/limits/verdict.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
 import type { DeviationSampler } from './deviation.js';
-import { paced, stateOfReply } from './state-ops.js';
+import { adjustKey, blockDurationMs, paced, resetKey, type StateTarget } from './state-ops.js';
+import { costOf, partsOf, timed } from './take-helpers.js';
 import type { DegradedPolicy, Limiter, LimiterKey, LimiterState, TakeOptions } from './types.js';
 
 // Subjects whose key strings a limiter keeps (see #keyCache in RateLimiter). A BoundedMap keeps an
@@ -127,33 +126,15 @@ export class RateLimiter implements Limiter {
 
   async reset(key: LimiterKey): Promise<boolean> {
     const subjects = this.#subjectsOf(key); // a bad key: the same typed error as take's
-    const adjust = this.#store.limiterAdjust;
-    const remove = this.#store.limiterDelete;
-    if (typeof adjust !== 'function' && typeof remove !== 'function') {
-      // What is wrong is the limiter's store, not the key (named as the other factories name it).
-      throw new InvalidOptionError(
-        'store',
-        'a store that can delete limiter state (limiterDelete) for reset()',
-        this.#store,
-      );
-    }
-    const command = { namespace: this.#config.namespace, limits: this.#callsFor(subjects, this.#specs) };
+    const target = this.#target(subjects);
+    const command = { namespace: target.namespace, limits: target.calls };
     // Answers to takes sent before the reset must not re-arm a block after it.
     this.#epoch++;
     // What this process keeps is cleared now, so a take called right after the reset (not
     // awaited) is not refused from it, and again once the store answered.
     this.#forgetLocally(subjects, command);
     try {
-      if (typeof adjust === 'function') {
-        // Exact: whether a limit had usage or a block, read and dropped in one step.
-        const reply = await adjust.call(this.#store, { ...command, op: 'delete', now: this.#passIn?.now() });
-        return stateOfReply(reply, this.#specs) !== undefined;
-      }
-      return (await (remove as NonNullable<Store['limiterDelete']>).call(this.#store, command)) > 0;
-    } catch (err) {
-      throw err instanceof StoreError || err instanceof InvalidArgumentError
-        ? err
-        : new StoreError('limiterDelete', err);
+      return await resetKey(target);
     } finally {
       this.#forgetLocally(subjects, command);
     }
@@ -176,13 +157,12 @@ export class RateLimiter implements Limiter {
   }
 
   async block(key: LimiterKey, duration: Duration): Promise<void> {
-    const ms = checkBlockMs(timerDurationOrZero(duration), 'duration');
-    await this.#adjust(key, 'block', undefined, ms);
+    await this.#adjust(key, 'block', undefined, blockDurationMs(duration));
   }
 
-  // One state operation on the store, for every limit of `key` (for `block`, every limit with a
-  // blockDuration: only those read blocks). The block cache forgets the key first (its state may
-  // now admit what a cached refusal refused), and answers sent before it must not re-arm one.
+  // One state operation for every limit of `key` (state-ops.ts). Unless it only reads, the block
+  // cache forgets the key first (its state may now admit what a cached refusal refused), and
+  // answers sent before it must not re-arm one.
   async #adjust(
     key: LimiterKey,
     op: LimiterAdjustCommand['op'],
@@ -190,40 +170,23 @@ export class RateLimiter implements Limiter {
     durationMs?: number,
   ): Promise<LimiterState | undefined> {
     const subjects = this.#subjectsOf(key);
-    const adjust = this.#store.limiterAdjust;
-    if (typeof adjust !== 'function') {
-      throw new InvalidOptionError('store', `a store with limiterAdjust for ${op}()`, this.#store);
-    }
-    const specs = op === 'block' ? this.#specs.filter((s) => (s.blockMs ?? 0) > 0) : this.#specs;
-    if (specs.length === 0) {
-      throw new InvalidOptionError(
-        'blockDuration',
-        'set on at least one limit for block() (only those limits read blocks)',
-        undefined,
-      );
-    }
-    const calls = this.#callsFor(subjects, this.#specs).filter((c) => specs.includes(c.spec as SubjectSpec));
     if (op !== 'get') {
       this.#epoch++;
       if (typeof subjects === 'string') this.#cache?.delete(subjects);
       else this.#cache?.clear();
     }
-    let reply: Awaited<ReturnType<NonNullable<Store['limiterAdjust']>>>;
-    try {
-      reply = await adjust.call(this.#store, {
-        namespace: this.#config.namespace,
-        limits: calls,
-        op,
-        points,
-        durationMs,
-        now: this.#passIn?.now(),
-      });
-    } catch (err) {
-      throw err instanceof StoreError || err instanceof InvalidArgumentError
-        ? err
-        : new StoreError('limiterAdjust', err);
-    }
-    return stateOfReply(reply, specs);
+    return adjustKey(this.#target(subjects), op, points, durationMs);
+  }
+
+  // What a state operation on `subjects` needs: the store, one call per limit, the time.
+  #target(subjects: Subjects): StateTarget {
+    return {
+      store: this.#store,
+      namespace: this.#config.namespace,
+      specs: this.#specs,
+      calls: this.#callsFor(subjects, this.#specs),
+      now: this.#passIn?.now(),
+    };
   }
 
   // A block names a list of subjects; one reset subject may be what blocked another list (the IP
@@ -326,12 +289,12 @@ export class RateLimiter implements Limiter {
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
     const epoch = this.#epoch;
-    return this.#timed(answer as PromiseLike<LimiterTakeReply>, timeoutMs).then(
+    return timed(answer as PromiseLike<LimiterTakeReply>, timeoutMs).then(
       (reply) => {
         const decision = decide(
           reply.now,
           reply.allowed,
-          this.#partsOf(reply, this.#specs),
+          partsOf(reply, this.#specs),
           undefined,
           cost,
           this.#specs,
@@ -350,7 +313,7 @@ export class RateLimiter implements Limiter {
     if (typeof reply?.allowed !== 'boolean') {
       throw new TypeError(`limiterTake answered ${String(reply)}, not a reply`);
     }
-    return decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined, cost, this.#specs);
+    return decide(reply.now, reply.allowed, partsOf(reply, this.#specs), undefined, cost, this.#specs);
   }
 
   // A take's subjects: the key itself for a limiter whose limits all use the subject `key` (the
@@ -400,25 +363,6 @@ export class RateLimiter implements Limiter {
     });
   }
 
-  #partsOf(reply: LimiterTakeReply, forSpecs: readonly LimitSpec[]): LimitDecision[] {
-    // The built-in stores answer each limit's verdict with its id, limit and window (the math
-    // returns them whole): the reply's fresh array is the decision's list as it is.
-    const verdicts = reply.verdicts;
-    let whole = verdicts.length === forSpecs.length;
-    for (let i = 0; whole && i < forSpecs.length; i++) {
-      whole = (verdicts[i] as Partial<LimitDecision>).id === (forSpecs[i] as LimitSpec).id;
-    }
-    if (whole) return verdicts as LimitDecision[];
-    const parts: LimitDecision[] = [];
-    for (let i = 0; i < forSpecs.length; i++) {
-      const v = verdicts[i] as Verdict;
-      // Field by field (verdict()): an object spread here makes every take ~7x slower in V8
-      // (`node --expose-gc scripts/limiter-memory-ab.mjs`, a dist of each form).
-      parts.push(verdict(forSpecs[i] as LimitSpec, v.allowed, v.remaining, v.resetAt, v.retryAfterMs));
-    }
-    return parts;
-  }
-
   #observe(decision: Decision): void {
     (this.#emit as Emit)({
       part: 'limiter',
@@ -466,7 +410,7 @@ export class RateLimiter implements Limiter {
       return decide(
         reply.now,
         reply.allowed,
-        this.#partsOf(reply, fallback.specs),
+        partsOf(reply, fallback.specs),
         'degraded-local',
         cost,
         fallback.specs,
@@ -475,28 +419,6 @@ export class RateLimiter implements Limiter {
     const allowed = policy === 'allow';
     const parts = this.#specs.map((s) => verdict(s, allowed, 0, at, allowed ? 0 : DEGRADED_RETRY_MS));
     return decide(at, allowed, parts, allowed ? 'degraded-allow' : 'degraded-deny');
-  }
-
-  // A store's pending answer, bounded by the limiter's timeout when it has one.
-  #timed(pending: PromiseLike<LimiterTakeReply>, timeoutMs: number): Promise<LimiterTakeReply> {
-    // Promise.resolve hands a native promise back as it is (no promise more per take).
-    if (timeoutMs === 0) return Promise.resolve(pending);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new StoreError('limiterTake', new Error(`no answer within ${timeoutMs} ms`))),
-        timeoutMs,
-      );
-      pending.then(
-        (r) => {
-          clearTimeout(timer);
-          resolve(r);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      );
-    });
   }
 
   // A refusal is remembered until the wait it names is over. An admission changes the key's state
@@ -510,23 +432,4 @@ export class RateLimiter implements Limiter {
       cache.set(cacheKey, cost, asked, decision);
     }
   }
-}
-
-const TAKE_OPTIONS = ['cost', 'maxWait'];
-
-// A block's duration in ms (0 lifts it): a Duration, checked as a timer's (within 2^31 - 1 ms).
-function timerDurationOrZero(duration: Duration): number {
-  return duration === 0 || duration === '0ms' ? 0 : timerDuration('duration', duration);
-}
-
-/** A take's cost from its options: 1 by default, else checked (a typed error naming it). */
-function costOf(takeOptions: { cost?: number } | undefined): number {
-  if (takeOptions === undefined) return 1;
-  if (!isPlainObject(takeOptions)) {
-    throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
-  }
-  // A misspelt `cost` would charge 1. `for...in` allocates nothing on this hot path; knownKeys
-  // then reads own keys only, so an inherited enumerable key (a polluted prototype) passes.
-  for (const k in takeOptions) if (k !== 'cost') knownKeys('options', takeOptions, TAKE_OPTIONS, 'argument');
-  return takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
 }
