@@ -338,8 +338,13 @@ export function redisLimiterOps(
       const tag = namespaceTag(namespace);
       const keys = limits.map((call) => prefix + limiterKey(tag, call));
       // In call order with the takes (a barrier: after those called before, before those called
-      // after), as the memory store does them; one UNLINK: a subject's keys share its hash tag.
-      return enqueue.barrier(undefined, async () => Number(await redis.call('UNLINK', ...keys)));
+      // after), as the memory store does them; a subject's keys share its hash tag. The limits'
+      // blocks ('<key>|b', limiter-block.lua) go too; the count is of the states.
+      return enqueue.barrier(undefined, async () => {
+        const n = Number(await redis.call('UNLINK', ...keys));
+        await redis.call('UNLINK', ...keys.map((key) => `${key}|b`));
+        return n;
+      });
     },
 
     reset(namespace) {
