@@ -210,6 +210,29 @@ export const limiterAdjustCases: readonly LimiterCase[] = deepFreeze<LimiterCase
   },
   {
     suite: 'limiter-adjust',
+    name: 'adjust-keeps-what-a-step-back-reads',
+    rule: 'a penalty of 0 writes nothing, and a reward or set leaves a block in place: a clock that steps back finds the state and block a take would',
+    limits: [
+      { id: 'l', algorithm: 'sliding-log', limit: 1, windowMs: 1000 },
+      { id: 'b', algorithm: 'fixed-window', limit: 1, windowMs: 1000, blockMs: 700 },
+    ],
+    steps: [
+      take(0, 1, [v(true, 0, 1000), v(true, 0, 1000)]),
+      // At 1000 the log's entry at 0 has left its window: no usage.
+      adjust('penalty', 1000, [st(0, 1, 1000), st(0, 1, 1000)], p(0)),
+      // One ms back, the entry at 0 counts again (it leaves at 1000).
+      take(999, 0, [v(true, 0, 1000), v(true, 0, 1000)]),
+      // 'l' refuses too (its entry counts until 1000); 'b' refuses and blocks until 999 + 700.
+      take(999, 1, [v(false, 0, 1000, 1), v(false, 0, 1699, 700)]),
+      adjust('block', 999, [st(1, 0, 1000, 2500)], { durationMs: 1501 }),
+      // At 2500 the block has ended and the window is new; the reward empties nothing, keeps the block.
+      adjust('reward', 2500, [st(0, 1, 2500), st(0, 1, 2500, 'none')], p(0)),
+      // Back at 1500: still blocked until 2500.
+      take(1500, 0, [v(true, 1, 1500), v(false, 0, 2500, 1000)]),
+    ],
+  },
+  {
+    suite: 'limiter-adjust',
     name: 'adjust-invalid',
     rule: 'malformed points or durations, and a penalty past usage x window = 2^52, reject and change nothing (on any limit)',
     limits: [

@@ -19,7 +19,7 @@ const mutants: { name: string; make: (base: Store) => Overrides; fails: string[]
           limits: cmd.limits.map((call) => ({ ...call, spec: { ...call.spec, blockMs: 0 } })),
         }),
     }),
-    fails: ['block-after-refusal', 'block-operation'],
+    fails: ['block-after-refusal', 'block-operation', 'adjust-keeps-what-a-step-back-reads'],
   },
   {
     name: 'limiterAdjust reward gives nothing back',

@@ -273,9 +273,10 @@ BEGIN
   IF op = 'delete' THEN
     DELETE FROM __schema__.limiter_state AS s WHERE s.key = ANY (keys);
   ELSE
-    -- The rows inserted only to lock, and rows left with neither state nor block.
+    -- The rows inserted only to lock, and rows left with neither state nor block (a block that
+    -- ended stays until its sweep time, as a state does: a clock that steps back reads it again).
     DELETE FROM __schema__.limiter_state AS s WHERE s.key = ANY (keys)
-      AND (s.code = '' OR (s.expires_at = 0 AND s.blocked_until <= o_now));
+      AND (s.code = '' OR (s.expires_at = 0 AND s.blocked_until = 0));
   END IF;
   RETURN NEXT;
 END $$;

@@ -73,7 +73,9 @@ export function adjustStates(
     const spec = call.spec;
     const entry = entries[i];
     const live = liveState(entry, now);
-    if (op === 'get' || op === 'delete') {
+    if (op === 'get' || op === 'delete' || (op === 'penalty' && p === 0)) {
+      // A penalty of 0 writes nothing (as the other stores): a state expired at `now` stays, to
+      // count again if the clock steps back.
       states.push(stateOf(spec, live, blockOf(entry, now), now));
       if (op === 'delete' && entry !== undefined) access.drop(call, entry);
       continue;
@@ -89,9 +91,7 @@ export function adjustStates(
         ? setTo(spec, now, p)
         : op === 'reward'
           ? rewarded(spec, live, now, p)
-          : p === 0
-            ? live
-            : MATH[spec.algorithm].commit(spec, live, now, p);
+          : MATH[spec.algorithm].commit(spec, live, now, p);
     if (next !== undefined) access.keep(call, entry, next);
     else if (entry !== undefined) {
       // No usage left: the entry decides as no state (its block, if any, stays).
