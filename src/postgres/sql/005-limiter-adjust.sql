@@ -10,9 +10,8 @@
 -- take's clean-up of '' rows keeps it.
 ALTER TABLE __schema__.limiter_state ADD COLUMN blocked_until bigint NOT NULL DEFAULT 0;
 
-DROP FUNCTION __schema__.limiter_take(text[], text[], bigint[], bigint[], bigint[], bigint, bigint, bigint, bigint);
-
--- As migration 002's limiter_take, with `blocks` (per limit, ms; 0: none): a limit with a block
+-- As migration 002's limiter_take (kept beside it: a process of an earlier version, during a
+-- rolling upgrade, still calls that one, and blocks nothing), with `blocks` (per limit, ms; 0: none): a limit with a block
 -- length reads its row's block first (blocked: refused, remaining 0, until the block's end), and
 -- when the take is refused, each such limit that refused (not blocked already, and not for a
 -- cost it can never admit) is blocked for its length; its verdict then names the block's end.
