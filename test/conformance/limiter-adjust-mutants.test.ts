@@ -3,7 +3,7 @@
 // cases named.
 import { describe, expect, it } from 'vitest';
 import { memoryStore, type Store } from '../../src/index.js';
-import type { LimiterAdjustCommand, LimiterAdjustReply } from '../../src/store/limiter.js';
+import type { LimiterAdjustCommand, LimiterAdjustReply, LimiterTakeReply } from '../../src/store/limiter.js';
 import { conformance, wrapStore } from '../../src/testing/index.js';
 
 type Overrides = Parameters<typeof wrapStore>[1];
@@ -20,6 +20,39 @@ const mutants: { name: string; make: (base: Store) => Overrides; fails: string[]
         }),
     }),
     fails: ['block-after-refusal', 'block-operation', 'adjust-keeps-what-a-step-back-reads'],
+  },
+  {
+    name: 'limiterTake blocks on a cost the limit can never admit',
+    make: (base) => ({
+      async limiterTake(cmd) {
+        const reply = (await base.limiterTake!(cmd)) as LimiterTakeReply;
+        const never = cmd.limits.filter(
+          (call, i) =>
+            (call.spec.blockMs ?? 0) > 0 && reply.verdicts[i]?.retryAfterMs === Number.POSITIVE_INFINITY,
+        );
+        for (const call of never) {
+          await adjustOf(base)({ ...cmd, limits: [call], op: 'block', durationMs: call.spec.blockMs });
+        }
+        return reply;
+      },
+    }),
+    fails: ['block-after-refusal'],
+  },
+  {
+    name: 'limiterTake extends a block on every refusal it answers',
+    make: (base) => ({
+      async limiterTake(cmd) {
+        const reply = (await base.limiterTake!(cmd)) as LimiterTakeReply;
+        const refused = cmd.limits.filter(
+          (call, i) => (call.spec.blockMs ?? 0) > 0 && reply.verdicts[i]?.allowed === false,
+        );
+        for (const call of refused) {
+          await adjustOf(base)({ ...cmd, limits: [call], op: 'block', durationMs: call.spec.blockMs });
+        }
+        return reply;
+      },
+    }),
+    fails: ['block-after-refusal'],
   },
   {
     name: 'limiterAdjust reward gives nothing back',
