@@ -6,7 +6,7 @@ import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/er
 import { timerDuration } from '../core/timer-delay.js';
 import type { LimitCall, LimiterAdjustCommand, LimiterAdjustReply, LimitState } from '../store/limiter.js';
 import type { Store } from '../store/store.js';
-import { checkBlockMs } from '../windows/limits/adjust.js';
+import { checkBlockMs, checkPoints } from '../windows/limits/adjust.js';
 import type { Decision } from '../windows/limits/decision.js';
 import type { LimitSpec } from '../windows/limits/types.js';
 import type { LimiterState, LimitStateOf } from './types.js';
@@ -82,6 +82,8 @@ export async function adjustKey(
       undefined,
     );
   }
+  // Checked here too, before any store is asked (the built-in stores check them again).
+  if (points !== undefined) checkPoints(points, specs);
   let reply: LimiterAdjustReply;
   try {
     reply = await store.limiterAdjust({

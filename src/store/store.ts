@@ -90,7 +90,9 @@ export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
    * `InvalidArgumentError`, any other failure with a `StoreError`, and neither charges anything:
    * the limiter answers those per its degraded policy, so a store must never answer a decision it
    * did not make. A store that decides in this process may answer synchronously (the memory store
-   * does); a failure is always a rejected promise, never a throw.
+   * does); a failure is always a rejected promise, never a throw. A limit whose spec has
+   * `blockMs` reads its block first and, refused, is blocked (see `LimitSpec.blockMs`): a store
+   * that keeps no blocks has no `limiterAdjust`, and the limiter then refuses `blockDuration`.
    */
   limiterTake?(command: LimiterTakeCommand): LimiterTakeReply | Promise<LimiterTakeReply>;
   /**
