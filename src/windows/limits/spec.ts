@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../../core/errors.js';
 import { isPlainObject } from '../../core/validate.js';
+import { MAX_BLOCK_MS } from './adjust.js';
 import type { Algorithm, LimitSpec } from './types.js';
 
 export const ALGORITHMS: readonly Algorithm[] = ['sliding-log', 'sliding-window', 'fixed-window', 'gcra'];
@@ -48,8 +49,7 @@ export function checkSpec(spec: LimitSpec, path: string): void {
   }
   if (spec.blockMs !== undefined) {
     const b = spec.blockMs;
-    // A year at most: see MAX_BLOCK_MS in adjust.ts (kept here as a number: adjust.ts imports this module's neighbours).
-    if (typeof b !== 'number' || !Number.isSafeInteger(b) || b < 0 || b > 31_536_000_000)
+    if (typeof b !== 'number' || !Number.isSafeInteger(b) || b < 0 || b > MAX_BLOCK_MS)
       fail('blockMs', 'whole milliseconds in [0, 1 year]', b);
   }
   if (
