@@ -1,9 +1,8 @@
 // What the limiter adds around the store's state operations (limiterAdjust) and its takes:
 // a store's reply as a key's state, and pacing (a refusal waited out instead of answered).
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Duration } from '../core/duration.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
-import { timerDuration } from '../core/timer-delay.js';
+import { timerDelay, timerDuration } from '../core/timer-delay.js';
 import type { LimitCall, LimiterAdjustCommand, LimiterAdjustReply, LimitState } from '../store/limiter.js';
 import type { Store } from '../store/store.js';
 import { checkBlockMs, checkPoints } from '../windows/limits/adjust.js';
@@ -168,6 +167,6 @@ export async function paced(take: () => Promise<Decision>, maxWaitMs: number): P
     const wait = Math.max(1, d.retryAfterMs);
     if (wait > left) return d;
     left -= wait;
-    await sleep(wait);
+    await new Promise((resolve) => setTimeout(resolve, timerDelay(wait)));
   }
 }
