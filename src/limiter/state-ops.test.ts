@@ -197,7 +197,14 @@ describe('pacing (take with maxWait)', () => {
     expect(paced.allowed).toBe(true);
     expect(paced.at).toBeGreaterThanOrEqual(first.resetAt);
     // A wait longer than maxWait: refused without waiting.
-    const hourly = createLimiter({ algorithm: 'fixed-window', limit: 1, window: '1h' });
+    const clock = new FakeClock(0);
+    const hourly = createLimiter({
+      store: memoryStore({ clock }),
+      clock,
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: '1h',
+    });
     await hourly.take('k');
     const refused = await hourly.take('k', { maxWait: '1s' });
     expect([refused.allowed, refused.reason]).toEqual([false, 'limited']);
