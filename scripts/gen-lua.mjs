@@ -16,8 +16,9 @@ export function render() {
   const files = readdirSync(luaDir)
     .filter((f) => f.endsWith('.lua'))
     .sort();
+  // Nested: a library may include another (the limiter's head includes int-text).
   const include = (text) =>
-    text.replace(/^-- #include (\S+)\n/gm, (_, lib) => readFileSync(join(luaDir, lib), 'utf8'));
+    text.replace(/^-- #include (\S+)\n/gm, (_, lib) => include(readFileSync(join(luaDir, lib), 'utf8')));
   const entry = (name, file, numberOfKeys, batched, text) => {
     const sha1 = createHash('sha1').update(text).digest('hex');
     return `  ${name}: Object.freeze({\n    name: ${JSON.stringify(file)},\n    numberOfKeys: ${numberOfKeys},\n    batched: ${batched},\n    sha1: '${sha1}',\n    text: ${JSON.stringify(text)},\n  } as const),`;

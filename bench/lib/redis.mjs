@@ -39,7 +39,8 @@ export async function commandStats(servers) {
  * the scripts that call the script directly, as the Redis store's batches do.
  */
 export function limiterTakeArg(code, limit, windowMs, param, times) {
-  const argv = [STATE_SLACK_MS, CLIENT_STATE_SLACK_MS, 0, 1, code, limit, windowMs, param];
+  // The spec: code, limit, window, param, and block ms 0 (no block: the take reads none).
+  const argv = [STATE_SLACK_MS, CLIENT_STATE_SLACK_MS, 0, 1, code, limit, windowMs, param, 0];
   // now, cost 1, no fence, one limit: spec 1.
   for (const t of times) argv.push(t, 1, 0, 1, 1);
   return JSON.stringify(argv);

@@ -33,7 +33,7 @@ describe('timerDelay / timerDuration', () => {
 // The timers of the core and how each one's delay is bounded. A timer call whose statement does
 // not go through timerDelay must be listed here with the reason its delay is bounded.
 const BOUNDED_UPSTREAM: Record<string, { calls: number; why: string }> = {
-  'limiter/rate-limiter.ts': { calls: 1, why: "the store timeout: timerDuration('timeout')" },
+  'limiter/take-helpers.ts': { calls: 1, why: "the store timeout: timerDuration('timeout')" },
   'idempotency/lease-renewer.ts': { calls: 1, why: "a third or sixth of timerDuration('lease')" },
   'idempotency/idempotency.ts': { calls: 1, why: 'a poll: at most POLL_MAX_MS (1 s) and the wait budget' },
   'ordering/compensator.ts': { calls: 1, why: 'a retry: timerDelay of the jittered backoff, a line above' },

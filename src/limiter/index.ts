@@ -19,4 +19,11 @@ export {
   type TenantRegistry,
   type TenantRegistryOptions,
 } from './tenant-registry.js';
-export type { DegradedPolicy, Limiter } from './types.js';
+export type {
+  DegradedPolicy,
+  Limiter,
+  LimiterKey,
+  LimiterState,
+  LimitStateOf,
+  TakeOptions,
+} from './types.js';

@@ -82,6 +82,7 @@ const LIMIT_OPTIONS = keysOf<LimitOptions>({
   burst: true,
   by: true,
   id: true,
+  blockDuration: true,
 });
 const LIMITER_OPTIONS = [
   ...keysOf<Omit<LimiterOptions, keyof LimitOptions>>({
@@ -159,6 +160,15 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     if (options.limits !== undefined && isPlainObject(l)) knownKeys(`limits[${i}]`, l, LIMIT_OPTIONS);
     return Object.freeze(toSpec(l, options.limits !== undefined ? `limits[${i}]` : ''));
   });
+  const blocking = specs.findIndex((s) => (s.blockMs ?? 0) > 0);
+  if (blocking >= 0 && typeof store.limiterAdjust !== 'function') {
+    // A store without limiterAdjust may not keep blocks at all: the refusals would block nothing.
+    throw new InvalidOptionError(
+      options.limits !== undefined ? `limits[${blocking}].blockDuration` : 'blockDuration',
+      'set only with a store that keeps blocks (limiterAdjust: memoryStore(), the Redis and PostgreSQL stores)',
+      rawLimits[blocking]?.blockDuration,
+    );
+  }
   const ids = new Set<string>();
   for (const [i, s] of specs.entries()) {
     if (ids.has(s.id)) throw new InvalidOptionError(`limits[${i}].id`, 'unique within the limiter', s.id);

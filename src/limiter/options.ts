@@ -3,6 +3,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { isPlainObject, nonEmptyString, positiveInt } from '../core/validate.js';
 import { isWindowConfig, type WindowConfig } from '../core/window-config.js';
+import { MAX_BLOCK_MS } from '../windows/limits/adjust.js';
 import { ALGORITHMS, MAX_BUCKETS, MAX_LOG_LIMIT, MAX_PRODUCT } from '../windows/limits/spec.js';
 import type { Algorithm, LimitSpec } from '../windows/limits/types.js';
 
@@ -24,6 +25,12 @@ export interface LimitOptions {
    * without `by` count by the plain key.
    */
   by?: string;
+  /**
+   * After this limit refuses a take, the subject stays blocked in it for this long (`'1m'`; at
+   * most a year): every take until then is refused, on every process (rate-limiter-flexible's
+   * `blockDuration`). Needs a store with `limiterAdjust` (all built-in stores). Default: none.
+   */
+  blockDuration?: Duration;
 }
 
 /** Validates one limit into a spec; `path` prefixes option names in errors (`limits[1].window`). */
@@ -107,7 +114,18 @@ export function toSpec(options: LimitOptions, path: string): LimitSpec & { by: s
     options.id === undefined
       ? `${limit}/${durationLabel(windowMs)}`
       : optionWithinLimit(at('id'), nonEmptyString(at('id'), options.id), 'nameBytes');
-  return { id, algorithm: options.algorithm, limit, windowMs, param, by };
+  let blockMs = 0;
+  if (options.blockDuration !== undefined) {
+    blockMs = parseDuration(options.blockDuration, at('blockDuration'));
+    if (blockMs <= 0 || blockMs > MAX_BLOCK_MS) {
+      throw new InvalidOptionError(
+        at('blockDuration'),
+        'a positive duration of at most a year',
+        options.blockDuration,
+      );
+    }
+  }
+  return { id, algorithm: options.algorithm, limit, windowMs, param, blockMs, by };
 }
 
 /**

@@ -3,20 +3,28 @@
 
 import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
-import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
+import type { Duration } from '../core/duration.js';
+import { InvalidArgumentError, StoreError } from '../core/errors.js';
 import { LIMITS, withinLimit } from '../core/limits.js';
 import { type Emit, errorName } from '../core/observer.js';
-import { isPlainObject, isWellFormed, knownKeys } from '../core/validate.js';
-import type { LimitCall, LimiterDeleteCommand, LimiterTakeReply } from '../store/limiter.js';
+import { timerDuration } from '../core/timer-delay.js';
+import { isPlainObject, isWellFormed } from '../core/validate.js';
+import type {
+  LimitCall,
+  LimiterAdjustCommand,
+  LimiterDeleteCommand,
+  LimiterTakeReply,
+} from '../store/limiter.js';
 import type { MemoryLimiterBackend } from '../store/memory/limiter.js';
 import type { Store } from '../store/store.js';
-import { limiterCost } from '../windows/limits/cost.js';
-import { type Decision, decide, type LimitDecision } from '../windows/limits/decision.js';
-import type { LimitSpec, Verdict } from '../windows/limits/types.js';
+import { type Decision, decide } from '../windows/limits/decision.js';
+import type { LimitSpec } from '../windows/limits/types.js';
 import { verdict } from '../windows/limits/verdict.js';
 import { type BlockCache, blockedDecision } from './block-cache.js';
 import type { DeviationSampler } from './deviation.js';
-import type { DegradedPolicy, Limiter } from './types.js';
+import { adjustKey, blockDurationMs, paced, resetKey, type StateTarget } from './state-ops.js';
+import { costOf, partsOf, timed } from './take-helpers.js';
+import type { DegradedPolicy, Limiter, LimiterKey, LimiterState, TakeOptions } from './types.js';
 
 // Subjects whose key strings a limiter keeps (see #keyCache in RateLimiter). A BoundedMap keeps an
 // entry for max / 2 - 1 calls after its last use and holds up to max: twice this bound, so a key
@@ -116,30 +124,69 @@ export class RateLimiter implements Limiter {
     this.#epoch++;
   }
 
-  async reset(key: string | Readonly<Record<string, string>>): Promise<void> {
+  async reset(key: LimiterKey): Promise<boolean> {
     const subjects = this.#subjectsOf(key); // a bad key: the same typed error as take's
-    const remove = this.#store.limiterDelete;
-    if (typeof remove !== 'function') {
-      // What is wrong is the limiter's store, not the key (named as the other factories name it).
-      throw new InvalidOptionError(
-        'store',
-        'a store that can delete limiter state (limiterDelete) for reset()',
-        this.#store,
-      );
-    }
-    const command = { namespace: this.#config.namespace, limits: this.#callsFor(subjects, this.#specs) };
+    const target = this.#target(subjects);
+    const command = { namespace: target.namespace, limits: target.calls };
     // Answers to takes sent before the reset must not re-arm a block after it.
     this.#epoch++;
     // What this process keeps is cleared now, so a take called right after the reset (not
     // awaited) is not refused from it, and again once the store answered.
     this.#forgetLocally(subjects, command);
     try {
-      await remove.call(this.#store, command);
-    } catch (err) {
-      throw err instanceof StoreError ? err : new StoreError('limiterDelete', err);
+      return await resetKey(target);
     } finally {
       this.#forgetLocally(subjects, command);
     }
+  }
+
+  get(key: LimiterKey): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'get');
+  }
+
+  set(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'set', points);
+  }
+
+  reward(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'reward', points);
+  }
+
+  penalty(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
+    return this.#adjust(key, 'penalty', points);
+  }
+
+  async block(key: LimiterKey, duration: Duration): Promise<void> {
+    await this.#adjust(key, 'block', undefined, blockDurationMs(duration));
+  }
+
+  // One state operation for every limit of `key` (state-ops.ts). Unless it only reads, the block
+  // cache forgets the key first (its state may now admit what a cached refusal refused), and
+  // answers sent before it must not re-arm one.
+  async #adjust(
+    key: LimiterKey,
+    op: LimiterAdjustCommand['op'],
+    points?: number,
+    durationMs?: number,
+  ): Promise<LimiterState | undefined> {
+    const subjects = this.#subjectsOf(key);
+    if (op !== 'get') {
+      this.#epoch++;
+      if (typeof subjects === 'string') this.#cache?.delete(subjects);
+      else this.#cache?.clear();
+    }
+    return adjustKey(this.#target(subjects), op, points, durationMs);
+  }
+
+  // What a state operation on `subjects` needs: the store, one call per limit, the time.
+  #target(subjects: Subjects): StateTarget {
+    return {
+      store: this.#store,
+      namespace: this.#config.namespace,
+      specs: this.#specs,
+      calls: this.#callsFor(subjects, this.#specs),
+      now: this.#passIn?.now(),
+    };
   }
 
   // A block names a list of subjects; one reset subject may be what blocked another list (the IP
@@ -158,7 +205,18 @@ export class RateLimiter implements Limiter {
     });
   }
 
-  take(key: string | Readonly<Record<string, string>>, takeOptions?: { cost?: number }): Promise<Decision> {
+  take(key: LimiterKey, takeOptions?: TakeOptions): Promise<Decision> {
+    const maxWait = (takeOptions as TakeOptions | undefined)?.maxWait;
+    if (maxWait !== undefined) {
+      let ms: number;
+      try {
+        ms = timerDuration('maxWait', maxWait);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      const { maxWait: _, ...rest } = takeOptions as TakeOptions;
+      return paced(() => this.take(key, rest), ms);
+    }
     let cost: number;
     let subjects: Subjects;
     let calls: LimitCall[];
@@ -220,7 +278,7 @@ export class RateLimiter implements Limiter {
       // promise of the store's; a reply that is none is a store failure, handled on a microtask.
       let decision: Decision;
       try {
-        decision = this.#decisionOf(answer as LimiterTakeReply);
+        decision = this.#decisionOf(answer as LimiterTakeReply, cost);
       } catch (err) {
         return Promise.resolve().then(() => this.#degrade(err, subjects, cost));
       }
@@ -231,9 +289,16 @@ export class RateLimiter implements Limiter {
     }
     // A plain promise chain, not an async function: one fewer promise and microtask per take.
     const epoch = this.#epoch;
-    return this.#timed(answer as PromiseLike<LimiterTakeReply>, timeoutMs).then(
+    return timed(answer as PromiseLike<LimiterTakeReply>, timeoutMs).then(
       (reply) => {
-        const decision = decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
+        const decision = decide(
+          reply.now,
+          reply.allowed,
+          partsOf(reply, this.#specs),
+          undefined,
+          cost,
+          this.#specs,
+        );
         if (cache !== undefined && epoch === this.#epoch) this.#remember(cacheKey, cost, asked, decision);
         if (this.#emit !== undefined) this.#observeAnswer(decision, calls, cost);
         return decision;
@@ -244,11 +309,11 @@ export class RateLimiter implements Limiter {
 
   // A synchronous reply as the limiter's decision; not a reply at all is a TypeError (the store's
   // failure, which the degraded policy takes).
-  #decisionOf(reply: LimiterTakeReply): Decision {
+  #decisionOf(reply: LimiterTakeReply, cost: number): Decision {
     if (typeof reply?.allowed !== 'boolean') {
       throw new TypeError(`limiterTake answered ${String(reply)}, not a reply`);
     }
-    return decide(reply.now, reply.allowed, this.#partsOf(reply, this.#specs), undefined);
+    return decide(reply.now, reply.allowed, partsOf(reply, this.#specs), undefined, cost, this.#specs);
   }
 
   // A take's subjects: the key itself for a limiter whose limits all use the subject `key` (the
@@ -298,25 +363,6 @@ export class RateLimiter implements Limiter {
     });
   }
 
-  #partsOf(reply: LimiterTakeReply, forSpecs: readonly LimitSpec[]): LimitDecision[] {
-    // The built-in stores answer each limit's verdict with its id, limit and window (the math
-    // returns them whole): the reply's fresh array is the decision's list as it is.
-    const verdicts = reply.verdicts;
-    let whole = verdicts.length === forSpecs.length;
-    for (let i = 0; whole && i < forSpecs.length; i++) {
-      whole = (verdicts[i] as Partial<LimitDecision>).id === (forSpecs[i] as LimitSpec).id;
-    }
-    if (whole) return verdicts as LimitDecision[];
-    const parts: LimitDecision[] = [];
-    for (let i = 0; i < forSpecs.length; i++) {
-      const v = verdicts[i] as Verdict;
-      // Field by field (verdict()): an object spread here makes every take ~7x slower in V8
-      // (`node --expose-gc scripts/limiter-memory-ab.mjs`, a dist of each form).
-      parts.push(verdict(forSpecs[i] as LimitSpec, v.allowed, v.remaining, v.resetAt, v.retryAfterMs));
-    }
-    return parts;
-  }
-
   #observe(decision: Decision): void {
     (this.#emit as Emit)({
       part: 'limiter',
@@ -361,33 +407,18 @@ export class RateLimiter implements Limiter {
         cost,
         now: at,
       });
-      return decide(reply.now, reply.allowed, this.#partsOf(reply, fallback.specs), 'degraded-local');
+      return decide(
+        reply.now,
+        reply.allowed,
+        partsOf(reply, fallback.specs),
+        'degraded-local',
+        cost,
+        fallback.specs,
+      );
     }
     const allowed = policy === 'allow';
     const parts = this.#specs.map((s) => verdict(s, allowed, 0, at, allowed ? 0 : DEGRADED_RETRY_MS));
     return decide(at, allowed, parts, allowed ? 'degraded-allow' : 'degraded-deny');
-  }
-
-  // A store's pending answer, bounded by the limiter's timeout when it has one.
-  #timed(pending: PromiseLike<LimiterTakeReply>, timeoutMs: number): Promise<LimiterTakeReply> {
-    // Promise.resolve hands a native promise back as it is (no promise more per take).
-    if (timeoutMs === 0) return Promise.resolve(pending);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new StoreError('limiterTake', new Error(`no answer within ${timeoutMs} ms`))),
-        timeoutMs,
-      );
-      pending.then(
-        (r) => {
-          clearTimeout(timer);
-          resolve(r);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      );
-    });
   }
 
   // A refusal is remembered until the wait it names is over. An admission changes the key's state
@@ -401,18 +432,4 @@ export class RateLimiter implements Limiter {
       cache.set(cacheKey, cost, asked, decision);
     }
   }
-}
-
-const TAKE_OPTIONS = ['cost'];
-
-/** A take's cost from its options: 1 by default, else checked (a typed error naming it). */
-function costOf(takeOptions: { cost?: number } | undefined): number {
-  if (takeOptions === undefined) return 1;
-  if (!isPlainObject(takeOptions)) {
-    throw new InvalidArgumentError('options', 'an object like { cost }', takeOptions);
-  }
-  // A misspelt `cost` would charge 1. `for...in` allocates nothing on this hot path; knownKeys
-  // then reads own keys only, so an inherited enumerable key (a polluted prototype) passes.
-  for (const k in takeOptions) if (k !== 'cost') knownKeys('options', takeOptions, TAKE_OPTIONS, 'argument');
-  return takeOptions.cost === undefined ? 1 : limiterCost(takeOptions.cost);
 }

@@ -107,7 +107,7 @@ describe('limiter.reset(key)', () => {
     expect(calls).toBe(2);
   });
 
-  it('bad keys and a store without limiterDelete are typed errors that change nothing', async () => {
+  it('bad keys and a store without limiterDelete (nor limiterAdjust) are typed errors that change nothing', async () => {
     const limiter = createLimiter({ algorithm: 'gcra', limit: 1, window: '1s' });
     await limiter.take('k');
     for (const bad of ['', 'x\ud800', 5, { user: 'u' }]) {
@@ -116,7 +116,7 @@ describe('limiter.reset(key)', () => {
     }
     expect((await limiter.take('k')).allowed).toBe(false); // still spent
     const inner = memoryStore();
-    const noDelete = wrapStore(inner, { limiterDelete: undefined }) as Store;
+    const noDelete = wrapStore(inner, { limiterDelete: undefined, limiterAdjust: undefined }) as Store;
     const other = createLimiter({ store: noDelete, algorithm: 'gcra', limit: 1, window: '1s' });
     const refused = await other.reset('k').catch((e: unknown) => e);
     expect(isOnceflowError(refused, 'ERR_INVALID_OPTION')).toBe(true);

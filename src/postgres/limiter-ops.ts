@@ -15,6 +15,7 @@ import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../windows/l
 import type { LimitSpec, LimitVerdict } from '../windows/limits/types.js';
 import { verdict } from '../windows/limits/verdict.js';
 import type { PgContext } from './context.js';
+import { postgresLimiterAdjust } from './limiter-adjust.js';
 import type { PgCleanup, PgLimiterOps } from './ops.js';
 import { statementName } from './pg-args.js';
 import { sqlState } from './pg-error.js';
@@ -53,7 +54,7 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
   const s = ctx.schema;
   const take = {
     name: statementName(s, 'limiter-take'),
-    text: `SELECT * FROM ${s}.limiter_take($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::bigint, $9::bigint)`,
+    text: `SELECT * FROM ${s}.limiter_take($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint[])`,
   };
   const del = {
     name: statementName(s, 'limiter-delete'),
@@ -178,6 +179,8 @@ export function postgresLimiterOps(ctx: PgContext): PgLimiterOps {
       );
     },
 
+    limiterAdjust: postgresLimiterAdjust(ctx, keysOf, afterTakes),
+
     limiterReset(namespace: string): Promise<number> {
       try {
         checkText(namespace, 'namespace', Number.POSITIVE_INFINITY);
@@ -218,6 +221,7 @@ function takeValues({ namespace, limits, cost, now }: LimiterTakeCommand): unkno
   const lims: number[] = new Array(n);
   const windows: number[] = new Array(n);
   const params: number[] = new Array(n);
+  const blocks: number[] = new Array(n);
   for (let i = 0; i < n; i++) {
     const spec = (limits[i] as LimitCall).spec;
     if (!checkedSpecs.has(spec)) {
@@ -228,18 +232,19 @@ function takeValues({ namespace, limits, cost, now }: LimiterTakeCommand): unkno
     lims[i] = spec.limit;
     windows[i] = spec.windowMs;
     params[i] = spec.param;
+    blocks[i] = spec.blockMs ?? 0;
   }
   // Every written row is kept past its expiry by the stores' slack (src/windows/limits/time.ts): longer
   // on a caller's time, whose clock and the database's may differ.
   const slack = at === null ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS;
-  return [keys, codes, lims, windows, params, cost, at, null, slack];
+  return [keys, codes, lims, windows, params, cost, at, null, slack, blocks];
 }
 
 // The rows of a command's limits, checked (before any SQL): a subject or `by` PostgreSQL text can
 // hold as it is, a key within MAX_KEY_BYTES, and one row per limit: two limits of one take on one
 // row would each decide on the same state and the second charge would overwrite the first (the
 // limiter never builds such a take).
-function keysOf(namespace: unknown, limits: readonly LimitCall[]): string[] {
+export function keysOf(namespace: unknown, limits: readonly LimitCall[]): string[] {
   checkText(namespace, 'namespace', Number.POSITIVE_INFINITY);
   if (!Array.isArray(limits)) throw new InvalidArgumentError('limits', 'an array of limit calls', limits);
   const tag = namespaceTag(namespace as string);

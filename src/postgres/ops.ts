@@ -9,7 +9,9 @@ export type PgLedgerOps = Pick<
 >;
 
 /** The limiter half (limiter-ops.ts). */
-export type PgLimiterOps = Required<Pick<Store, 'limiterTake' | 'limiterReset' | 'limiterDelete'>>;
+export type PgLimiterOps = Required<
+  Pick<Store, 'limiterTake' | 'limiterReset' | 'limiterDelete' | 'limiterAdjust'>
+>;
 
 /** Checkpoints, version gates, snowflake clocks (ordering-ops.ts). */
 export type PgOrderingOps = Required<OrderingStoreOps>;

@@ -2,6 +2,8 @@ import { ClockOffset } from '../core/clock-offset.js';
 import { StoreError } from '../core/errors.js';
 import type {
   LimitCall,
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
   LimiterDeleteCommand,
   LimiterTakeCommand,
   LimiterTakeReply,
@@ -16,6 +18,7 @@ import { type BatchItem, createBatcher } from './batcher.js';
 import { boundedClient, NotSentError } from './bounded-client.js';
 import { clientCommandTimeout } from './client-options.js';
 import { evalScript, type RedisLike } from './eval.js';
+import { redisLimiterAdjust } from './limiter-adjust.js';
 import { limiterKey, namespaceTag } from './limiter-keys.js';
 import type { NodeClient, NodeRouter } from './node-batch.js';
 import { scripts } from './scripts.generated.js';
@@ -77,6 +80,7 @@ const NOT_DECIDED: LimiterTakeReply = Object.freeze({ now: 0, allowed: false, ve
 /** The limiter side of the Redis store. */
 export interface RedisLimiterOps {
   take(command: LimiterTakeCommand): Promise<LimiterTakeReply>;
+  adjust(command: LimiterAdjustCommand): Promise<LimiterAdjustReply>;
   reset(namespace: string): Promise<number>;
   delete(command: LimiterDeleteCommand): Promise<number>;
 }
@@ -91,11 +95,11 @@ interface KeyMemo {
 // when it is first checked (a spec a direct caller built may hold a fraction the script would
 // write as a whole number, or a NaN: refused before its take joins a batch).
 const specArgs = new WeakMap<LimitSpec, readonly (string | number)[]>();
-function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | number)[] {
+export function argsOf(spec: LimitSpec, path = 'limits[].spec'): readonly (string | number)[] {
   let args = specArgs.get(spec);
   if (args === undefined) {
     checkSpec(spec, path);
-    args = [codeOf(spec), spec.limit, spec.windowMs, spec.param];
+    args = [codeOf(spec), spec.limit, spec.windowMs, spec.param, spec.blockMs ?? 0];
     specArgs.set(spec, args);
   }
   return args;
@@ -273,6 +277,12 @@ export function redisLimiterOps(
   }
 
   return {
+    adjust: redisLimiterAdjust(redis, {
+      keyOf,
+      argsOf,
+      barrier: (fn) => enqueue.barrier(undefined, fn),
+    }),
+
     take({ namespace, limits, cost, now, timeoutMs }) {
       // Checked before the call joins a batch: a time the script cannot number (see time.ts) or a
       // cost that is not a count would fail the script for every decision batched with it.
@@ -328,8 +338,13 @@ export function redisLimiterOps(
       const tag = namespaceTag(namespace);
       const keys = limits.map((call) => prefix + limiterKey(tag, call));
       // In call order with the takes (a barrier: after those called before, before those called
-      // after), as the memory store does them; one UNLINK: a subject's keys share its hash tag.
-      return enqueue.barrier(undefined, async () => Number(await redis.call('UNLINK', ...keys)));
+      // after), as the memory store does them; a subject's keys share its hash tag. The limits'
+      // blocks ('<key>|b', limiter-block.lua) go too; the count is of the states.
+      return enqueue.barrier(undefined, async () => {
+        const n = Number(await redis.call('UNLINK', ...keys));
+        await redis.call('UNLINK', ...keys.map((key) => `${key}|b`));
+        return n;
+      });
     },
 
     reset(namespace) {

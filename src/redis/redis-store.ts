@@ -12,7 +12,7 @@ import { journalLimit, redisLedgerOps } from './ledger-ops.js';
 import { redisLimiterOps } from './limiter-ops.js';
 import { nodeRouter } from './node-batch.js';
 import { redisOrderingOps } from './ordering-ops.js';
-import { guardedCalls } from './store-error.js';
+import { guardedCalls, isClosedClient, redisStoreError } from './store-error.js';
 
 /** Options of {@link createRedisStore}. */
 export interface RedisStoreOptions {
@@ -145,6 +145,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     },
     limiterReset: (namespace) => guarded('limiterReset', () => limiter.reset(namespace), 'script'),
     limiterDelete: (cmd) => guarded('limiterDelete', () => limiter.delete(cmd), 'write'),
+    // A malformed command (or a penalty past the usage cap) is the caller's error, as in the memory store.
+    limiterAdjust: (cmd) => {
+      const closed = isClosedClient(client);
+      return limiter.adjust(cmd).catch((err: unknown) => {
+        throw err instanceof InvalidArgumentError || err instanceof StoreError
+          ? err
+          : redisStoreError('limiterAdjust', err, closed, 'script');
+      });
+    },
     ...redisOrderingOps(redis, prefix),
     ...redisIdempotencyOps(redis, prefix, durability, nodes),
     ...redisLedgerOps({ client, redis, prefix, durability, nodes, journalLimit: maxEntries, guarded }),

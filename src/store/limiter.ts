@@ -69,3 +69,46 @@ export interface LimiterTakeReply {
    */
   readonly verdicts: readonly (Verdict | LimitVerdict)[];
 }
+
+/**
+ * A state operation on these limits for these subjects (rate-limiter-flexible's get, delete,
+ * set, reward, penalty, block), one atomic step for all of them, after every take this process
+ * sent before:
+ * - `get`: changes nothing.
+ * - `delete`: drops the states and blocks (`states` answers them as they were).
+ * - `set`: each state replaced by `points` charged at `now` (0: dropped).
+ * - `reward`: `points` given back, never below no usage (see `rewarded` in src/windows/limits/adjust.ts).
+ * - `penalty`: `points` charged whatever the limit (usage may pass it).
+ * - `block`: each limit blocked until `now + durationMs` (0: unblocked), whatever was set before;
+ *   only takes of a limit with `spec.blockMs` read it.
+ * Usage x window stays at or below 2^52 (`points` above it, or a penalty that would pass it,
+ * rejects with an `InvalidArgumentError` and changes nothing).
+ */
+export interface LimiterAdjustCommand {
+  readonly namespace: string;
+  readonly limits: readonly LimitCall[];
+  readonly op: 'get' | 'delete' | 'set' | 'reward' | 'penalty' | 'block';
+  /** `set`, `reward`, `penalty`: a non-negative safe integer. */
+  readonly points?: number | undefined;
+  /** `block`: whole ms in [0, 1 year]. */
+  readonly durationMs?: number | undefined;
+  /** Operation time; `undefined`: the store's own clock. */
+  readonly now?: number | undefined;
+}
+
+/** One limit's state as an adjust leaves it (`delete`: as it was). */
+export interface LimitState {
+  /** Usage counted against the limit now (0: no state); may pass the limit after a penalty. */
+  readonly used: number;
+  /** What a take at cost 0 answers: cost admissible now, and when the limit is full again. */
+  readonly remaining: number;
+  readonly resetAt: number;
+  /** When the block ends (store time, ms); 0: not blocked. */
+  readonly blockedUntil: number;
+}
+
+/** The answer of `limiterAdjust`: the operation time and one state per limit, in order. */
+export interface LimiterAdjustReply {
+  readonly now: number;
+  readonly states: readonly LimitState[];
+}

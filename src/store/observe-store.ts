@@ -15,6 +15,7 @@ const OPERATIONS: Record<Exclude<keyof Store, 'kind'>, Arity> = {
   limiterTake: 1,
   limiterReset: 1,
   limiterDelete: 1,
+  limiterAdjust: 1,
   close: 0,
   checkpointSave: 3,
   checkpointLoad: 1,

@@ -11,7 +11,13 @@ import type {
   LedgerResolveResult,
   WindowState,
 } from './ledger.js';
-import type { LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from './limiter.js';
+import type {
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
+  LimiterDeleteCommand,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+} from './limiter.js';
 import type { OrderingStoreOps } from './ordering.js';
 
 export type { JsonValue } from '../core/json-copy.js';
@@ -33,9 +39,12 @@ export type {
 } from './ledger.js';
 export type {
   LimitCall,
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
   LimiterDeleteCommand,
   LimiterTakeCommand,
   LimiterTakeReply,
+  LimitState,
 } from './limiter.js';
 export type { LeaseReply, OrderingStoreOps, VersionUpsertReply } from './ordering.js';
 
@@ -81,7 +90,9 @@ export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
    * `InvalidArgumentError`, any other failure with a `StoreError`, and neither charges anything:
    * the limiter answers those per its degraded policy, so a store must never answer a decision it
    * did not make. A store that decides in this process may answer synchronously (the memory store
-   * does); a failure is always a rejected promise, never a throw.
+   * does); a failure is always a rejected promise, never a throw. A limit whose spec has
+   * `blockMs` reads its block first and, refused, is blocked (see `LimitSpec.blockMs`): a store
+   * that keeps no blocks has no `limiterAdjust`, and the limiter then refuses `blockDuration`.
    */
   limiterTake?(command: LimiterTakeCommand): LimiterTakeReply | Promise<LimiterTakeReply>;
   /**
@@ -94,6 +105,13 @@ export interface Store extends OrderingStoreOps, IdempotencyStoreOps {
    * after every take this process sent before; returns how many held state.
    */
   limiterDelete?(command: LimiterDeleteCommand): Promise<number>;
+  /**
+   * Reads or changes these limits' states and blocks in one atomic step (see
+   * {@link LimiterAdjustCommand}): what the limiter's get, set, reward, penalty, block and
+   * reset-with-answer need, and what a take of a limit with `blockMs` reads. Optional: a limiter
+   * on a store without it refuses those calls (and `blockDuration`) with an `InvalidOptionError`.
+   */
+  limiterAdjust?(command: LimiterAdjustCommand): Promise<LimiterAdjustReply>;
   /** Releases what the store holds (connections are the caller's: they are not closed). */
   close?(): Promise<void>;
 }

@@ -9,6 +9,7 @@
  */
 import { cases, retentionCases } from './cases.js';
 import { idempotencyCases } from './idempotency-cases.js';
+import { limiterAdjustCases } from './limiter-adjust-cases.js';
 import { limiterCases } from './limiter-cases.js';
 import { orderingCases } from './ordering-cases.js';
 import { run, runCase, suites } from './suites.js';
@@ -35,7 +36,7 @@ export { wrapStore } from './wrap-store.js';
  * differences; nothing throws on a mismatch. A suite whose optional operations the store lacks is
  * reported as `unsupported`, not failed, unless `require` names it. `cases` are the ledger's,
  * `retentionCases` the ledger's on a store with a small journal retention (`options.retention`),
- * `limiterCases`, `orderingCases` and `idempotencyCases` the others'.
+ * `limiterCases`, `limiterAdjustCases`, `orderingCases` and `idempotencyCases` the others'.
  *
  * @example
  * ```ts
@@ -45,7 +46,7 @@ export { wrapStore } from './wrap-store.js';
  * const store = memoryStore();
  * const [first] = conformance.cases;
  * (await conformance.runCase(store, first)).failures; // []
- * conformance.suites.map((s) => s.name); // ['ledger', 'ledger-retention', 'limiter', 'limiter-state', 'limiter-outage', 'version-gate', 'checkpoint', 'snowflake-clock', 'idempotency']
+ * conformance.suites.map((s) => s.name); // ['ledger', 'ledger-retention', 'limiter', 'limiter-state', 'limiter-outage', 'limiter-adjust', 'version-gate', 'checkpoint', 'snowflake-clock', 'idempotency']
  * ```
  */
 export const conformance = {
@@ -53,6 +54,7 @@ export const conformance = {
   cases,
   retentionCases,
   limiterCases,
+  limiterAdjustCases,
   orderingCases,
   idempotencyCases,
   run,

@@ -18,6 +18,8 @@ export interface LimiterCaseLimit {
   granularityMs?: number;
   /** `gcra`: the burst (default: `limit`). */
   burst?: number;
+  /** How long a refusal of this limit blocks it (`spec.blockMs`; default none). */
+  blockMs?: number;
 }
 
 /**
@@ -29,6 +31,18 @@ export interface ExpectedVerdict {
   remaining?: number;
   resetAt?: number;
   retryAfterMs?: number | 'never';
+}
+
+/**
+ * What one limit's state must be after an adjust (`delete`: before it); only the fields given are
+ * compared. `resetAt` and `blockedUntil` are relative to the base instant; `blockedUntil: 'none'`
+ * is not blocked (0).
+ */
+export interface ExpectedState {
+  used?: number;
+  remaining?: number;
+  resetAt?: number;
+  blockedUntil?: number | 'none';
 }
 
 /** A number JSON cannot hold, by name. */
@@ -66,12 +80,23 @@ export type LimiterStep =
     }
   | { op: 'outage-begin' }
   | { op: 'outage-end' }
+  | {
+      /** A `limiterAdjust` of every limit (for `block`, of those with `blockMs`, as the limiter sends it). */
+      op: 'adjust';
+      kind: 'get' | 'delete' | 'set' | 'reward' | 'penalty' | 'block';
+      at: number;
+      points?: number;
+      durationMs?: number;
+      subject?: string;
+      /** One state per limit, the fields given compared; or the error code the command rejects with. */
+      expect: { states: ExpectedState[] } | { code: string };
+    }
   | { op: 'delete'; subject: string; expect: number }
   | { op: 'reset'; space?: string; expect: number };
 
 /** One limiter case: the limits every take of it names, then the steps in order. */
 export interface LimiterCase {
-  suite: 'limiter' | 'limiter-state' | 'limiter-outage';
+  suite: 'limiter' | 'limiter-state' | 'limiter-outage' | 'limiter-adjust';
   name: string;
   /** Which rule of DESIGN §3.5 (or of the Store contract) the case pins down. */
   rule: string;
@@ -333,7 +358,7 @@ export const limiterCases: readonly LimiterCase[] = deepFreeze<LimiterCase[]>([
   },
 ]);
 
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     for (const inner of Object.values(value)) deepFreeze(inner);
     Object.freeze(value);

@@ -4,12 +4,13 @@
 import { isOnceflowError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
 import { limiterNamespace } from '../limiter/keys.js';
-import type { LimitCall, LimiterTakeReply } from '../store/limiter.js';
+import type { LimitCall, LimiterAdjustReply, LimiterTakeReply } from '../store/limiter.js';
 import type { Store } from '../store/store.js';
 import type { LimitSpec } from '../windows/limits/types.js';
 import { differ } from './differ.js';
 import type {
   BadNumber,
+  ExpectedState,
   ExpectedVerdict,
   LimiterCase,
   LimiterCaseLimit,
@@ -126,6 +127,41 @@ export async function runLimiter(
             hasCode(err, step.code) ? undefined : `expected ${step.code}, got ${describe(err)}`,
         );
       }
+      case 'adjust': {
+        const adjust = store.limiterAdjust?.bind(store) as NonNullable<Store['limiterAdjust']>;
+        const given = step.kind === 'block' ? specs.filter((x) => (x.blockMs ?? 0) > 0) : specs;
+        let pending: Promise<LimiterAdjustReply>;
+        try {
+          pending = Promise.resolve(
+            adjust({
+              namespace: namespace(),
+              limits: callsOf(step.subject ?? 'k', given),
+              op: step.kind,
+              points: step.points,
+              durationMs: step.durationMs,
+              now: BASE + step.at,
+            }),
+          );
+        } catch (err) {
+          return `threw synchronously (a store rejects, never throws): ${String(err)}`;
+        }
+        const expect = step.expect;
+        if ('code' in expect) {
+          return pending.then(
+            (reply) => `expected a rejection with ${expect.code}, got an answer ${JSON.stringify(reply)}`,
+            (err: unknown) =>
+              hasCode(err, expect.code) ? undefined : `expected ${expect.code}, got ${describe(err)}`,
+          );
+        }
+        const reply = await pending;
+        if (!isPlainObject(reply) || !Array.isArray(reply.states) || reply.states.length !== given.length) {
+          return `expected one state per limit (${given.length}), got ${describe(reply)}`;
+        }
+        const problem = differ('adjust now', reply.now, BASE + step.at);
+        if (problem) return problem;
+        const got = reply.states.map((x, j) => shownState(x, expect.states[j] ?? {}));
+        return differ('states', got, expect.states);
+      }
       case 'delete': {
         const deleted = await store.limiterDelete?.({
           namespace: namespace(),
@@ -174,6 +210,17 @@ function shown(verdict: LimiterTakeReply['verdicts'][number], expected: Expected
   return out;
 }
 
+/** The fields of `state` that `expected` names, times relative to the base instant. */
+function shownState(state: LimiterAdjustReply['states'][number], expected: ExpectedState) {
+  const out: Record<string, unknown> = {};
+  if ('used' in expected) out.used = state.used;
+  if ('remaining' in expected) out.remaining = state.remaining;
+  if ('resetAt' in expected) out.resetAt = state.resetAt - BASE;
+  if ('blockedUntil' in expected)
+    out.blockedUntil = state.blockedUntil === 0 ? 'none' : state.blockedUntil - BASE;
+  return out;
+}
+
 function toLimitSpec(l: LimiterCaseLimit): LimitSpec {
   const param =
     l.algorithm === 'sliding-window'
@@ -181,7 +228,8 @@ function toLimitSpec(l: LimiterCaseLimit): LimitSpec {
       : l.algorithm === 'gcra'
         ? (l.burst ?? l.limit)
         : 0;
-  return Object.freeze({ id: l.id, algorithm: l.algorithm, limit: l.limit, windowMs: l.windowMs, param });
+  const spec = { id: l.id, algorithm: l.algorithm, limit: l.limit, windowMs: l.windowMs, param };
+  return Object.freeze(l.blockMs === undefined ? spec : { ...spec, blockMs: l.blockMs });
 }
 
 function badValue(value: BadNumber | string): unknown {

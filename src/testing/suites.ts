@@ -10,6 +10,7 @@ import { type ConformanceCase, cases, retentionCases } from './cases.js';
 import { type IdempotencyCase, idempotencyCases } from './idempotency-cases.js';
 import { runIdempotency } from './idempotency-run.js';
 import { runLedgerCase } from './ledger-run.js';
+import { limiterAdjustCases } from './limiter-adjust-cases.js';
 import { type LimiterCase, limiterCases } from './limiter-cases.js';
 import { type OutageHook, runLimiter } from './limiter-run.js';
 import { type OrderingCase, orderingCases } from './ordering-cases.js';
@@ -24,6 +25,7 @@ export type SuiteName =
   | 'limiter'
   | 'limiter-state'
   | 'limiter-outage'
+  | 'limiter-adjust'
   | 'version-gate'
   | 'checkpoint'
   | 'snowflake-clock'
@@ -144,6 +146,13 @@ export const suites: readonly Suite[] = Object.freeze(
       ops: ['limiterTake'],
       needs: 'outage',
       cases: byName('limiter-outage', limiterCases),
+    },
+    {
+      name: 'limiter-adjust',
+      description:
+        'limiterAdjust (get, delete, set, reward, penalty, block) on every algorithm, and blocks a refusal leaves in takes',
+      ops: ['limiterTake', 'limiterAdjust'],
+      cases: limiterAdjustCases as AnyCase[],
     },
     {
       name: 'version-gate',
@@ -276,6 +285,7 @@ const SUITE_NAMES = new Set<string>([
   'limiter',
   'limiter-state',
   'limiter-outage',
+  'limiter-adjust',
   'version-gate',
   'checkpoint',
   'snowflake-clock',

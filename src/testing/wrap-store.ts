@@ -15,6 +15,7 @@ const CONTRACT: Record<keyof Store, true> = {
   limiterTake: true,
   limiterReset: true,
   limiterDelete: true,
+  limiterAdjust: true,
   close: true,
   checkpointSave: true,
   checkpointLoad: true,

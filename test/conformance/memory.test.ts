@@ -63,6 +63,7 @@ conformanceSuite({ label: 'memory store', store: memoryStore(), retention }, () 
       'limiter',
       'limiter-state',
       'limiter-outage',
+      'limiter-adjust',
       'version-gate',
       'checkpoint',
       'snowflake-clock',

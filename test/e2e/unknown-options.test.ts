@@ -110,9 +110,9 @@ const ROWS: Row[] = [
   {
     entry: '.',
     export: 'createLimiter',
-    what: "createLimiter, a key near none (rate-limiter-flexible's blockDuration, misspelt)",
-    call: (m) => m.createLimiter({ ...gcra, blokDuration: '10s' }),
-    key: 'blokDuration',
+    what: "createLimiter, a key near none (rate-limiter-flexible's inMemoryBlockOnConsumed)",
+    call: (m) => m.createLimiter({ ...gcra, inMemoryBlockOnConsumed: 10 }),
+    key: 'inMemoryBlockOnConsumed',
     suggest: undefined,
   },
   {

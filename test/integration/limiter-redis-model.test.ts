@@ -5,6 +5,7 @@ import { afterAll, expect, it } from 'vitest';
 import { createLimiter, FakeClock } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { limiterModelSuite } from '../support/model-suites/limiter.js';
+import { limiterAdjustModelSuite } from '../support/model-suites/limiter-adjust.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
 
 for (const mode of ['standalone', 'cluster'] as const) {
@@ -16,6 +17,7 @@ for (const mode of ['standalone', 'cluster'] as const) {
   });
   const store = () => createRedisStore({ client, prefix });
 
+  limiterAdjustModelSuite({ label: `Redis (${mode})`, store, runScale: mode === 'cluster' ? 0.5 : 1 });
   limiterModelSuite({ label: `Redis (${mode})`, store }, () => {
     it('a key written on a caller clock outlives its window by the client slack (a fake clock may stand still)', async () => {
       const name = `ttl-${mode}`;

@@ -8,11 +8,14 @@ import type { LimitCall } from '../../src/store/limiter.js';
 import type { Store } from '../../src/store/store.js';
 import type { LimitSpec } from '../../src/windows/limits/types.js';
 import { limiterModelSuite } from '../support/model-suites/limiter.js';
+import { limiterAdjustModelSuite } from '../support/model-suites/limiter-adjust.js';
 import { testSchema } from './pg-env.js';
 
 const { pool, schema } = testSchema('lim_model');
 const store = createPostgresStore({ pool, schema });
 let run = 0;
+
+limiterAdjustModelSuite({ label: 'PostgreSQL', store: () => store, inCallOrder: false });
 
 // Takes run on separate pool connections and race: no call order is promised.
 limiterModelSuite({ label: 'PostgreSQL', store: () => store, inCallOrder: false }, () => {

@@ -163,8 +163,8 @@ describe('Decision', () => {
     // @ts-expect-error: a refusal is not 'allowed'
     const allowed: Decision = { ...fields, allowed: false, retryAfterMs: 5, reason: 'allowed' };
     const local: Decision[] = [
-      { ...fields, allowed: true, retryAfterMs: 0, reason: 'degraded-local' },
-      { ...fields, allowed: false, retryAfterMs: 5, reason: 'degraded-local' },
+      { ...fields, allowed: true, retryAfterMs: 0, reason: 'degraded-local', isFirstInDuration: false },
+      { ...fields, allowed: false, retryAfterMs: 5, reason: 'degraded-local', isFirstInDuration: false },
     ];
     expect([waits, limited, allowed, ...local]).toHaveLength(5);
   });

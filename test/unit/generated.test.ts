@@ -18,6 +18,7 @@ const RELEASED: Readonly<Record<string, string>> = {
   '002-limiter': '19bde4946a61f6007b6fec4b36c80cdeb8c392d453929d255c50910fa136db64',
   '003-ordering': '7abba4d56daabeea275720f2c7456ae2bb529fb71ed1770858785a0645a56681',
   '004-idempotency': 'c65a3772de697b8bb56b0373f90191f9be04a4171c140d5632f3f23a0e889ecf',
+  '005-limiter-adjust': '3e0dcb9c9dfd86bea1a7a1f011aed8e904f3187df71833ab3ecd7ff646264cc1',
 };
 
 const source = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');

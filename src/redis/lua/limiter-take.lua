@@ -24,9 +24,12 @@
   ARGV[1]    one flat JSON array of numbers (strings where said): the TTL slacks in ms added to
              every key's TTL, for entries on the server's time and for entries on a caller's
              time (see redis/limiter-ops.ts); the fence base F (server ms); S, the number of distinct limit specs
-             in the batch, then S specs of 4 values: algorithm (a string: 'd' sliding-log as a
+             in the batch, then S specs of 5 values: algorithm (a string: 'd' sliding-log as a
              string, 'z' sliding-log as a sorted set, 'w' sliding-window, 'f' fixed-window, 'g'
-             gcra), limit, window ms, param (bucket ms for 'w', burst for 'g', else 0); then per entry: now ('' for Redis TIME), cost,
+             gcra), limit, window ms, param (bucket ms for 'w', burst for 'g', else 0), block
+             ms (0: none; else a refusal of this limit blocks it for that long, in the key
+             '<its key>|b' = the block's end in ms, and it reads that key first: lib/limiter-block.lua);
+             then per entry: now ('' for Redis TIME), cost,
              fence (0: none; else the entry is not decided, and charges nothing, once the server's
              TIME is past F + fence: its caller has been answered without the store, see
              redis/limiter-ops.ts), n (number of limits), then n spec numbers (1-based, into
@@ -51,32 +54,7 @@
   Integer arithmetic goes through math.fmod (exact for doubles), never a / b rounded and floored.
 ]]
 
--- Library functions as locals: a global and a field lookup fewer per call, in the hot paths.
-local find, sub, match, fmod, max = string.find, string.sub, string.match, math.fmod, math.max
-local function floordiv(a, b)
-  local r = fmod(a, b)
-  local q = (a - r) / b
-  if r < 0 then q = q - 1 end
-  return q
-end
-
-local function ceildiv(a, b)
-  local r = fmod(a, b)
-  local q = (a - r) / b
-  if r > 0 then q = q + 1 end
-  return q
-end
-
--- Every number written into a value goes through int() (lib/int-text.lua): Lua's own
--- number-to-string ('%.14g') is exact only below 1e14, and a client clock or a cost may pass it
--- (limit x window is allowed up to 2^53).
--- #include lib/int-text.lua
-
--- '<a>:<b>' into two numbers (a plain find is cheaper than a pattern with captures).
-local function pair(v)
-  local i = find(v, ':', 1, true)
-  return tonumber(sub(v, 1, i - 1)), tonumber(sub(v, i + 1))
-end
+-- #include lib/limiter-head.lua
 
 local args = cjson.decode(ARGV[1])
 -- TTL slack: the server's own time (args[1]) or a caller's (args[2], client-clock entries).
@@ -101,150 +79,7 @@ local function expire(key, at, now)
   redis.call('PEXPIRE', key, ttl(at, now))
 end
 
--- Each decide returns allowed, remaining, resetAt, retry (-1 never) and, when allowed, what to
--- write: a string key, its value and TTL (no closure: a decision costs a few µs of server time,
--- and closures and pattern captures are a measurable part of it, scripts/limiter-lua-ab.mjs), or
--- (the sorted-set log) a commit function.
-
-local function fixed_window(key, L, W, cost, now)
-  local v = redis.call('GET', key)
-  local start, count
-  if v then start, count = pair(v) end
-  local time = now
-  if start and now < start then time = start end
-  local ws = floordiv(time, W) * W -- the window holding `time`, negative times too
-  local used = 0
-  if start == ws then used = count end
-  local wend = ws + W
-  if used + cost <= L then
-    local reset = time
-    if used + cost > 0 then reset = wend end
-    return true, L - used - cost, reset, 0, key, int(ws) .. ':' .. int(used + cost), ttl(wend, now)
-  end
-  local reset = time
-  if used > 0 then reset = wend end
-  local retry = wend - now
-  if cost > L then retry = -1 end
-  return false, L - used, reset, retry, nil
-end
-
-local function gcra(key, L, W, burst, cost, now)
-  local v = redis.call('GET', key)
-  local q, f = now, 0
-  if v then
-    local sq, sf = pair(v)
-    if sq >= now then q, f = sq, sf end
-  end
-  local sum = f + cost * W
-  local carry = floordiv(sum, L)
-  local q2, f2 = q + carry, sum - carry * L
-  local ahead = (q2 - now) * L + f2
-  if ahead <= burst * W then
-    local rq, rf = q, f
-    if cost > 0 then rq, rf = q2, f2 end
-    local reset = rq
-    if rf > 0 then reset = rq + 1 end
-    local at = q2
-    if f2 > 0 then at = q2 + 1 end
-    return true, floordiv(burst * W - ahead, W), reset, 0, key, int(q2) .. ':' .. int(f2), ttl(at, now)
-  end
-  local held = (q - now) * L + f
-  local reset = q
-  if f > 0 then reset = q + 1 end
-  local retry = -1
-  if cost <= burst then retry = q + ceildiv(f - (burst - cost) * W, L) - now end
-  return false, max(0, floordiv(burst * W - held, W)), reset, retry, nil
-end
-
--- A bucket's count as text: most are small and repeat across a batch's decisions (0, 1, 2 ...),
--- so the first 1 024 are written once per script; a window writes each bucket with a count.
-local small_counts = {}
-local function count_text(n)
-  if n >= 1024 then return int(n) end
-  local text = small_counts[n]
-  if not text then
-    text = int(n)
-    small_counts[n] = text
-  end
-  return text
-end
-
--- When the window is full again with no more requests: the end of the newest non-empty bucket
--- (with `extra` added to the newest one), else `time`.
-local function window_reset(counts, B, c, G, time, extra)
-  for j = B, 0, -1 do
-    local n = counts[j]
-    if j == B then n = n + extra end
-    if n > 0 then return (c + j + 1) * G end
-  end
-  return time
-end
-
--- The bucketed window's string: '<newest bucket index>|' and then '<j>=<count>,' for each bucket
--- with a count, j its place among the B + 1 buckets ending at that index (0 the oldest, B the
--- newest). Only buckets with a count are written: a key's requests usually fall in a few of them,
--- and every bucket parsed and written is a Lua string to make (with all 10 buckets written, a
--- decision takes 7.6 µs of server time, twice the fixed window's: scripts/limiter-lua-ab.mjs).
-local function sliding_window(key, L, W, G, cost, now)
-  local B = W / G
-  local v = redis.call('GET', key)
-  local counts = {}
-  for j = 0, B do counts[j] = 0 end
-  local time = now
-  if v then
-    local bar = find(v, '|', 1, true)
-    local index = tonumber(sub(v, 1, bar - 1))
-    if now < index * G then time = index * G end
-    local shift = floordiv(time, G) - index
-    for j, n in string.gmatch(sub(v, bar + 1), '(%d+)=(%d+)') do
-      j = tonumber(j) - shift
-      if j >= 0 then counts[j] = tonumber(n) end
-    end
-  end
-  local c = floordiv(time, G)
-  local r = time - c * G
-  local recent = 0
-  for j = 1, B do recent = recent + counts[j] end
-  local old = counts[0]
-  local scaled = G * recent + old * (G - r)
-  if scaled + cost * G <= L * G then
-    local reset = window_reset(counts, B, c, G, time, cost)
-    counts[B] = counts[B] + cost
-    local parts, p = {}, 0
-    for j = 0, B do
-      local n = counts[j]
-      if n > 0 then
-        p = p + 1
-        parts[p] = count_text(j) .. '=' .. count_text(n)
-      end
-    end
-    return true, floordiv(L * G - scaled - cost * G, G), reset, 0, key, int(c) .. '|' .. table.concat(parts, ',') .. ',', ttl(reset, now)
-  end
-  local retry = -1
-  if cost <= L then
-    local room = L - cost
-    for s = 0, B + 1 do
-      local o = 0
-      if s <= B then o = counts[s] end
-      local start = 0
-      if s == 0 then start = r end
-      local room_scaled = room * G - G * recent
-      local found = nil
-      if room_scaled >= 0 then
-        local rr = start
-        if o > 0 then rr = max(start, G - floordiv(room_scaled, o)) end
-        if rr <= G - 1 then found = (c + s) * G + rr end
-      end
-      if found then
-        retry = found - now
-        break
-      end
-      if s + 1 <= B then recent = recent - counts[s + 1] end
-    end
-  end
-  return false, max(0, floordiv(L * G - scaled, G)), window_reset(counts, B, c, G, time, 0), retry, nil
-end
-
+-- #include lib/limiter-windows.lua
 -- #include lib/sliding-log.lua
 local out = { 0 }
 local o = 1
@@ -252,12 +87,13 @@ local k = 1
 local writes = {}
 local fence_base = args[3]
 local specs = args[4]
-local SA, SL, SW, SP = {}, {}, {}, {}
+local SA, SL, SW, SP, SB = {}, {}, {}, {}, {}
 for i = 1, specs do
-  local b = 5 + 4 * (i - 1)
-  SA[i], SL[i], SW[i], SP[i] = args[b], args[b + 1], args[b + 2], args[b + 3]
+  local b = 5 + 5 * (i - 1)
+  SA[i], SL[i], SW[i], SP[i], SB[i] = args[b], args[b + 1], args[b + 2], args[b + 3], args[b + 4]
 end
-local a = 5 + 4 * specs
+local a = 5 + 5 * specs
+-- #include lib/limiter-block.lua
 local function decide(alg, key, L, W, p, cost, now)
   if alg == 'g' then return gcra(key, L, W, p, cost, now) end
   if alg == 'd' then return sliding_log(key, L, W, cost, now) end
@@ -299,8 +135,16 @@ while a <= count do
     for j = 1, n do
       local si = args[a]
       a = a + 1
-      local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn =
-        decide(SA[si], KEYS[k], SL[si], SW[si], SP[si], cost, now)
+      local ok, remaining, reset, retry, wkey, wvalue, wttl, wfn
+      -- Only a limit with a block length reads its block: no call more for the others.
+      local blocked = 0
+      if SB[si] > 0 then blocked = block_of(KEYS[k], now) end
+      if blocked > 0 then
+        ok, remaining, reset, retry = false, 0, blocked, blocked - now
+      else
+        ok, remaining, reset, retry, wkey, wvalue, wttl, wfn =
+          decide(SA[si], KEYS[k], SL[si], SW[si], SP[si], cost, now)
+      end
       k = k + 1
       if ok then
         out[o + 1] = 1
@@ -332,6 +176,18 @@ while a <= count do
           local si = args[first_spec + j - 1]
           local _, remaining, reset = decide(SA[si], KEYS[first_key + j - 1], SL[si], SW[si], SP[si], 0, now)
           out[at + 1], out[at + 2] = remaining, reset
+        end
+        -- A refusal blocks a limit with a block length that refused and was not blocked
+        -- already, unless the cost can never pass (-1): its verdict then names the block's end.
+        local si = args[first_spec + j - 1]
+        local bl = SB[si]
+        if bl > 0 and out[at] == 0 and out[at + 3] >= 0 then
+          local key = KEYS[first_key + j - 1]
+          if block_of(key, now) == 0 then
+            local until_at = now + bl
+            redis.call('SET', key .. '|b', int(until_at), 'PX', bl + slack)
+            out[at + 2], out[at + 3] = max(out[at + 2], until_at), max(out[at + 3], bl)
+          end
         end
       end
     end

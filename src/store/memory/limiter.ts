@@ -5,11 +5,19 @@ import { limiterCost } from '../../windows/limits/cost.js';
 import { checkSpec } from '../../windows/limits/spec.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../../windows/limits/time.js';
 import type { LimitSpec, LimitVerdict } from '../../windows/limits/types.js';
-import type { LimitCall, LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from '../limiter.js';
+import { verdict as verdictOf } from '../../windows/limits/verdict.js';
+import type {
+  LimitCall,
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
+  LimiterDeleteCommand,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+} from '../limiter.js';
+import { type AdjustEntry, adjustStates, blockOf, liveState } from './limiter-adjust.js';
 
-interface Entry {
-  state: unknown;
-  expiresAt: number;
+/** A limit's state in the map (with `state`, `expiresAt` and `blockedUntil`: see AdjustEntry). */
+interface Entry extends AdjustEntry {
   /** When the sweep may drop it: `expiresAt` plus the stores' slack (see time.ts), as Redis's TTL. */
   sweepAt: number;
   /** The namespace it belongs to: a reset drops it, and a memo found for a call of another is ignored. */
@@ -97,7 +105,7 @@ export class MemoryLimiterBackend {
     const now = this.#timeOf(given);
     limiterCost(cost);
     this.#sweepWhenDue(now);
-    if (limits.length === 1) {
+    if (limits.length === 1 && !(limits[0] as LimitCall).spec.blockMs) {
       // One limit has no other to ask: the entry is found once and its live state read once, for
       // the verdict and the charge (no second pass, no list of its own).
       const call = limits[0] as LimitCall;
@@ -196,13 +204,21 @@ export class MemoryLimiterBackend {
   ): LimitVerdict[] {
     const verdicts: LimitVerdict[] = new Array(limits.length);
     let allowed = true;
+    let blocking = false;
     for (let i = 0; i < limits.length; i++) {
       const call = limits[i] as LimitCall;
       const entry = this.#entryOf(namespace, call, `limits[${i}].spec`);
-      const verdict = MATH[call.spec.algorithm].decide(call.spec, liveState(entry, now), now, cost);
+      const until = call.spec.blockMs ? blockOf(entry, now) : 0;
+      if (call.spec.blockMs) blocking = true;
+      const verdict =
+        until > 0
+          ? // Blocked: refused until the block ends, whatever the state holds.
+            verdictOf(call.spec, false, 0, until, until - now)
+          : MATH[call.spec.algorithm].decide(call.spec, liveState(entry, now), now, cost);
       verdicts[i] = verdict;
       if (!verdict.allowed) allowed = false;
     }
+    if (!allowed && blocking) this.#block(namespace, limits, verdicts, now, slack);
     if (!allowed) {
       // Nothing is charged: a limit that would have admitted reports itself as it is now (its
       // answer to a cost of 0), not as it would have been after this request.
@@ -218,6 +234,72 @@ export class MemoryLimiterBackend {
       }
     }
     return verdicts;
+  }
+
+  // A refusal blocks each refusing limit with `blockMs` that was not blocked already, unless it
+  // can never pass (a cost above the limit blocks nothing: no wait would help it). Its verdict
+  // then names the block's end.
+  #block(
+    namespace: string,
+    limits: readonly LimitCall[],
+    verdicts: LimitVerdict[],
+    now: number,
+    slack: number,
+  ): void {
+    for (let i = 0; i < limits.length; i++) {
+      const call = limits[i] as LimitCall;
+      const ms = call.spec.blockMs;
+      const v = verdicts[i] as LimitVerdict;
+      if (!ms || v.allowed || v.retryAfterMs === Number.POSITIVE_INFINITY) continue;
+      const entry = this.#entryOf(namespace, call, `limits[${i}].spec`);
+      if (blockOf(entry, now) > 0) continue;
+      const until = now + ms;
+      this.#setBlock(namespace, call, entry, until, slack);
+      verdicts[i] = verdictOf(
+        call.spec,
+        false,
+        v.remaining,
+        Math.max(v.resetAt, until),
+        Math.max(v.retryAfterMs, ms),
+      );
+    }
+  }
+
+  // Sets (until > 0) or lifts a limit's block, in its entry or a new one.
+  #setBlock(
+    namespace: string,
+    call: LimitCall,
+    entry: Entry | undefined,
+    until: number,
+    slack: number,
+  ): void {
+    if (entry === undefined) {
+      if (until === 0) return;
+      this.#create(namespace, call, undefined, 0, until, slack);
+      return;
+    }
+    entry.blockedUntil = until;
+    entry.sweepAt = Math.max(entry.expiresAt, until) + slack;
+  }
+
+  /**
+   * One state operation (see LimiterAdjustCommand), synchronously: a malformed command throws
+   * having changed nothing; so does a penalty that would pass the usage cap.
+   */
+  adjust(command: LimiterAdjustCommand): LimiterAdjustReply {
+    const { namespace, now: given } = command;
+    const slack = this.#slackOf(given);
+    return adjustStates(command, {
+      now: () => this.#timeOf(given),
+      entry: (call, i) => this.#entryOf(namespace, call, `limits[${i}].spec`),
+      keep: (call, entry, state) => this.#keep(namespace, call, entry as Entry | undefined, state, slack),
+      setBlock: (call, entry, until) =>
+        this.#setBlock(namespace, call, entry as Entry | undefined, until, slack),
+      drop: (call, entry) => {
+        this.#entries.delete(stateKey(namespace, call));
+        retire(entry as Entry);
+      },
+    });
   }
 
   // Charges an admitted cost to one limit's state (its entry, or a new one), and moves its expiry.
@@ -237,21 +319,28 @@ export class MemoryLimiterBackend {
   #keep(namespace: string, call: LimitCall, entry: Entry | undefined, state: unknown, slack: number): void {
     const expiresAt = MATH[call.spec.algorithm].expiresAt(call.spec, state);
     if (entry === undefined) {
-      const created: Entry = { state, expiresAt, sweepAt: expiresAt + slack, ns: namespace, dead: false };
-      this.#entries.set(stateKey(namespace, call), created);
-      this.#memo.set(call, created);
-      this.#sinceSweep++; // a creation counts towards the next sweep (see SWEEP_MIN)
+      this.#create(namespace, call, state, expiresAt, 0, slack);
     } else {
       entry.state = state;
       entry.expiresAt = expiresAt;
-      entry.sweepAt = expiresAt + slack;
+      entry.sweepAt = Math.max(expiresAt, entry.blockedUntil) + slack;
     }
   }
-}
 
-// An entry's state while it counts: a state read after its expiry decides as no state.
-function liveState(entry: Entry | undefined, now: number): unknown {
-  return entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+  #create(
+    namespace: string,
+    call: LimitCall,
+    state: unknown,
+    expiresAt: number,
+    blockedUntil: number,
+    slack: number,
+  ): void {
+    const sweepAt = Math.max(expiresAt, blockedUntil) + slack;
+    const created: Entry = { state, blockedUntil, expiresAt, sweepAt, ns: namespace, dead: false };
+    this.#entries.set(stateKey(namespace, call), created);
+    this.#memo.set(call, created);
+    this.#sinceSweep++; // a creation counts towards the next sweep (see SWEEP_MIN)
+  }
 }
 
 // An entry out of the map (swept or reset): a memo pointing at it is stale, and it lets its state

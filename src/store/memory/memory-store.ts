@@ -5,7 +5,13 @@ import { isPlainObject, keysOf, knownKeys, nonNegativeInt, type Order } from '..
 import { SignatureWindow } from '../../windows/signature-window.js';
 import { checkCapacity, checkCommandSizes, checkDeltaPairs } from '../apply-command.js';
 import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency.js';
-import type { LimiterDeleteCommand, LimiterTakeCommand, LimiterTakeReply } from '../limiter.js';
+import type {
+  LimiterAdjustCommand,
+  LimiterAdjustReply,
+  LimiterDeleteCommand,
+  LimiterTakeCommand,
+  LimiterTakeReply,
+} from '../limiter.js';
 import type { LeaseReply, VersionUpsertReply } from '../ordering.js';
 import type {
   Balances,
@@ -213,6 +219,18 @@ class MemoryStore implements Store {
 
   limiterDelete(cmd: LimiterDeleteCommand): Promise<number> {
     return Promise.resolve(this.#limiter.delete(cmd));
+  }
+
+  limiterAdjust(cmd: LimiterAdjustCommand): Promise<LimiterAdjustReply> {
+    try {
+      return Promise.resolve(this.#limiter.adjust(cmd));
+    } catch (err) {
+      return Promise.reject(
+        err instanceof InvalidArgumentError || err instanceof StoreError
+          ? err
+          : new StoreError('limiterAdjust', err, NOT_APPLIED),
+      );
+    }
   }
 
   async ledgerBalances(ledger: string, owner: string): Promise<Balances> {

@@ -1,4 +1,4 @@
-import type { LimitVerdict } from './types.js';
+import type { LimitSpec, LimitVerdict } from './types.js';
 
 /** Why a decision came out as it did. */
 export type DecisionReason =
@@ -88,6 +88,12 @@ interface DecisionFields {
  */
 export interface AllowedDecision extends DecisionFields {
   readonly allowed: true;
+  /**
+   * This take found the bound limit with no usage (its window opened, or its state had run
+   * out): rate-limiter-flexible's `isFirstInDuration`. Only the store's answer tells it
+   * (`reason: 'allowed'` or `'degraded-local'`); a degraded admission answers false.
+   */
+  readonly isFirstInDuration: boolean;
   /** Always 0: nothing to wait for. */
   readonly retryAfterMs: 0;
   readonly reason: AllowingReason;
@@ -113,6 +119,8 @@ export interface AllowedDecision extends DecisionFields {
  */
 export interface RefusedDecision extends DecisionFields {
   readonly allowed: false;
+  /** Always false: nothing was charged. */
+  readonly isFirstInDuration: false;
   /** The exact wait: the same request retried after it is admitted (if nothing else is meanwhile). */
   readonly retryAfterMs: number;
   readonly reason: RefusingReason;
@@ -125,30 +133,42 @@ export interface RefusedDecision extends DecisionFields {
  */
 export type Decision = AllowedDecision | RefusedDecision;
 
-/** Builds the decision from per-limit parts. */
+/**
+ * Builds the decision from per-limit parts. `cost` and `specs` (the limits the parts answer, in
+ * order) tell `isFirstInDuration`: an admission whose bound limit has `remaining + cost` equal
+ * to its capacity (the limit; GCRA's burst) found no usage there. Without them it is false.
+ */
 export function decide(
   at: number,
   allowed: true,
   parts: LimitDecision[],
   reason: AllowingReason | undefined,
+  cost?: number,
+  specs?: readonly LimitSpec[],
 ): AllowedDecision;
 export function decide(
   at: number,
   allowed: false,
   parts: LimitDecision[],
   reason: RefusingReason | undefined,
+  cost?: number,
+  specs?: readonly LimitSpec[],
 ): RefusedDecision;
 export function decide(
   at: number,
   allowed: boolean,
   parts: LimitDecision[],
   reason: DecisionReason | undefined,
+  cost?: number,
+  specs?: readonly LimitSpec[],
 ): Decision;
 export function decide(
   at: number,
   allowed: boolean,
   parts: LimitDecision[],
   reason: DecisionReason | undefined,
+  cost = -1,
+  specs?: readonly LimitSpec[],
 ): Decision {
   let pick = parts[0] as LimitDecision;
   for (let i = 1; i < parts.length; i++) {
@@ -158,8 +178,19 @@ export function decide(
   // One object literal for both answers (one shape, as V8 sees it): its fields agree with
   // `allowed` as the union says, by construction (retryAfterMs 0 and an allowing reason when
   // allowed), which TypeScript cannot follow through the conditionals.
+  let first = false;
+  if (allowed && cost >= 0 && specs !== undefined) {
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i] as LimitSpec;
+      if (spec.id === pick.id) {
+        first = pick.remaining + cost === (spec.algorithm === 'gcra' ? spec.param : spec.limit);
+        break;
+      }
+    }
+  }
   return {
     allowed,
+    isFirstInDuration: first,
     limit: pick.limit,
     remaining: pick.remaining,
     resetAt: pick.resetAt,

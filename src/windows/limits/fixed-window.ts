@@ -23,7 +23,8 @@ export const fixedWindow: AlgorithmMath<FixedWindowState> = {
     return verdict(
       spec,
       false,
-      spec.limit - used,
+      // Below 0 only after a penalty (adjust.ts): usage may pass the limit there.
+      Math.max(0, spec.limit - used),
       used > 0 ? end : time,
       // The next window starts empty, so any cost <= limit passes there and not before.
       cost > spec.limit ? Number.POSITIVE_INFINITY : end - now,

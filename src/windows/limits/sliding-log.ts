@@ -60,7 +60,8 @@ export const slidingLog: AlgorithmMath<SlidingLogState> = {
       }
       retryAfterMs = (times[i - 1] as number) + W - now;
     }
-    return verdict(spec, false, L - live, (newest as number) + W, retryAfterMs);
+    // Below 0 only after a penalty (adjust.ts): usage may pass the limit there.
+    return verdict(spec, false, Math.max(0, L - live), (newest as number) + W, retryAfterMs);
   },
   commit(spec, state, now, cost) {
     const s = state ?? { times: [], costs: undefined, head: 0, total: 0 };

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../../core/errors.js';
 import { isPlainObject } from '../../core/validate.js';
+import { MAX_BLOCK_MS } from './adjust.js';
 import type { Algorithm, LimitSpec } from './types.js';
 
 export const ALGORITHMS: readonly Algorithm[] = ['sliding-log', 'sliding-window', 'fixed-window', 'gcra'];
@@ -45,6 +46,11 @@ export function checkSpec(spec: LimitSpec, path: string): void {
     fail('limit', 'at most 2^52', spec.limit);
   if (spec.algorithm === 'gcra' && spec.param * spec.windowMs > MAX_PRODUCT) {
     fail('param', 'a burst with burst x windowMs below 2^53', spec.param);
+  }
+  if (spec.blockMs !== undefined) {
+    const b = spec.blockMs;
+    if (typeof b !== 'number' || !Number.isSafeInteger(b) || b < 0 || b > MAX_BLOCK_MS)
+      fail('blockMs', 'whole milliseconds in [0, 1 year]', b);
   }
   if (
     spec.algorithm === 'sliding-window' &&

@@ -11,6 +11,12 @@ export interface LimitSpec {
   readonly windowMs: number;
   /** `sliding-window`: bucket length (divides `windowMs`); `gcra`: the burst; otherwise 0. */
   readonly param: number;
+  /**
+   * How long a refusal of this limit blocks the subject's state (ms; 0 or absent: never): every
+   * take until then is refused by this limit, on every process (the block is kept in the store).
+   * Only a limit with one reads a block, so only such a limit can be blocked.
+   */
+  readonly blockMs?: number;
 }
 
 /**

@@ -108,7 +108,7 @@ local function sliding_log(key, L, W, cost, now)
       t = t + tonumber(d)
     end
   end
-  return false, L - live, log_reset(newest, now, W, 0), retry, nil
+  return false, max(0, L - live), log_reset(newest, now, W, 0), retry, nil
 end
 
 -- A sliding log above limit 512 is a sorted set (O(log n) per request, where the string above
@@ -171,6 +171,6 @@ local function sliding_log_zset(zkey, L, W, cost, now)
       end
     end
   end
-  return false, L - live, log_reset(newest, now, W, 0), retry, nil
+  return false, max(0, L - live), log_reset(newest, now, W, 0), retry, nil
 end
 
