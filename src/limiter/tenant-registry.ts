@@ -94,11 +94,10 @@ export function createTenantRegistry(options: TenantRegistryOptions = {}): Tenan
         `an array of at most ${MAX_LABELED_TENANTS} tenant ids`,
         list,
       );
-    list.forEach((t, i) =>
+    for (const [i, t] of list.entries())
       labeled.add(
         optionWithinLimit(`labeledTenants[${i}]`, nonEmptyString(`labeledTenants[${i}]`, t), 'nameBytes'),
-      ),
-    );
+      );
   }
   const store = options.store ?? memoryStore();
   if (typeof store.limiterReset !== 'function' || typeof store.limiterTake !== 'function') {
