@@ -37,6 +37,7 @@ const OPTIONS = keysOf<IdempotencyPluginOptions>({
   scope: true,
   fingerprint: true,
   record: true,
+  onRecordError: true,
   global: true,
 });
 const ROUTE_OPTIONS = OPTIONS.filter((k) => k !== 'global');

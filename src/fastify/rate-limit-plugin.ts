@@ -28,6 +28,7 @@ const OPTIONS = keysOf<RateLimitPluginOptions>({
   cost: true,
   headers: true,
   onStoreError: true,
+  ipv6Subnet: true,
   global: true,
 });
 const ROUTE_OPTIONS = OPTIONS.filter((k) => k !== 'global');

@@ -44,6 +44,7 @@ const OPTIONS = keysOf<IdempotencyKeyOptions>({
   scope: true,
   fingerprint: true,
   record: true,
+  onRecordError: true,
   maxRequestBytes: true,
   maxResponseBytes: true,
 });

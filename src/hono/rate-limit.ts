@@ -27,6 +27,7 @@ const OPTIONS = keysOf<RateLimitOptions>({
   cost: true,
   headers: true,
   onStoreError: true,
+  ipv6Subnet: true,
   ipHeader: true,
 });
 

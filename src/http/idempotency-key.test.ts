@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { thrown } from '../../test/support/thrown.js';
+import { StoreError } from '../core/errors.js';
 import { createIdempotency } from '../idempotency/idempotency.js';
+import { memoryStore } from '../store/memory/memory-store.js';
+import { wrapStore } from '../testing/wrap-store.js';
 import { httpIdempotency, parseKey, recordedHeader } from './idempotency-key.js';
 import type { HttpRequestInfo, RecordedResponse } from './request.js';
 
@@ -86,14 +89,10 @@ describe('httpIdempotency', () => {
     expect(runs).toBe(2);
   });
 
-  it('does not record a 5xx or a response too large: the retry runs again; a handler error releases the key', async () => {
-    const core = httpIdempotency({ idempotency: createIdempotency({ maxResultBytes: 1024 }) });
+  it('does not record a 5xx (the retry runs again); a handler error releases the key', async () => {
+    const core = httpIdempotency({ idempotency: createIdempotency() });
     const req = info('POST', { 'idempotency-key': 'k' });
     expect(await core.handle({}, req, {}, async () => response(503))).toEqual({
-      kind: 'executed',
-      recorded: false,
-    });
-    expect(await core.handle({}, req, {}, async () => response(200, 'x'.repeat(2000)))).toEqual({
       kind: 'executed',
       recorded: false,
     });
@@ -106,6 +105,81 @@ describe('httpIdempotency', () => {
     expect(await core.handle({}, req, {}, async () => response(200))).toEqual({
       kind: 'executed',
       recorded: true,
+    });
+  });
+
+  it('keeps a response too large (or streamed) as its status and headers: a retry is told, never run again', async () => {
+    const core = httpIdempotency({ idempotency: createIdempotency({ maxResultBytes: 1024 }) });
+    let runs = 0;
+    const big = async () => {
+      runs++;
+      return response(201, 'x'.repeat(2000));
+    };
+    const req = info('POST', { 'idempotency-key': 'big' });
+    expect(await core.handle({}, req, {}, big)).toEqual({ kind: 'executed', recorded: true });
+    const again = await core.handle({}, req, {}, big);
+    expect(again).toEqual({
+      kind: 'replay',
+      response: {
+        status: 201,
+        headers: [
+          ['content-type', 'text/plain'],
+          ['idempotent-body', 'omitted'],
+        ],
+        body: '',
+        omitted: true,
+      },
+    });
+    expect(runs).toBe(1);
+    // An adapter that could not copy the body says so itself.
+    const streamed = info('POST', { 'idempotency-key': 'stream' });
+    await core.handle({}, streamed, {}, async () => ({ ...response(200), body: '', omitted: true }));
+    expect(await core.handle({}, streamed, {}, big)).toMatchObject({
+      kind: 'replay',
+      response: { status: 200, omitted: true },
+    });
+  });
+
+  it('reports a store failure after the handler ran (the client keeps its response); before it, the error is thrown', async () => {
+    const store = memoryStore();
+    const failing = wrapStore(store, {
+      idempotencyComplete: () => Promise.reject(new StoreError('idempotencyComplete', new Error('down'))),
+    });
+    const reported: unknown[] = [];
+    const core = httpIdempotency({
+      idempotency: createIdempotency({ store: failing }),
+      onRecordError: (err) => reported.push(err),
+    });
+    const req = info('POST', { 'idempotency-key': 'k' });
+    expect(await core.handle({}, req, {}, async () => response(201))).toEqual({
+      kind: 'executed',
+      recorded: false,
+    });
+    expect(reported).toHaveLength(1);
+    const down = wrapStore(store, {
+      idempotencyBegin: () => Promise.reject(new StoreError('idempotencyBegin', new Error('down'))),
+    });
+    const before = httpIdempotency({ idempotency: createIdempotency({ store: down }) });
+    let ran = false;
+    await expect(
+      before.handle({}, info('POST', { 'idempotency-key': 'k2' }), {}, async () => {
+        ran = true;
+        return response(201);
+      }),
+    ).rejects.toMatchObject({ code: 'ERR_STORE' });
+    expect(ran).toBe(false);
+  });
+
+  it('bounds the scope in UTF-8 bytes', async () => {
+    const core = httpIdempotency<{ user: string }>({
+      idempotency: createIdempotency(),
+      scope: (r) => r.user,
+    });
+    const req = info('POST', { 'idempotency-key': 'k' });
+    const ok = async () => response(200);
+    expect(await core.handle({ user: 'é'.repeat(125) }, req, {}, ok)).toMatchObject({ kind: 'executed' });
+    await expect(core.handle({ user: 'é'.repeat(126) }, req, {}, ok)).rejects.toMatchObject({
+      option: 'scope',
     });
   });
 

@@ -33,6 +33,12 @@ export interface HttpIdempotencyOptions<R> {
   fingerprint?: (request: R) => unknown;
   /** Which recorded statuses are replayed. Default: below 500 (a 5xx is not recorded: a retry runs again). */
   record?: (status: number) => boolean;
+  /**
+   * Told when a response that ran could not be recorded because the store failed (the client got
+   * the response; a retry after the lease may run the handler again). Default: a process warning
+   * (`ONCEFLOW_IDEMPOTENCY_NOT_RECORDED`), `console.error` where there is no `process`.
+   */
+  onRecordError?: (error: unknown, info: HttpRequestInfo) => void;
 }
 
 const OPTIONS = keysOf<HttpIdempotencyOptions<unknown>>({
@@ -42,16 +48,24 @@ const OPTIONS = keysOf<HttpIdempotencyOptions<unknown>>({
   scope: true,
   fingerprint: true,
   record: true,
+  onRecordError: true,
 });
 
 /** The header read. */
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** Set on a replayed response, so a client (and a log) can tell (as Stripe's API does). */
 export const REPLAYED_HEADER = 'idempotent-replayed';
+/** Set (`omitted`) on a replay whose first response's body could not be kept. */
+export const OMITTED_HEADER = 'idempotent-body';
 // A key of at most 255 characters of visible ASCII: a UUID (36) or a ULID (26) with room for a
 // client's own prefix. Scoped, it still fits the idempotency key bound (LIMITS.keyBytes, 512).
 const MAX_KEY_CHARS = 255;
-const MAX_SCOPE_CHARS = 200;
+// The scope's UTF-8 bytes: 512 (LIMITS.keyBytes) less a key of 255 and the separators.
+const MAX_SCOPE_BYTES = 250;
+// What the result serializer adds around a recorded response's JSON (its type tags), at most: a
+// response within `maxResultBytes` less this is kept whole, a larger one as a body-less record.
+const SERIALIZER_MARGIN_BYTES = 64;
+const UTF8 = new TextEncoder();
 const KEY_CHARS = /^[\x21-\x7e]+$/;
 
 /**
@@ -71,6 +85,7 @@ const DROPPED = new Set([
   'ratelimit-policy',
   'retry-after',
   REPLAYED_HEADER,
+  OMITTED_HEADER,
 ]);
 
 /** Whether a response header is recorded for replays. */
@@ -119,13 +134,19 @@ export function httpIdempotency<R>(options: HttpIdempotencyOptions<R>): HttpIdem
   const methods = new Set((options.methods ?? ['POST', 'PATCH']).map((m, i) => methodName(m, i)));
   if (options.required !== undefined && typeof options.required !== 'boolean')
     throw new InvalidOptionError('required', 'true or false', options.required);
-  for (const fn of ['scope', 'fingerprint', 'record'] as const) {
+  for (const fn of ['scope', 'fingerprint', 'record', 'onRecordError'] as const) {
     if (options[fn] !== undefined && typeof options[fn] !== 'function')
       throw new InvalidOptionError(fn, 'a function', options[fn]);
   }
   const { scope, fingerprint } = options;
   const required = options.required === true;
   const record = options.record ?? ((status: number) => status < 500);
+  const onRecordError = options.onRecordError ?? reportRecordError;
+  // A response kept whole must fit the idempotency's record; an idempotency without the figure
+  // (one of the user's own) gets the default.
+  const budget =
+    (typeof idempotency.maxResultBytes === 'number' ? idempotency.maxResultBytes : 65_536) -
+    SERIALIZER_MARGIN_BYTES;
 
   return {
     async handle(request, info, body, run) {
@@ -147,29 +168,40 @@ export function httpIdempotency<R>(options: HttpIdempotencyOptions<R>): HttpIdem
           ),
         );
       const owner = scope === undefined ? '' : ((await scope(request)) ?? '');
-      if (owner.length > MAX_SCOPE_CHARS)
+      if (typeof owner !== 'string' || UTF8.encode(owner).length > MAX_SCOPE_BYTES)
         throw new InvalidOptionError(
           'scope',
-          `a function returning at most ${MAX_SCOPE_CHARS} characters`,
+          `a function returning at most ${MAX_SCOPE_BYTES} UTF-8 bytes`,
           owner,
         );
       const payload =
         fingerprint === undefined ? { method: info.method, url: info.url, body } : fingerprint(request);
-      let recorded = true;
+      // Whether the handler was started: from then on its response is the client's whatever the
+      // store does, and a failure to record it is reported, never turned into an error response.
+      let ran = false;
+      // The handler's own failure: the key is released and the error goes to the framework.
+      let handlerError: { err: unknown } | undefined;
       try {
         const result = await idempotency.run(
           { key: `${owner.length}:${owner}:${key}`, payload },
           async () => {
-            const response = await run();
+            ran = true;
+            let response: RecordedResponse | undefined;
+            try {
+              response = await run();
+            } catch (err) {
+              handlerError = { err };
+              throw err;
+            }
             if (response === undefined || !record(response.status)) throw new NotRecorded();
-            return response;
+            return fitted(response, budget);
           },
         );
         switch (result.outcome) {
           case 'executed':
             return { kind: 'executed', recorded: true };
           case 'replayed':
-            return { kind: 'replay', response: result.value };
+            return { kind: 'replay', response: replayed(result.value) };
           case 'in-progress': {
             const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
             return answer(
@@ -191,16 +223,45 @@ export function httpIdempotency<R>(options: HttpIdempotencyOptions<R>): HttpIdem
             );
         }
       } catch (err) {
-        // The handler ran and answered; its response is just not kept (a 5xx, one too large to
-        // record, or a lease lost meanwhile: the key is free again, a retry runs again).
-        if (err instanceof NotRecorded) recorded = false;
-        else if (isOnceflowError(err, 'ERR_RESULT_TOO_LARGE') || isOnceflowError(err, 'ERR_LEASE_LOST'))
-          recorded = false;
-        else throw err;
+        // The handler ran and answered; its response is just not kept: a 5xx or no response at
+        // all (the key is free again: a retry runs again), or a lease lost meanwhile.
+        if (err instanceof NotRecorded || isOnceflowError(err, 'ERR_LEASE_LOST'))
+          return { kind: 'executed', recorded: false };
+        if (!ran || (handlerError !== undefined && handlerError.err === err)) throw err;
+        onRecordError(err, info);
       }
-      return { kind: 'executed', recorded };
+      return { kind: 'executed', recorded: false };
     },
   };
+}
+
+/**
+ * `response` as it can be kept: whole when its JSON fits `budget` bytes, else its status and
+ * headers with the body left out (`omitted`): a retry then learns how the request ended, and
+ * does not run it again.
+ */
+function fitted(response: RecordedResponse, budget: number): RecordedResponse {
+  if (response.omitted !== true) {
+    const json = JSON.stringify(response);
+    // Each UTF-16 unit is at most 3 UTF-8 bytes: only a text that might not fit is encoded.
+    if (json.length * 3 <= budget || (json.length <= budget && UTF8.encode(json).length <= budget))
+      return response;
+  }
+  return { status: response.status, headers: response.headers, body: '', omitted: true };
+}
+
+/** A recorded response as replayed: a body-less record says so in a header of its own. */
+function replayed(response: RecordedResponse): RecordedResponse {
+  if (response.omitted !== true) return response;
+  return { ...response, headers: [...response.headers, [OMITTED_HEADER, 'omitted']] };
+}
+
+function reportRecordError(error: unknown, info: HttpRequestInfo): void {
+  const text = `onceflow: the response of ${info.method} ${info.url} ran but was not recorded (the store failed: ${String((error as { message?: unknown } | undefined)?.message ?? error)}); a retry after the lease may run it again`;
+  const proc = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process;
+  if (typeof proc?.emitWarning === 'function')
+    proc.emitWarning(text, { type: 'OnceflowWarning', code: 'ONCEFLOW_IDEMPOTENCY_NOT_RECORDED' });
+  else console.error(text);
 }
 
 const answer = (a: HttpAnswer): IdempotencyVerdict => ({ kind: 'answer', answer: a });

@@ -6,6 +6,7 @@ import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
 import { rateLimitHeaders } from '../limiter/headers.js';
 import type { Limiter } from '../limiter/types.js';
 import type { Decision } from '../windows/limits/decision.js';
+import { DEFAULT_IPV6_SUBNET, ipSubject } from './ip.js';
 import { problem } from './problem.js';
 import type { HttpAnswer, HttpRequestInfo } from './request.js';
 
@@ -17,10 +18,18 @@ export interface HttpRateLimitOptions<R> {
   /** The limiter whose limits decide each request (`createLimiter({ store, limits: [...] })`). */
   limiter: Limiter;
   /**
-   * The request's subject. Default: the client's IP as the framework reports it (behind a proxy,
-   * set the framework's trust proxy option, or every client is the proxy).
+   * The request's subject. Default: the client's IP as the framework reports it, an IPv6 one cut
+   * to its `/ipv6Subnet` network. Behind a proxy, tell the framework which hops to trust (a hop
+   * count or the proxy's addresses, never "trust everything": the leftmost `X-Forwarded-For`
+   * entry is whatever the client wrote), or every client is the proxy.
    */
   key?: (request: R) => RateLimitSubject | Promise<RateLimitSubject>;
+  /**
+   * With the default key, how many leading bits of an IPv6 address name a client (default 56:
+   * one client usually holds a whole /64 or more and can rotate through it). `false`: the whole
+   * address. 1-128.
+   */
+  ipv6Subnet?: number | false;
   /** Requests for which no limit applies (health checks, an allow-list): not counted. */
   skip?: (request: R) => boolean | Promise<boolean>;
   /** The cost of a request (default 1): an export endpoint may cost 10. */
@@ -42,6 +51,7 @@ const OPTIONS = keysOf<HttpRateLimitOptions<unknown>>({
   cost: true,
   headers: true,
   onStoreError: true,
+  ipv6Subnet: true,
 });
 
 /** What a request's check came to: go on (with headers to send), or answer with a 429. */
@@ -73,13 +83,16 @@ export function httpRateLimit<R>(options: HttpRateLimitOptions<R>): HttpRateLimi
   const onStoreError = options.onStoreError ?? 'fail';
   if (onStoreError !== 'fail' && onStoreError !== 'pass')
     throw new InvalidOptionError('onStoreError', "'fail' or 'pass'", onStoreError);
+  const subnet = options.ipv6Subnet ?? DEFAULT_IPV6_SUBNET;
+  if (subnet !== false && !(Number.isInteger(subnet) && subnet >= 1 && subnet <= 128))
+    throw new InvalidOptionError('ipv6Subnet', 'an integer from 1 to 128, or false', options.ipv6Subnet);
   const { key, skip, cost } = options;
   const sendHeaders = options.headers !== false;
 
   return {
     async check(request, info) {
       if (skip !== undefined && (await skip(request))) return { pass: true, headers: NO_HEADERS };
-      const subject = key === undefined ? (info.ip ?? 'unknown') : await key(request);
+      const subject = key === undefined ? ipSubject(info.ip ?? 'unknown', subnet) : await key(request);
       let decision: Decision;
       try {
         decision = await limiter.take(subject, cost === undefined ? undefined : { cost: cost(request) });

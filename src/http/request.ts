@@ -17,10 +17,15 @@ export interface HttpRequestInfo {
 /** A response as recorded and replayed by the Idempotency-Key part: byte for byte. */
 export interface RecordedResponse {
   readonly status: number;
-  /** The headers kept (see `replayedHeaders`), lower-case names, in the order sent. */
+  /** The headers kept (see `recordedHeader`), lower-case names, in the order sent. */
   readonly headers: readonly (readonly [string, string])[];
-  /** The body, base64 (any bytes, so a replay is the same bytes). */
+  /** The body, base64 (any bytes, so a replay is the same bytes); '' when `omitted`. */
   readonly body: string;
+  /**
+   * True when the body could not be kept (streamed, or over the record's bound): the status and
+   * headers are, and a replay says the body is missing (`idempotent-body: omitted`).
+   */
+  readonly omitted?: true;
 }
 
 /** A response the HTTP parts answer with themselves (a 429, a 409, a 422, a 400). */

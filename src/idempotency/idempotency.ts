@@ -64,6 +64,8 @@ export type RunResult<T> =
 export interface Idempotency {
   /** The key space on the store. */
   readonly name: string;
+  /** The largest result kept, in UTF-8 bytes serialized (`maxResultBytes`): an adapter sizes its copies by it. */
+  readonly maxResultBytes: number;
   /**
    * Runs `fn` once per key: the first caller runs it and its result is recorded; the others get
    * that result back (`replayed`) until the ttl, or `in-progress` while it runs, or `mismatch`
@@ -126,6 +128,7 @@ export function createIdempotency(options: IdempotencyOptions = {}): Idempotency
 export function idempotencyOf(resolved: ResolvedIdempotencyOptions): Idempotency {
   return {
     name: resolved.name,
+    maxResultBytes: resolved.maxResultBytes,
     run: (call, fn, runOptions) => run(resolved, call, fn, runOptions),
   };
 }
