@@ -1,35 +1,54 @@
 // Captures the response an Express handler writes, for the Idempotency-Key middleware to record:
-// its status, the headers worth replaying (recordedHeader) and its body bytes. The handler's
-// writes go out as they come; only its final `end` is held until the record is stored, so a
-// client that has seen the whole response and retries gets the replay, never a 409.
+// its status, the headers worth replaying (recordedHeader, less content-encoding) and its body
+// bytes. The handler's writes go out as they come; only its final `end` is held until the record
+// is stored, so a client that has seen the whole response and retries gets the replay, never a 409.
 import type { OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { recordedHeader } from '../http/idempotency-key.js';
 import type { RecordedResponse } from '../http/request.js';
 
 /** One response being captured. */
 export interface Capture {
-  /** Resolves once the handler ends the response (undefined: not recordable), never rejects. */
+  /**
+   * Resolves once the handler ends the response (its body `omitted` when over the copy bound);
+   * rejects with the error when the request failed (a throw or `next(err)` before that end).
+   */
   readonly response: Promise<RecordedResponse | undefined>;
   /** Lets the held `end` through (after the record is stored or given up); idempotent. */
   release(): void;
 }
 
+// Express's router (router >= 2.3) remembers, on the request, every error passed to its `next`
+// (a throw, a rejection, `next(err)`), under this registered symbol. Every handler after this
+// middleware is called with the router's own `next`, never with the one this middleware was
+// given, so wrapping that would see none of them: this set is where they can be seen.
+const ROUTER_ERRORS = Symbol.for('router.tracing.publishedErrors');
+
+const errorsOf = (req: Request): ReadonlySet<unknown> | undefined =>
+  (req as unknown as Record<symbol, ReadonlySet<unknown> | undefined>)[ROUTER_ERRORS];
+
 /**
- * Wraps `res.writeHead`, `res.write` and `res.end`. Bodies over `maxBodyBytes` are sent as
- * they are and not recorded (the copy stops growing there); a response closed before its end
- * (the client went away) is not recorded either.
+ * Wraps `res.writeHead`, `res.write` and `res.end`. A body over `maxBodyBytes` is sent as it is
+ * and recorded without its body (`omitted`: the copy stops growing there). A client that goes
+ * away does not end the capture: the handler still runs, and its response is recorded when it
+ * ends (then not sent: nobody is there). Once the end is held, the response reads as sent and
+ * ended (`headersSent`, `writableEnded`) and any later write is dropped, so an error handler or
+ * a timeout that runs meanwhile cannot send another response than the one recorded.
  */
-export function captureResponse(res: Response, maxBodyBytes: number): Capture {
+export function captureResponse(req: Request, res: Response, maxBodyBytes: number): Capture {
   const chunks: Buffer[] = [];
   let size = 0;
   let oversized = false;
   let settle: (r: RecordedResponse | undefined) => void = () => {};
-  const response = new Promise<RecordedResponse | undefined>((resolve) => {
+  let fail: (err: unknown) => void = () => {};
+  const response = new Promise<RecordedResponse | undefined>((resolve, reject) => {
     settle = resolve;
+    fail = reject;
   });
   let held: (() => void) | undefined;
   let released = false;
+  let gone = false;
+  const errorsBefore = new Set(errorsOf(req) ?? []);
 
   const keep = (chunk: unknown, encoding: unknown): void => {
     if (oversized || chunk === undefined || chunk === null || typeof chunk === 'function') return;
@@ -48,6 +67,7 @@ export function captureResponse(res: Response, maxBodyBytes: number): Capture {
   // Headers given to writeHead alone never reach getHeaders(): set them the progressive way
   // first, so the record sees every header the client gets.
   res.writeHead = function (this: Response, status: number, ...rest: unknown[]) {
+    if (held !== undefined) return this;
     const headers = rest.find((r) => typeof r === 'object' && r !== null) as
       | OutgoingHttpHeaders
       | OutgoingHttpHeader[]
@@ -68,21 +88,32 @@ export function captureResponse(res: Response, maxBodyBytes: number): Capture {
 
   const write = res.write;
   res.write = function (this: Response, chunk: unknown, ...rest: unknown[]) {
+    if (held !== undefined) return true;
     keep(chunk, rest[0]);
     return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
   } as Response['write'];
 
   const end = res.end;
   res.end = function (this: Response, ...args: unknown[]) {
-    if (held !== undefined || released) return (end as (...a: unknown[]) => Response).apply(this, args);
+    if (held !== undefined) return this;
     keep(args[0], args[1]);
-    held = () => (end as (...a: unknown[]) => Response).apply(this, args);
-    settle(oversized ? undefined : record(this, chunks));
+    held = () => {
+      // Nobody left to send it to: the record is what mattered.
+      if (!gone && this.socket?.destroyed !== true) (end as (...a: unknown[]) => Response).apply(this, args);
+    };
+    readsSent(this);
+    const err = newError(errorsOf(req), errorsBefore);
+    if (err !== undefined) fail(err.error);
+    else settle(oversized ? omitted(this) : record(this, chunks));
     return this;
   } as Response['end'];
 
-  // The client went away before the handler ended: nothing to record, nothing to hold.
-  res.once('close', () => settle(undefined));
+  // Only a close before the handler's end means the client went away (a close after it is the
+  // response's own, once released).
+  const onClose = (): void => {
+    if (held === undefined) gone = true;
+  };
+  res.once('close', onClose);
 
   return {
     response,
@@ -92,22 +123,76 @@ export function captureResponse(res: Response, maxBodyBytes: number): Capture {
       res.writeHead = writeHead;
       res.write = write;
       res.end = end;
-      held?.();
+      unread(res);
+      const send = held;
+      held = undefined;
+      send?.();
     },
   };
 }
 
-function record(res: Response, chunks: readonly Buffer[]): RecordedResponse {
+// While the end is held the response is, for everything else in the app, sent: own properties
+// shadow the prototype's getters, and its status and headers are frozen (an error handler's
+// `res.status(500).json()` would otherwise send the recorded body under its own status and
+// length), until the release.
+const FROZEN = ['setHeader', 'appendHeader', 'removeHeader'] as const;
+
+function readsSent(res: Response): void {
+  for (const name of ['headersSent', 'writableEnded'])
+    Object.defineProperty(res, name, { configurable: true, get: () => true });
+  for (const name of FROZEN) Object.defineProperty(res, name, { configurable: true, value: () => res });
+  for (const name of ['statusCode', 'statusMessage'] as const) {
+    const value = res[name];
+    Object.defineProperty(res, name, { configurable: true, get: () => value, set: () => {} });
+  }
+}
+
+function unread(res: Response): void {
+  const r = res as unknown as Record<string, unknown>;
+  for (const name of ['headersSent', 'writableEnded', ...FROZEN]) delete r[name];
+  // Plain data properties (on the prototype until first set): assigned back, with their held values.
+  for (const name of ['statusCode', 'statusMessage']) {
+    const value = r[name];
+    delete r[name];
+    r[name] = value;
+  }
+}
+
+/** An error the router saw since the capture began, the latest; undefined for none. */
+function newError(
+  seen: ReadonlySet<unknown> | undefined,
+  before: ReadonlySet<unknown>,
+): { error: unknown } | undefined {
+  let found: { error: unknown } | undefined;
+  if (seen !== undefined) for (const e of seen) if (!before.has(e)) found = { error: e };
+  return found;
+}
+
+// Express's compression (or any encoding middleware) sits inside this capture: the bytes copied
+// are the ones before encoding, so the encoding header would describe a body the replay does not
+// send. The replay goes out unencoded (the header is left out with the bytes' length).
+const DROPPED_HERE = new Set(['content-encoding']);
+
+function headersOf(res: Response): [string, string][] {
   const headers: [string, string][] = [];
   const all = res.getHeaders();
   for (const name of Object.keys(all)) {
-    if (!recordedHeader(name)) continue;
+    const lower = name.toLowerCase();
+    if (!recordedHeader(lower) || DROPPED_HERE.has(lower)) continue;
     const value = all[name];
     if (value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) headers.push([name.toLowerCase(), v]);
-    else headers.push([name.toLowerCase(), String(value)]);
+    if (Array.isArray(value)) for (const v of value) headers.push([lower, v]);
+    else headers.push([lower, String(value)]);
   }
-  return { status: res.statusCode, headers, body: Buffer.concat(chunks).toString('base64') };
+  return headers;
+}
+
+function record(res: Response, chunks: readonly Buffer[]): RecordedResponse {
+  return { status: res.statusCode, headers: headersOf(res), body: Buffer.concat(chunks).toString('base64') };
+}
+
+function omitted(res: Response): RecordedResponse {
+  return { status: res.statusCode, headers: headersOf(res), body: '', omitted: true };
 }
 
 /** Sends a recorded response again: its status, its headers, its body bytes, and the replayed header. */
