@@ -120,6 +120,8 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = s
     if (globalOption !== undefined && typeof globalOption !== 'boolean')
       throw new InvalidOptionError('global', 'true or false', globalOption);
     const shared = globalOption === false ? undefined : routeIdempotency(base);
+    // Without a shared policy the routes read maxRunTime later: a bad one still fails here.
+    if (shared === undefined && base.maxRunTime !== undefined) parseDuration(base.maxRunTime, 'maxRunTime');
 
     app.addHook('onRoute', (route) => {
       const own = routePolicy(route as RouteOptions, 'idempotency');

@@ -63,7 +63,7 @@ const HIT_COUNTER_ID = 'hits';
  * await app.register(fastifyRateLimit, {
  *   max: 100,
  *   timeWindow: '1 minute',
- *   store: rateLimitStore({ store: createRedisStore({ client }), name: 'myapp:rate' }),
+ *   store: rateLimitStore({ store: createRedisStore({ client, prefix: 'myapp:' }), name: 'api' }),
  * });
  * ```
  */
