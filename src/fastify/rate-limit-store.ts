@@ -51,15 +51,19 @@ const HIT_COUNTER_ID = 'hits';
  * multiples of `timeWindow` (as onceflow's fixed window is), not started by a key's first hit,
  * so a first hit may see a `ttl` under `timeWindow`; `continueExceeding` and
  * `exponentialBackoff` are refused (a window that moves with each hit is not a fixed window).
- * Each route with its own `config.rateLimit` counts apart (`child`), as the plugin's stores do.
+ * Each route with its own `config.rateLimit` counts apart (`child`), as the plugin's stores do,
+ * and so does each limiter made with `createRateLimit(options)` or `fastify.rateLimit(options)`
+ * (numbered in the order they are made: make them in one order in every process).
  *
  * @example
  * ```ts no-run
+ * const client = new Redis();
+ * client.on('error', (err) => console.error('redis', err)); // else an outage crashes the process
  * const app = Fastify();
  * await app.register(fastifyRateLimit, {
  *   max: 100,
  *   timeWindow: '1 minute',
- *   store: rateLimitStore({ store: createRedisStore({ client: new Redis() }) }),
+ *   store: rateLimitStore({ store: createRedisStore({ client, prefix: 'myapp:' }), name: 'api' }),
  * });
  * ```
  */
@@ -87,6 +91,10 @@ export function rateLimitStore(options: RateLimitStoreOptions): FastifyRateLimit
     // A call object per (subject, window) would be kept by the store; building one per hit keeps
     // nothing alive between hits, and a spec per window length is all there is to reuse.
     readonly #specs = new Map<number, LimitSpec>();
+    // Children with no route (`createRateLimit()`, `fastify.rateLimit()`), numbered in the order
+    // they are made: each counts apart, and every process making them in one order (the same
+    // startup code) gives the same limiter the same number, so they share its counts on Redis.
+    #limiters = 0;
 
     constructor(settings?: unknown, namespace = name) {
       refuseMovingWindows(settings, 'options');
@@ -102,11 +110,15 @@ export function rateLimitStore(options: RateLimitStoreOptions): FastifyRateLimit
       this.#hit(key, callback, timeWindow, 0);
     }
 
-    // The plugin passes its merged settings with the route as `routeInfo` (typed as the route).
+    // The plugin passes its merged settings with the route as `routeInfo` (typed as the route);
+    // a limiter of its own (`createRateLimit(options)`) comes with an empty one.
     child(routeOptions: object): OnceflowRateLimitStore {
       refuseMovingWindows(routeOptions, 'config.rateLimit');
       const info = (routeOptions as { routeInfo?: { method?: unknown; url?: unknown } }).routeInfo ?? {};
-      const route = `${String(info.method ?? '')} ${String(info.url ?? '')}`;
+      const route =
+        info.method === undefined && info.url === undefined
+          ? `#${++this.#limiters}`
+          : `${String(info.method ?? '')} ${String(info.url ?? '')}`;
       const namespace = `${this.#namespace}|${route}`;
       checkName('route', namespace);
       return new OnceflowStore(undefined, namespace);

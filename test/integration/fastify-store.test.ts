@@ -207,6 +207,26 @@ for (const backend of BACKENDS) {
       }
     });
 
+    it('two limiters of createRateLimit() with one timeWindow count apart', async () => {
+      const clock = new FakeClock(T0);
+      const store = rateLimitStore({ store: backend.store(clock), clock, name: `limiters-${++n}` });
+      const app = Fastify();
+      try {
+        await app.register(fastifyRateLimit, { global: false, store });
+        const login = app.createRateLimit({ max: 2, timeWindow: W });
+        const signup = app.createRateLimit({ max: 2, timeWindow: W });
+        await app.ready();
+        const request = { ip: '203.0.113.9', routeOptions: { config: {} } } as never;
+        expect(await login(request)).toMatchObject({ remaining: 1, isExceeded: false });
+        expect(await login(request)).toMatchObject({ remaining: 0, isExceeded: false });
+        expect(await login(request)).toMatchObject({ remaining: 0, isExceeded: true });
+        // The other limiter has its own counter: nothing of the three hits above.
+        expect(await signup(request)).toMatchObject({ remaining: 1, isExceeded: false });
+      } finally {
+        await app.close();
+      }
+    });
+
     for (const skipOnError of [true, false]) {
       it(`a store error with skipOnError: ${skipOnError} ${skipOnError ? 'lets the request through' : 'is a 500'}`, async () => {
         const store = rateLimitStore({ store: backend.broken() });
