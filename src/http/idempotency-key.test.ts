@@ -140,6 +140,26 @@ describe('httpIdempotency', () => {
     });
   });
 
+  it('keeps the status alone when even the headers are over the record bound', async () => {
+    const reported: unknown[] = [];
+    const core = httpIdempotency({
+      idempotency: createIdempotency({ maxResultBytes: 160 }),
+      onRecordError: (err) => reported.push(err),
+    });
+    const req = info('POST', { 'idempotency-key': 'h' });
+    const wide = async (): Promise<RecordedResponse> => ({
+      status: 201,
+      headers: [['link', 'x'.repeat(300)]],
+      body: '',
+    });
+    expect(await core.handle({}, req, {}, wide)).toEqual({ kind: 'executed', recorded: true });
+    expect(await core.handle({}, req, {}, wide)).toMatchObject({
+      kind: 'replay',
+      response: { status: 201, headers: [['idempotent-body', 'omitted']], omitted: true },
+    });
+    expect(reported).toEqual([]);
+  });
+
   it('reports a store failure after the handler ran (the client keeps its response); before it, the error is thrown', async () => {
     const store = memoryStore();
     const failing = wrapStore(store, {

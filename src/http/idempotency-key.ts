@@ -241,13 +241,23 @@ export function httpIdempotency<R>(options: HttpIdempotencyOptions<R>): HttpIdem
  * does not run it again.
  */
 function fitted(response: RecordedResponse, budget: number): RecordedResponse {
-  if (response.omitted !== true) {
-    const json = JSON.stringify(response);
-    // Each UTF-16 unit is at most 3 UTF-8 bytes: only a text that might not fit is encoded.
-    if (json.length * 3 <= budget || (json.length <= budget && UTF8.encode(json).length <= budget))
-      return response;
-  }
-  return { status: response.status, headers: response.headers, body: '', omitted: true };
+  if (response.omitted !== true && fits(response, budget)) return response;
+  const bodyless: RecordedResponse = {
+    status: response.status,
+    headers: response.headers,
+    body: '',
+    omitted: true,
+  };
+  // Headers alone too large for the record (a tiny maxResultBytes): the status is still kept.
+  return fits(bodyless, budget)
+    ? bodyless
+    : { status: response.status, headers: [], body: '', omitted: true };
+}
+
+function fits(response: RecordedResponse, budget: number): boolean {
+  const json = JSON.stringify(response);
+  // Each UTF-16 unit is at most 3 UTF-8 bytes: only a text that might not fit is encoded.
+  return json.length * 3 <= budget || (json.length <= budget && UTF8.encode(json).length <= budget);
 }
 
 /** A recorded response as replayed: a body-less record says so in a header of its own. */
