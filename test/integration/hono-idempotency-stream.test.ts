@@ -135,6 +135,46 @@ for (const [title, transport, binding] of matrix('hono-idempotency-stream')) {
   });
 }
 
+// Through app.fetch the client's cancel reaches the relayed body itself (over a socket, a small
+// body may be written out whole before the server learns the client left).
+describe('hono idempotencyKey, a client that stops reading (app.fetch, memory)', () => {
+  it('a client that stops reading mid-body: the request is kept body-less, a retry does not run it again', async () => {
+    let runs = 0;
+    const release = gate();
+    const app = new Hono();
+    app.post(
+      '/export',
+      idempotencyKey({ idempotency: createIdempotency({ store: memoryStore(), name: 'export' }) }),
+      (c) =>
+        stream(c, async (s) => {
+          runs++;
+          await s.write('first,');
+          await release.opened;
+          await s.write('never read');
+        }),
+    );
+    const send = (path: string, init: RequestInit) => app.fetch(new Request(`http://localhost${path}`, init));
+    const res = await send('/export', post('k1', 'x'));
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    await reader.cancel();
+    release.open();
+    // The record is stored just after the cancel: until then a repeat is 409.
+    const again = await vi.waitFor(
+      async () => {
+        const r = await send('/export', post('k1', 'x'));
+        if (r.status === 409) throw new Error('still in progress');
+        return r;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-body')).toBe('omitted');
+    expect(await again.text()).toBe('');
+    expect(runs).toBe(1);
+  });
+});
+
 for (const transport of TRANSPORTS) {
   describe(`hono idempotencyKey, a store failing to record (${transport.name})`, () => {
     it("the client gets the handler's 201; onRecordError is told once; nothing else is logged", async () => {
