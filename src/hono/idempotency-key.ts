@@ -139,7 +139,13 @@ export function idempotencyKey(options: IdempotencyKeyOptions): MiddlewareHandle
         // Replaced, not merged: the relay already carries every header of the response.
         c.res = undefined;
         c.res = r.response;
-        sending(undefined);
+        // A body already in memory (`c.json`, `c.text`) is copied to its end within microtasks,
+        // before any timer fires: its response is then sent once recorded, as a body the client
+        // may never read must be (a retry gets the replay, never 409). A body still being
+        // written when the timer fires (a stream) is sent now, as it is written.
+        const timer = setTimeout(() => sending(undefined), 0);
+        const stop = () => clearTimeout(timer);
+        r.recorded.then(stop, stop);
       }
       return r.recorded;
     });

@@ -78,6 +78,19 @@ for (const [title, transport, binding] of matrix('hono-idempotency-stream')) {
       expect(posted.status).toBe(413);
     });
 
+    it('a retry sent before the first response was read is replayed, never 409', async () => {
+      let runs = 0;
+      const app = new Hono();
+      app.post('/orders', middleware(), (c) => c.json({ order: ++runs }, 201));
+      const send = await open(app);
+      const first = await send('/orders', post('k1', '{}'));
+      const again = await send('/orders', post('k1', '{}'));
+      expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 'true']);
+      expect(await again.json()).toEqual({ order: 1 });
+      expect(await first.json()).toEqual({ order: 1 });
+      expect(runs).toBe(1);
+    });
+
     it("an SSE response's first event reaches the client before the stream ends; a retry is replayed body-less", async () => {
       let runs = 0;
       const release = gate();
