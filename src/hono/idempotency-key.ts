@@ -29,8 +29,8 @@ export interface IdempotencyKeyOptions extends HttpIdempotencyOptions<Context> {
    */
   maxRequestBytes?: number;
   /**
-   * The largest response body copied for the record (copied as the client is sent it: nothing is
-   * held back). A larger one, a streamed one (`text/event-stream`, `Transfer-Encoding: chunked`
+   * The largest response body copied for the record (copied as the handler writes it: a stream
+   * reaches the client as written, a body already in memory once recorded). A larger one, a streamed one (`text/event-stream`, `Transfer-Encoding: chunked`
    * as Hono's streaming helpers set) or one the client stops reading is recorded as its status
    * and headers only: a retry is replayed those, with `idempotent-body: omitted`, and the handler
    * never runs twice. Default 3/4 of the idempotency's `maxResultBytes` (the record keeps the body

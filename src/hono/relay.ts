@@ -1,6 +1,6 @@
-// How a handler's response is copied for its record without holding it back from the client: the
-// body flows on as the client reads it while its bytes are copied up to a bound, so a streamed
-// response (SSE, `stream()`, a ReadableStream) reaches the client as it is written.
+// How a handler's response is copied for its record without holding a stream back from the
+// client: the body is read as the handler writes it and passed on, its bytes copied up to a
+// bound, so a streamed response (SSE, `stream()`, a ReadableStream) reaches the client as written.
 import { recordedHeader } from '../http/idempotency-key.js';
 import type { RecordedResponse } from '../http/request.js';
 import { toBase64 } from './bytes.js';
