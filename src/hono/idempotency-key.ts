@@ -12,11 +12,11 @@ import {
   httpIdempotency,
   IDEMPOTENCY_KEY_HEADER,
   REPLAYED_HEADER,
-  recordedHeader,
 } from '../http/idempotency-key.js';
 import { problem } from '../http/problem.js';
 import type { RecordedResponse } from '../http/request.js';
-import { digest, fromBase64, readBounded, toBase64 } from './bytes.js';
+import { digest, fromBase64, readBounded } from './bytes.js';
+import { relay } from './relay.js';
 import { answerResponse, honoRequestInfo } from './request-info.js';
 
 /** Options of {@link idempotencyKey}: src/http's, with `scope` and `fingerprint` of a Hono `Context`. */
@@ -29,10 +29,12 @@ export interface IdempotencyKeyOptions extends HttpIdempotencyOptions<Context> {
    */
   maxRequestBytes?: number;
   /**
-   * The largest response body recorded (it is read from a copy before the response is sent). A
-   * larger one is sent as it is and not recorded (the key is released: a retry runs again).
-   * Default `LIMITS.payloadBytes` (1 MiB), most 64 MiB. The record has its own bound besides,
-   * `maxResultBytes` of the idempotency (64 KiB by default, the body as base64: 4/3 of its bytes).
+   * The largest response body copied for the record (copied as the handler writes it: a stream
+   * reaches the client as written, a body already in memory once recorded). A larger one, a streamed one (`text/event-stream`, `Transfer-Encoding: chunked`
+   * as Hono's streaming helpers set) or one the client stops reading is recorded as its status
+   * and headers only: a retry is replayed those, with `idempotent-body: omitted`, and the handler
+   * never runs twice. Default 3/4 of the idempotency's `maxResultBytes` (the record keeps the body
+   * as base64, 4/3 of its bytes: 48 KiB for the default 64 KiB), most 64 MiB.
    */
   maxResponseBytes?: number;
 }
@@ -85,27 +87,76 @@ export function idempotencyKey(options: IdempotencyKeyOptions): MiddlewareHandle
     throw new InvalidOptionError('options', 'an object like { idempotency }', options);
   knownKeys('', options, OPTIONS);
   const { maxRequestBytes, maxResponseBytes, ...rest } = options;
-  const requestBound = byteBound('maxRequestBytes', maxRequestBytes, LIMITS.payloadBytes);
-  const responseBound = byteBound('maxResponseBytes', maxResponseBytes, MAX_RESPONSE_BYTES);
   const core = httpIdempotency<Context>(rest);
+  const requestBound = byteBound(
+    'maxRequestBytes',
+    maxRequestBytes,
+    LIMITS.payloadBytes,
+    LIMITS.payloadBytes,
+  );
+  const responseBound = byteBound(
+    'maxResponseBytes',
+    maxResponseBytes,
+    defaultResponseBound(rest.idempotency.maxResultBytes),
+    MAX_RESPONSE_BYTES,
+  );
   const readsBody = rest.fingerprint === undefined;
+
+  // The core's own check, made first here so that a request it passes (another method, no key)
+  // is never read: the core validated these names.
+  const methods = new Set((rest.methods ?? ['POST', 'PATCH']).map((m) => m.toUpperCase()));
 
   return async (c, next) => {
     let body: string | undefined;
-    // Only a request with a key is fingerprinted: without one it passes or is refused (400).
-    if (readsBody && c.req.header(IDEMPOTENCY_KEY_HEADER) !== undefined) {
+    // Only a request the core decides on is fingerprinted: without a key it passes or is refused (400).
+    if (
+      readsBody &&
+      methods.has(c.req.method.toUpperCase()) &&
+      c.req.header(IDEMPOTENCY_KEY_HEADER) !== undefined
+    ) {
       const bytes = await requestBytes(c, requestBound);
       if (bytes === undefined) return tooLarge(c, requestBound);
       body = await digest(bytes);
     }
-    const verdict = await core.handle(c, honoRequestInfo(c, undefined), body, async () => {
+    // Set once the handler's response is on its way while its body is still copied: this
+    // middleware returns then, so the client gets the body as it is written.
+    let sending!: (relayed: undefined) => void;
+    const relayed = new Promise<undefined>((resolve) => {
+      sending = resolve;
+    });
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    const handled = core.handle(c, honoRequestInfo(c, undefined), body, async () => {
       const errorBefore = c.error;
       await next();
       // Hono answers a handler's throw with its error handler's response and sets `c.error`:
       // such a response is sent but never recorded (the key is released, a retry runs again).
       if (c.error !== undefined && c.error !== errorBefore) return undefined;
-      return recordResponse(c.res, responseBound);
+      const r = relay(c.res, responseBound, settled);
+      if (r.relayed) {
+        // Replaced, not merged: the relay already carries every header of the response.
+        c.res = undefined;
+        c.res = r.response;
+        // A body already in memory (`c.json`, `c.text`) is copied to its end within microtasks,
+        // before any timer fires: its response is then sent once recorded, as a body the client
+        // may never read must be (a retry gets the replay, never 409). A body still being
+        // written when the timer fires (a stream) is sent now, as it is written.
+        const timer = setTimeout(() => sending(undefined), 0);
+        const stop = () => clearTimeout(timer);
+        r.recorded.then(stop, stop);
+      }
+      return r.recorded;
     });
+    handled.then(settle, settle);
+    const verdict = await Promise.race([handled, relayed]);
+    if (verdict === undefined) {
+      // The record completes as the client reads the body; its failures are the core's to report,
+      // and a failing body stream reaches the client as the aborted response.
+      handled.catch(() => {});
+      return;
+    }
     switch (verdict.kind) {
       case 'pass':
         await next();
@@ -120,11 +171,22 @@ export function idempotencyKey(options: IdempotencyKeyOptions): MiddlewareHandle
   };
 }
 
-function byteBound(name: string, value: number | undefined, most: number): number {
-  const bound = value ?? LIMITS.payloadBytes;
+function byteBound(name: string, value: number | undefined, byDefault: number, most: number): number {
+  const bound = value ?? byDefault;
   if (!Number.isSafeInteger(bound) || bound < 0 || bound > most)
     throw new InvalidOptionError(name, `an integer of bytes from 0 to ${most}`, value);
   return bound;
+}
+
+/**
+ * The most body bytes a record of `maxResultBytes` can keep: it holds them base64 (4 characters per
+ * 3 bytes), so a larger body is always kept body-less and copying it would be waste. An
+ * idempotency of the user's own without the figure gets LIMITS.payloadBytes.
+ */
+function defaultResponseBound(maxResultBytes: unknown): number {
+  if (typeof maxResultBytes !== 'number' || !Number.isFinite(maxResultBytes) || maxResultBytes < 0)
+    return LIMITS.payloadBytes;
+  return Math.min(MAX_RESPONSE_BYTES, Math.floor((maxResultBytes * 3) / 4));
 }
 
 /**
@@ -143,18 +205,6 @@ async function requestBytes(c: Context, bound: number): Promise<Uint8Array | und
   }
   if (raw.body === null) return new Uint8Array(0);
   return readBounded(raw.clone().body, bound);
-}
-
-/** The response as recorded: status, the headers `recordedHeader` keeps, the body's bytes as base64. */
-async function recordResponse(res: Response, bound: number): Promise<RecordedResponse | undefined> {
-  // A body already read (by another middleware) cannot be copied: not recorded, sent as it is.
-  if (res.bodyUsed) return undefined;
-  const bytes = await readBounded(res.clone().body, bound);
-  if (bytes === undefined) return undefined;
-  const headers: [string, string][] = [];
-  // Headers iterate with lower-case names, repeated fields joined by ', ' (set-cookie is never kept).
-  for (const [name, value] of res.headers) if (recordedHeader(name)) headers.push([name, value]);
-  return { status: res.status, headers, body: toBase64(bytes) };
 }
 
 /** The recorded response again, plus the headers earlier middleware prepared (CORS), as any response gets. */
