@@ -7,6 +7,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
 import { bodyDigest } from '../http/body-digest.js';
 import {
+  HTTP_IDEMPOTENCY_OPTIONS,
   type HttpIdempotency,
   type HttpIdempotencyOptions,
   httpIdempotency,
@@ -39,17 +40,13 @@ export interface IdempotencyPluginOptions extends Partial<HttpIdempotencyOptions
   maxRunTime?: Duration;
 }
 
-const OPTIONS = keysOf<IdempotencyPluginOptions>({
-  idempotency: true,
-  methods: true,
-  required: true,
-  scope: true,
-  fingerprint: true,
-  record: true,
-  onRecordError: true,
-  global: true,
-  maxRunTime: true,
-});
+const OPTIONS: readonly string[] = [
+  ...HTTP_IDEMPOTENCY_OPTIONS,
+  ...keysOf<Omit<IdempotencyPluginOptions, keyof HttpIdempotencyOptions<FastifyRequest>>>({
+    global: true,
+    maxRunTime: true,
+  }),
+];
 const ROUTE_OPTIONS = OPTIONS.filter((k) => k !== 'global');
 
 // Node's own bound on a request (http.Server's `requestTimeout`, 300 s by default): a handler

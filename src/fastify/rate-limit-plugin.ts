@@ -3,7 +3,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
-import { type HttpRateLimit, type HttpRateLimitOptions, httpRateLimit } from '../http/rate-limit.js';
+import {
+  HTTP_RATE_LIMIT_OPTIONS,
+  type HttpRateLimit,
+  type HttpRateLimitOptions,
+  httpRateLimit,
+} from '../http/rate-limit.js';
 import { appendRouteHook, siblingPlugin, withoutRegisterOptions } from './plugin-meta.js';
 import { requestInfo, sendAnswer } from './request-info.js';
 import { routePolicy } from './route-config.js';
@@ -21,16 +26,10 @@ export interface RateLimitPluginOptions extends Partial<HttpRateLimitOptions<Fas
   global?: boolean;
 }
 
-const OPTIONS = keysOf<RateLimitPluginOptions>({
-  limiter: true,
-  key: true,
-  skip: true,
-  cost: true,
-  headers: true,
-  onStoreError: true,
-  ipv6Subnet: true,
-  global: true,
-});
+const OPTIONS: readonly string[] = [
+  ...HTTP_RATE_LIMIT_OPTIONS,
+  ...keysOf<Omit<RateLimitPluginOptions, keyof HttpRateLimitOptions<FastifyRequest>>>({ global: true }),
+];
 const ROUTE_OPTIONS = OPTIONS.filter((k) => k !== 'global');
 
 /**

@@ -8,6 +8,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { LIMITS } from '../core/limits.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
 import {
+  HTTP_IDEMPOTENCY_OPTIONS,
   type HttpIdempotencyOptions,
   httpIdempotency,
   IDEMPOTENCY_KEY_HEADER,
@@ -39,17 +40,13 @@ export interface IdempotencyKeyOptions extends HttpIdempotencyOptions<Context> {
   maxResponseBytes?: number;
 }
 
-const OPTIONS = keysOf<IdempotencyKeyOptions>({
-  idempotency: true,
-  methods: true,
-  required: true,
-  scope: true,
-  fingerprint: true,
-  record: true,
-  onRecordError: true,
-  maxRequestBytes: true,
-  maxResponseBytes: true,
-});
+const OPTIONS: readonly string[] = [
+  ...HTTP_IDEMPOTENCY_OPTIONS,
+  ...keysOf<Omit<IdempotencyKeyOptions, keyof HttpIdempotencyOptions<Context>>>({
+    maxRequestBytes: true,
+    maxResponseBytes: true,
+  }),
+];
 
 // 64 MiB: while recorded, a response is held as its bytes, a binary string of them and their
 // base64 (4/3): ~3.3x its size, ~220 MB per request at this bound. A larger API response belongs in

@@ -4,7 +4,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
-import { type HttpRateLimitOptions, httpRateLimit } from '../http/rate-limit.js';
+import { HTTP_RATE_LIMIT_OPTIONS, type HttpRateLimitOptions, httpRateLimit } from '../http/rate-limit.js';
 import { answerResponse, honoRequestInfo } from './request-info.js';
 
 /** Options of {@link rateLimit}: src/http's, with `key` and `skip` of a Hono `Context`. */
@@ -20,16 +20,10 @@ export interface RateLimitOptions extends HttpRateLimitOptions<Context> {
   ipHeader?: string;
 }
 
-const OPTIONS = keysOf<RateLimitOptions>({
-  limiter: true,
-  key: true,
-  skip: true,
-  cost: true,
-  headers: true,
-  onStoreError: true,
-  ipv6Subnet: true,
-  ipHeader: true,
-});
+const OPTIONS: readonly string[] = [
+  ...HTTP_RATE_LIMIT_OPTIONS,
+  ...keysOf<Omit<RateLimitOptions, keyof HttpRateLimitOptions<Context>>>({ ipHeader: true }),
+];
 
 // An HTTP field name is a token (RFC 9110 §5.1).
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

@@ -41,7 +41,8 @@ export interface HttpIdempotencyOptions<R> {
   onRecordError?: (error: unknown, info: HttpRequestInfo) => void;
 }
 
-const OPTIONS = keysOf<HttpIdempotencyOptions<unknown>>({
+/** Every option of the core: an adapter's own list is these plus its own (see the adapters). */
+export const HTTP_IDEMPOTENCY_OPTIONS = keysOf<HttpIdempotencyOptions<unknown>>({
   idempotency: true,
   methods: true,
   required: true,
@@ -127,7 +128,7 @@ class NotRecorded extends Error {}
 export function httpIdempotency<R>(options: HttpIdempotencyOptions<R>): HttpIdempotency<R> {
   if (!isPlainObject(options as unknown))
     throw new InvalidOptionError('options', 'an object like { idempotency }', options);
-  knownKeys('', options, OPTIONS);
+  knownKeys('', options, HTTP_IDEMPOTENCY_OPTIONS);
   const idempotency = options.idempotency;
   if (typeof (idempotency as Partial<Idempotency> | undefined)?.run !== 'function')
     throw new InvalidOptionError('idempotency', 'an idempotency from createIdempotency()', idempotency);

@@ -44,7 +44,8 @@ export interface HttpRateLimitOptions<R> {
   onStoreError?: 'fail' | 'pass';
 }
 
-const OPTIONS = keysOf<HttpRateLimitOptions<unknown>>({
+/** Every option of the core: an adapter's own list is these plus its own (see the adapters). */
+export const HTTP_RATE_LIMIT_OPTIONS = keysOf<HttpRateLimitOptions<unknown>>({
   limiter: true,
   key: true,
   skip: true,
@@ -70,7 +71,7 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 export function httpRateLimit<R>(options: HttpRateLimitOptions<R>): HttpRateLimit<R> {
   if (!isPlainObject(options as unknown))
     throw new InvalidOptionError('options', 'an object like { limiter }', options);
-  knownKeys('', options, OPTIONS);
+  knownKeys('', options, HTTP_RATE_LIMIT_OPTIONS);
   const limiter = options.limiter;
   if (typeof (limiter as Partial<Limiter> | undefined)?.take !== 'function')
     throw new InvalidOptionError('limiter', 'a limiter from createLimiter()', limiter);
