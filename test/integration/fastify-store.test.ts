@@ -1,6 +1,6 @@
-// onceflow's store for @fastify/rate-limit, table-driven over the memory store and Redis: the
-// cases @fastify/rate-limit's own store tests define (incr counting, ttl, a child per route,
-// window expiry, skipOnError on a store error), then the plugin itself over real HTTP, and the
+// onceflow's store for @fastify/rate-limit, table-driven over the memory store and Redis (and
+// PostgreSQL: postgres-fastify-store.test.ts): the cases @fastify/rate-limit's own store tests
+// define (test/support/fastify-store-cases.ts), then the plugin itself over real HTTP, and the
 // count exact across 4 processes sharing one Redis.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -10,15 +10,12 @@ import Fastify from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/core/errors.js';
-import { type OnceflowRateLimitStore, rateLimitStore } from '../../src/fastify/index.js';
+import { rateLimitStore } from '../../src/fastify/index.js';
 import { FakeClock, memoryStore } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import type { Store } from '../../src/store/store.js';
+import { CASES, type Ctor, T0, W } from '../support/fastify-store-cases.js';
 import { cleanupPrefix, REDIS_URL, runPrefix } from './redis-env.js';
-
-const W = 1_000;
-// An instant on a window edge (windows are aligned on multiples of their length).
-const T0 = 1_800_000_000_000;
 
 const redis = new Redis(REDIS_URL);
 const prefix = runPrefix('fastify-store');
@@ -54,109 +51,6 @@ const BACKENDS: Backend[] = [
       const gone = new Redis(REDIS_URL, { lazyConnect: true });
       gone.disconnect();
       return createRedisStore({ client: gone, prefix, timeout: '2s' });
-    },
-  },
-];
-
-type Result = { current: number; ttl: number };
-type Hit = (key: string, timeWindow?: number) => Promise<Result>;
-const promised =
-  (store: OnceflowRateLimitStore, method: 'incr' | 'read'): Hit =>
-  (key, timeWindow = W) =>
-    new Promise((resolve, reject) =>
-      store[method](key, (err, res) => (err ? reject(err) : resolve(res as Result)), timeWindow, 2),
-    );
-type Ctor = new (options: object) => OnceflowRateLimitStore;
-
-interface Case {
-  name: string;
-  run(t: { make: () => Ctor; clock: FakeClock }): Promise<void>;
-}
-
-const CASES: Case[] = [
-  {
-    name: 'incr counts every hit of a key, past max too',
-    async run({ make }) {
-      const incr = promised(new (make())({}), 'incr');
-      const currents: number[] = [];
-      for (let i = 0; i < 5; i++) currents.push((await incr('10.0.0.1')).current);
-      expect(currents).toEqual([1, 2, 3, 4, 5]);
-      expect((await incr('10.0.0.2')).current).toBe(1);
-    },
-  },
-  {
-    name: 'ttl is the time left to the window end',
-    async run({ make, clock }) {
-      const incr = promised(new (make())({}), 'incr');
-      expect(await incr('k')).toEqual({ current: 1, ttl: W });
-      clock.advance(300);
-      expect(await incr('k')).toEqual({ current: 2, ttl: W - 300 });
-      clock.advance(699);
-      expect(await incr('k')).toEqual({ current: 3, ttl: 1 });
-    },
-  },
-  {
-    name: 'the window expires: the next hit counts from 1 again',
-    async run({ make, clock }) {
-      const incr = promised(new (make())({}), 'incr');
-      await incr('k');
-      await incr('k');
-      await incr('k');
-      clock.advance(W);
-      expect(await incr('k')).toEqual({ current: 1, ttl: W });
-    },
-  },
-  {
-    name: 'a child counts per route, apart from its parent and from other routes',
-    async run({ make }) {
-      const parent = new (make())({});
-      const child = (url: string) =>
-        parent.child({ routeInfo: { method: 'GET', url } } as never) as OnceflowRateLimitStore;
-      const a = child('/a');
-      const b = child('/b');
-      const again = child('/a');
-      await promised(a, 'incr')('k');
-      await promised(a, 'incr')('k');
-      expect((await promised(again, 'incr')('k')).current).toBe(3);
-      expect((await promised(b, 'incr')('k')).current).toBe(1);
-      expect((await promised(parent, 'incr')('k')).current).toBe(1);
-    },
-  },
-  {
-    name: 'read reports without counting (createRateLimit with increment: false)',
-    async run({ make }) {
-      const store = new (make())({});
-      expect(await promised(store, 'read')('k')).toEqual({ current: 0, ttl: 0 });
-      await promised(store, 'incr')('k');
-      expect(await promised(store, 'read')('k')).toEqual({ current: 1, ttl: W });
-      expect(await promised(store, 'read')('k')).toEqual({ current: 1, ttl: W });
-    },
-  },
-  {
-    name: 'a different timeWindow is a counter of its own',
-    async run({ make }) {
-      const incr = promised(new (make())({}), 'incr');
-      await incr('k', W);
-      expect(await incr('k', 2 * W)).toEqual({ current: 1, ttl: 2 * W });
-    },
-  },
-  {
-    name: 'a bad timeWindow or key is an error to the callback, nothing counted',
-    async run({ make }) {
-      const incr = promised(new (make())({}), 'incr');
-      await expect(incr('k', 0)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
-      await expect(incr('x'.repeat(513))).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
-      expect((await incr('k')).current).toBe(1);
-    },
-  },
-  {
-    name: 'continueExceeding and exponentialBackoff are refused, not ignored',
-    async run({ make }) {
-      const Store = make();
-      expect(() => new Store({ continueExceeding: true })).toThrow(/continueExceeding/);
-      expect(() => new Store({}).child({ exponentialBackoff: true, routeInfo: {} } as never)).toThrow(
-        /exponentialBackoff/,
-      );
     },
   },
 ];
