@@ -62,11 +62,11 @@ const DEFAULT_MIN_SAMPLES = 100;
 // 5 s: seed 001 §3.3's table ("返回空对象缓存 | 5s"): long enough to absorb a flood's repeats of one
 // key, short enough that a key created without `add` is seen within seconds.
 const DEFAULT_NULL_TTL = '5s';
-// 10,000 keys at ~150 bytes each (a short key, an LRU node, a Map entry) is ~1.5 MB. It holds
+// 10,000 keys at an estimated ~150 bytes each (a short key, an LRU node, a Map entry) is ~1.5 MB. It holds
 // the repeats of 5 s (nullTtl) of a 2,000 lookups/s flood; a wider flood of random keys is the
 // filter's work, not this cache's.
 const DEFAULT_MAX_NULL_KEYS = 10_000;
-// 1,000,000 null keys is ~150 MB: past that the cache is a memory risk of its own.
+// 1,000,000 null keys is ~150 MB by the same estimate: past that the cache is a memory risk of its own.
 const MAX_NULL_KEYS = 1_000_000;
 // 10 slots of at least 1 ms each.
 const MIN_WINDOW_MS = 10;

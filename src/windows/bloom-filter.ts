@@ -36,7 +36,7 @@ const LN2 = Math.LN2;
  *
  * @example
  * ```ts
- * bloomBits(10_000, 0.01); // 95872 (≈ 9.59 bits per key)
+ * bloomBits(10_000, 0.01); // 95872
  * ```
  */
 export function bloomBits(n: number, p: number): number {
@@ -59,7 +59,7 @@ export function bloomBits(n: number, p: number): number {
  * const known = new BloomFilter({ expected: 10_000, falsePositiveRate: 0.01 });
  * known.add('user:42');
  * known.mightContain('user:42'); // true
- * known.mightContain('user:43'); // false (almost surely: 1% of absent keys say true)
+ * known.mightContain('user:43'); // false
  * known.bytes; // 11984
  * known.hashes; // 7
  * ```

@@ -8,16 +8,11 @@
  *
  * Why a count of slow calls and not a latency histogram: "p99 above T" holds exactly when more
  * than 1% of the calls took longer than T, so one counter per slot decides it with no bucket
- * error. {@link LookupWindow.slowRatio} is that fraction.
+ * error: the guard compares slow / calls with 1%.
  *
- * @example
- * ```ts
- * const w = new LookupWindow(60_000, 1_000);
- * w.answer(0, true); // a null answer
- * w.backend(0, 1_500); // a backend call of 1.5 s
- * w.totals(0); // { answers: 1, nulls: 1, calls: 1, slow: 1 }
- * w.totals(60_000); // { answers: 0, nulls: 0, calls: 0, slow: 0 } (the slot has left the window)
- * ```
+ * Internal (the guard's, not exported): after `w.answer(0, true)` and `w.backend(0, 1_500)` on
+ * `new LookupWindow(60_000, 1_000)`, `w.totals(0)` is `{ answers: 1, nulls: 1, calls: 1, slow: 1 }`
+ * and `w.totals(60_000)` is all zeros (the slot has left the window).
  */
 export class LookupWindow {
   readonly #slotMs: number;
