@@ -1,6 +1,7 @@
 /**
  * `onceflow`: exactly-once effects in one process or on any store: signature windows and the
- * ledger, rate limits, ordering (reorder buffers, version gates, snowflakes), idempotent calls,
+ * ledger, rate limits, ordering (reorder buffers, version gates, snowflakes), idempotent calls, a penetration guard
+ * for lookups (with a Bloom filter),
  * the memory store and the errors all of them throw. Zero runtime dependencies; adapters live in
  * `onceflow/redis`, `onceflow/postgres` and `onceflow/streams`, the types a store implementer
  * needs in `onceflow/store`, the conformance kit and fault helpers in `onceflow/testing`.
@@ -51,6 +52,7 @@ export type {
 export { nextTickAt, type Tick, type Ticker, type TickerOptions, ticker } from './core/ticker.js';
 export type { Order } from './core/validate.js';
 export { type WindowConfig, window } from './core/window-config.js';
+export * from './guard/index.js';
 export * from './idempotency/index.js';
 export {
   type ApplyResult,
@@ -93,6 +95,13 @@ export {
   type AdaptiveTimeoutStats,
   type SavedAdaptiveTimeout,
 } from './windows/adaptive-timeout.js';
+export {
+  BloomFilter,
+  type BloomFilterOptions,
+  bloomBits,
+  MAX_BLOOM_BYTES,
+  MAX_BLOOM_KEY_LENGTH,
+} from './windows/bloom-filter.js';
 export {
   type GapRange,
   type PushOutcome,

@@ -8,6 +8,7 @@
 //   2      store (store/memory inside it)                the whole Store contract, and the memory store that is its reference model
 //   3      ledger, limiter, ordering, idempotency,       the capabilities a user calls: each uses the contract of store/ only,
 //          signature                                      never another store or another capability's internals
+//          guard                                         the penetration guard in front of a caller's lookup (core and windows only)
 //   3.5    http                                          the framework-neutral HTTP parts (rate limit, Idempotency-Key) on limiter and idempotency
 //   4      redis, postgres, streams, testing             adapters (optional peers) and the kit: they implement or test the contract
 //          ws                                            the WebSocket gateway: an adapter on `ws` (an optional peer) and a store
@@ -35,6 +36,7 @@ const LAYERS: Readonly<Record<string, number>> = {
   ordering: 3,
   idempotency: 3,
   signature: 3,
+  guard: 3,
   http: 3.5,
   redis: 4,
   postgres: 4,

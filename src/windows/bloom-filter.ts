@@ -1,0 +1,224 @@
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { isPlainObject, keysOf, knownKeys, positiveInt } from '../core/validate.js';
+
+/** Options of {@link BloomFilter}: how many keys it is sized for and the false-positive rate it then has. */
+export interface BloomFilterOptions {
+  /** How many distinct keys it is sized for (a positive safe integer). */
+  expected: number;
+  /** The false-positive rate at `expected` keys, in [1e-9, 0.5]. Default 0.01. */
+  falsePositiveRate?: number;
+}
+
+const OPTIONS = keysOf<BloomFilterOptions>({ expected: true, falsePositiveRate: true });
+
+// 1%: about 9.6 bits (1.2 bytes) per key and 7 hashes; one absent key in a hundred still reaches
+// the backend, which is the point of a pre-check: it must be cheap, not perfect.
+const DEFAULT_FALSE_POSITIVE_RATE = 0.01;
+// 0.5 is a filter of ~1.4 bits per key that still halves the traffic it screens; above it a
+// "maybe" says less than a coin. 1e-9 needs 30 hashes: beyond that each check costs more than
+// the backend call a false positive would cost, and a cache of exact keys is the better tool.
+const MIN_FALSE_POSITIVE_RATE = 1e-9;
+const MAX_FALSE_POSITIVE_RATE = 0.5;
+/**
+ * The largest filter: 64 MiB (2^29 bits, so every bit index is a 32-bit integer). That holds
+ * ~56 million keys at 1% or ~28 million at 1e-4 in one process's memory; a key set larger than
+ * that belongs in a shared store, not copied into every process.
+ */
+export const MAX_BLOOM_BYTES = 64 * 2 ** 20;
+/** The longest key hashed, in UTF-16 units: a check costs O(length), and ids are far shorter. */
+export const MAX_BLOOM_KEY_LENGTH = 4096;
+
+const LN2 = Math.LN2;
+
+/**
+ * The bits a filter of `n` keys at false-positive rate `p` needs: m = -n ln p / (ln 2)^2, rounded
+ * up to whole 32-bit words. Exported for docs and tests; {@link BloomFilter} uses it.
+ *
+ * @example
+ * ```ts
+ * bloomBits(10_000, 0.01); // 95872
+ * ```
+ */
+export function bloomBits(n: number, p: number): number {
+  const exact = Math.ceil((-n * Math.log(p)) / (LN2 * LN2));
+  return Math.ceil(exact / 32) * 32;
+}
+
+/**
+ * A Bloom filter of string keys: `mightContain` answers `false` only for a key never added (no
+ * false negative); `true` may be wrong for a key never added, at about the rate it was sized for.
+ * It cannot forget a key: build a fresh one (or `reset`) to drop deleted keys.
+ *
+ * Pure and dependency-free (the core has no runtime dependency: DESIGN §2), so not the
+ * `bloom-filters` package. Sized from (n, p): m = -n ln p / (ln 2)^2 bits, k = round(m/n ln 2)
+ * hashes; the k indexes come from two 32-bit hashes of the key (FNV-1a and a murmur3-style mix)
+ * by enhanced double hashing. Bounded: at most {@link MAX_BLOOM_BYTES}.
+ *
+ * @example
+ * ```ts
+ * const known = new BloomFilter({ expected: 10_000, falsePositiveRate: 0.01 });
+ * known.add('user:42');
+ * known.mightContain('user:42'); // true
+ * known.mightContain('user:43'); // false
+ * known.bytes; // 11984
+ * known.hashes; // 7
+ * ```
+ */
+export class BloomFilter {
+  readonly #words: Uint32Array;
+  readonly #bits: number;
+  readonly #hashes: number;
+  readonly #expected: number;
+  readonly #rate: number;
+  #size = 0;
+
+  constructor(options: BloomFilterOptions) {
+    if (!isPlainObject(options as unknown)) throw new InvalidOptionError('known', 'an object', options);
+    knownKeys('known', options, OPTIONS);
+    this.#expected = positiveInt('known.expected', options.expected);
+    const p = options.falsePositiveRate ?? DEFAULT_FALSE_POSITIVE_RATE;
+    if (typeof p !== 'number' || !(p >= MIN_FALSE_POSITIVE_RATE && p <= MAX_FALSE_POSITIVE_RATE)) {
+      throw new InvalidOptionError(
+        'known.falsePositiveRate',
+        `a number in [${MIN_FALSE_POSITIVE_RATE}, ${MAX_FALSE_POSITIVE_RATE}]`,
+        options.falsePositiveRate,
+      );
+    }
+    this.#rate = p;
+    const bits = bloomBits(this.#expected, p);
+    if (bits / 8 > MAX_BLOOM_BYTES) {
+      throw new InvalidOptionError(
+        'known.expected',
+        `at most ${MAX_BLOOM_BYTES} bytes of filter (${Math.floor((MAX_BLOOM_BYTES * 8 * LN2 * LN2) / -Math.log(p))} keys at rate ${p}); it needs ${bits / 8}`,
+        options.expected,
+      );
+    }
+    this.#bits = bits;
+    this.#hashes = Math.max(1, Math.round((bits / this.#expected) * LN2));
+    this.#words = new Uint32Array(bits / 32);
+  }
+
+  /** Adds `key`. Returns `true` when it set a new bit (the key was surely not in before). */
+  add(key: string): boolean {
+    let h1 = fnv1a(checkKey(key));
+    const h2 = murmurMix(key);
+    let fresh = false;
+    for (let i = 0; i < this.#hashes; i++) {
+      const bit = (h1 >>> 0) % this.#bits;
+      const word = bit >>> 5;
+      const mask = 1 << (bit & 31);
+      const w = this.#words[word] as number;
+      if ((w & mask) === 0) {
+        this.#words[word] = w | mask;
+        fresh = true;
+      }
+      h1 = nextIndex(h1, h2, i);
+    }
+    if (fresh) this.#size++;
+    return fresh;
+  }
+
+  /** `false`: `key` was never added. `true`: it was, or it is a false positive. */
+  mightContain(key: string): boolean {
+    let h1 = fnv1a(checkKey(key));
+    const h2 = murmurMix(key);
+    for (let i = 0; i < this.#hashes; i++) {
+      const bit = (h1 >>> 0) % this.#bits;
+      if (((this.#words[bit >>> 5] as number) & (1 << (bit & 31))) === 0) return false;
+      h1 = nextIndex(h1, h2, i);
+    }
+    return true;
+  }
+
+  /** Forgets every key (the filter then answers `false` for all). */
+  reset(): void {
+    this.#words.fill(0);
+    this.#size = 0;
+  }
+
+  /**
+   * Keys added that set at least one new bit: the distinct keys added, minus the few that were
+   * already false positives when added (a slight undercount, never an overcount of distinct keys).
+   */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** The number of bits m. */
+  get bits(): number {
+    return this.#bits;
+  }
+
+  /** Memory of the bit set: m / 8 bytes (the object around it adds well under a kilobyte). */
+  get bytes(): number {
+    return this.#bits / 8;
+  }
+
+  /** The number of hashes k per key. */
+  get hashes(): number {
+    return this.#hashes;
+  }
+
+  /** The key count it was sized for. */
+  get expected(): number {
+    return this.#expected;
+  }
+
+  /** The false-positive rate it was sized for (at `expected` keys). */
+  get targetFalsePositiveRate(): number {
+    return this.#rate;
+  }
+
+  /**
+   * The false-positive rate now, from the keys added so far: (1 - e^(-k·size/m))^k. Above the
+   * target once more than `expected` keys were added: a sign to rebuild the filter larger.
+   */
+  estimatedFalsePositiveRate(): number {
+    return (1 - Math.exp((-this.#hashes * this.#size) / this.#bits)) ** this.#hashes;
+  }
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key !== 'string' || key.length > MAX_BLOOM_KEY_LENGTH) {
+    throw new InvalidArgumentError('key', `a string of at most ${MAX_BLOOM_KEY_LENGTH} UTF-16 units`, key);
+  }
+  return key;
+}
+
+// Enhanced double hashing (Dillinger & Manolios): g(i+1) = g(i) + h2 + i, so two keys that share
+// both hashes modulo m still part after a few rounds; plain g(i) = h1 + i·h2 would make them
+// collide on every index. 32-bit unsigned arithmetic throughout.
+function nextIndex(h: number, h2: number, i: number): number {
+  return (h + h2 + i) >>> 0;
+}
+
+/** FNV-1a, 32-bit, over UTF-16 code units. */
+function fnv1a(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * A murmur3-style 32-bit hash over UTF-16 code units (one unit per round, then the murmur3
+ * finaliser): independent enough of FNV-1a that the pair behaves as two hash functions.
+ */
+function murmurMix(key: string): number {
+  let h = 0x9747b28c ^ key.length;
+  for (let i = 0; i < key.length; i++) {
+    let c = Math.imul(key.charCodeAt(i), 0xcc9e2d51);
+    c = (c << 15) | (c >>> 17);
+    h ^= Math.imul(c, 0x1b873593);
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
