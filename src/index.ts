@@ -32,6 +32,8 @@ export type {
   AdaptiveTimeoutEvent,
   CompensatorEvent,
   EventShape,
+  GuardGetEvent,
+  GuardStateEvent,
   IdempotencyLeaseLostEvent,
   IdempotencyRunEvent,
   LedgerApplyEvent,

@@ -223,6 +223,28 @@ export interface SnowflakeEvent {
 }
 
 /**
+ * A lookup guard's answer to one get (`createLookupGuard`): `backend` (the lookup ran), `joined`
+ * (a concurrent get of the key was running: one lookup for both), `absent-filter` (degraded: the
+ * filter of known keys has never seen it), `absent-null-cache` (degraded: a recent null reused).
+ */
+export interface GuardGetEvent {
+  readonly part: 'guard';
+  readonly type: 'get';
+  readonly guard: string;
+  readonly outcome: 'backend' | 'joined' | 'absent-filter' | 'absent-null-cache';
+}
+
+/** A lookup guard changed state, with the window's figures that decided it. */
+export interface GuardStateEvent {
+  readonly part: 'guard';
+  readonly type: 'state';
+  readonly guard: string;
+  readonly state: 'normal' | 'degraded';
+  readonly nullRatio: number;
+  readonly slowRatio: number;
+}
+
+/**
  * One store call (from {@link observeStore}): the store's `kind`, the contract operation, how long
  * it took (monotonic ms) and, when it failed, the error's code or class name.
  */
@@ -250,6 +272,8 @@ export type OnceflowEvent =
   | CompensatorEvent
   | VersionGateEvent
   | SnowflakeEvent
+  | GuardGetEvent
+  | GuardStateEvent
   | StoreCallEvent;
 
 /**

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../core/clock.js';
 import { isOnceflowError } from '../core/errors.js';
+import type { GuardGetEvent, OnceflowEvent } from '../core/observer.js';
 import { createLookupGuard, type LookupGuard } from './lookup-guard.js';
 import type { LookupGuardOptions } from './options.js';
 import type { LookupGuardState } from './types.js';
@@ -354,5 +355,33 @@ describe('createLookupGuard: bad input', () => {
     expect(() => guard.add('')).toThrow(/key/);
     expect(calls).toEqual([]);
     expect(guard.stats().answers).toBe(0);
+  });
+});
+
+describe('createLookupGuard: events', () => {
+  it('reports every get by outcome and every switch, under its name', async () => {
+    const seen: OnceflowEvent[] = [];
+    const { guard, clock } = setup({
+      name: 'players',
+      known: { expected: 100 },
+      observer: (e) => seen.push(e),
+    });
+    guard.add('a'); // the keys that exist reach the filter
+    guard.add('b');
+    await flood(guard, 10); // 10 answers (minSamples), all null: degraded
+    const [first, second] = await Promise.all([guard.get('ghost:new'), guard.get('a')]);
+    expect([first, second]).toEqual([null, 'A']);
+    await Promise.all([guard.get('b'), guard.get('b')]);
+    const outcomes = seen
+      .filter((e) => e.part === 'guard' && e.type === 'get')
+      .map((e) => (e as GuardGetEvent).outcome);
+    expect(outcomes).toEqual([...Array(10).fill('backend'), 'absent-filter', 'backend', 'backend', 'joined']);
+    expect(seen.filter((e) => e.part === 'guard' && e.type === 'state')).toEqual([
+      { part: 'guard', type: 'state', guard: 'players', state: 'degraded', nullRatio: 1, slowRatio: 0 },
+    ]);
+    clock.advance(20_000);
+    expect(guard.state).toBe('normal');
+    expect(seen.at(-1)).toMatchObject({ part: 'guard', type: 'state', state: 'normal' });
+    for (const e of seen) expect(e).toMatchObject({ guard: 'players' });
   });
 });

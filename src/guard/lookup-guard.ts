@@ -102,6 +102,7 @@ class Guard<V> implements LookupGuard<V> {
     if (this.#state === 'degraded') {
       if (this.#filter !== undefined && !this.#filter.mightContain(key)) {
         this.#absentByFilter++;
+        this.#emitGet('absent-filter');
         this.#window.answer(now, true);
         return null;
       }
@@ -109,13 +110,16 @@ class Guard<V> implements LookupGuard<V> {
       if (expires !== undefined) {
         if (expires > now) {
           this.#absentByNullCache++;
+          this.#emitGet('absent-null-cache');
           this.#window.answer(now, true);
           return null;
         }
         this.#nulls.delete(key);
       }
     }
-    const flight = this.#inflight.get(key) ?? this.#start(key, now);
+    const joined = this.#inflight.get(key);
+    const flight = joined ?? this.#start(key, now);
+    this.#emitGet(joined === undefined ? 'backend' : 'joined');
     const value = await flight.promise;
     const end = this.#now();
     this.#window.answer(end, value === null);
@@ -179,6 +183,11 @@ class Guard<V> implements LookupGuard<V> {
     }
   }
 
+  #emitGet(outcome: 'backend' | 'joined' | 'absent-filter' | 'absent-null-cache'): void {
+    const emit = this.#o.emit;
+    if (emit !== undefined) emit({ part: 'guard', type: 'get', guard: this.#o.name, outcome });
+  }
+
   #evaluate(now: number): void {
     const t = this.#window.totals(now);
     const o = this.#o;
@@ -190,6 +199,17 @@ class Guard<V> implements LookupGuard<V> {
       trouble || (this.#state === 'degraded' && now - this.#troubleAt < o.windowMs) ? 'degraded' : 'normal';
     if (next === this.#state) return;
     this.#state = next;
+    const emit = o.emit;
+    if (emit !== undefined) {
+      emit({
+        part: 'guard',
+        type: 'state',
+        guard: o.name,
+        state: next,
+        nullRatio: t.answers === 0 ? 0 : t.nulls / t.answers,
+        slowRatio: t.calls === 0 ? 0 : t.slow / t.calls,
+      });
+    }
     if (o.onStateChange === undefined) return;
     try {
       o.onStateChange(next, this.#stats(now));

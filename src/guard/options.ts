@@ -1,7 +1,9 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
-import { isPlainObject, keysOf, knownKeys, positiveInt } from '../core/validate.js';
+import { optionWithinLimit } from '../core/limits.js';
+import { type Emit, type Observer, observing } from '../core/observer.js';
+import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { BloomFilterOptions } from '../windows/bloom-filter.js';
 import type { LookupGuardState, LookupGuardStats } from './types.js';
 
@@ -31,6 +33,10 @@ export interface LookupGuardOptions<V> {
   clock?: Clock;
   /** Told each change of state, with the stats that caused it. A throw is reported once as a warning. */
   onStateChange?: (state: LookupGuardState, stats: LookupGuardStats) => void;
+  /** Names the guard in its events (a metric label: a configured name). Default `'default'`. */
+  name?: string;
+  /** Told every get's outcome and every change of state (`guard.get`, `guard.state`: docs/observability.md). */
+  observer?: Observer;
 }
 
 const OPTIONS = keysOf<LookupGuardOptions<unknown>>({
@@ -44,6 +50,8 @@ const OPTIONS = keysOf<LookupGuardOptions<unknown>>({
   known: true,
   clock: true,
   onStateChange: true,
+  name: true,
+  observer: true,
 });
 
 // 60 s: seed 001 §3.3 counts the null share of "the last 60 s"; a minute holds enough traffic for
@@ -83,6 +91,8 @@ export interface ResolvedOptions<V> {
   readonly known: BloomFilterOptions | undefined;
   readonly clock: Clock;
   readonly onStateChange: ((state: LookupGuardState, stats: LookupGuardStats) => void) | undefined;
+  readonly name: string;
+  readonly emit: Emit | undefined;
 }
 
 /** Validates and fills in the defaults; throws `ERR_INVALID_OPTION` naming the first bad option. */
@@ -126,5 +136,10 @@ export function resolveOptions<V>(options: LookupGuardOptions<V>): ResolvedOptio
     known: options.known,
     clock,
     onStateChange: options.onStateChange,
+    name:
+      options.name === undefined
+        ? 'default'
+        : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes'),
+    emit: observing(options.observer, 'observer'),
   };
 }

@@ -51,6 +51,8 @@ const PUSH = outcomes('released', 'buffered', 'late', 'duplicate', 'stale', 'rej
 const GAP_CAUSE = outcomes('timeout', 'overflow');
 const GATE = outcomes('applied', 'duplicate', 'stale', 'failed');
 const WAIT_CAUSE = outcomes('rollback', 'sequence');
+const GUARD_GET = outcomes('backend', 'joined', 'absent-filter', 'absent-null-cache');
+const GUARD_STATE = outcomes('normal', 'degraded');
 const BOOL = outcomes('true', 'false');
 const CLOSE_CODES = [
   'FRAME_TOO_LARGE',
@@ -195,6 +197,22 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       ),
       buckets: DEVIATION_BUCKETS,
     },
+  ]),
+  ...inRow('Lookup guard', [
+    counter(
+      'guard_gets_total',
+      'guard.gets',
+      '{get}',
+      [name('guard'), enumerated('outcome', GUARD_GET)],
+      'Lookup guard gets by outcome (absent-*: answered null without the backend, in degraded mode).',
+    ),
+    counter(
+      'guard_state_changes_total',
+      'guard.state_changes',
+      '{change}',
+      [name('guard'), enumerated('state', GUARD_STATE)],
+      'Lookup guard state changes, by the state entered (degraded: a null flood or a slow backend).',
+    ),
   ]),
   ...inRow('Store', [
     histogram(

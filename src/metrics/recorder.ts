@@ -262,6 +262,11 @@ export class Recorder {
         this.#add('snowflake_clock_wait_seconds_total', [e.cause], e.ms / 1000);
         return;
       }
+      case 'guard': {
+        if (e.type === 'get') this.#add('guard_gets_total', [e.guard, e.outcome]);
+        else this.#add('guard_state_changes_total', [e.guard, e.state]);
+        return;
+      }
       case 'store': {
         this.#series(this.#metric('store_call_duration_seconds'), [e.store, e.operation]).observe(
           e.durationMs / 1000,

@@ -92,6 +92,8 @@ const PINNED: Record<string, Surface> = {
       'FieldType',
       'GapRange',
       'GuardDecision',
+      'GuardGetEvent',
+      'GuardStateEvent',
       'Idempotency',
       'IdempotencyCall',
       'IdempotencyLeaseLostEvent',

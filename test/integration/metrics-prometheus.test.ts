@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/core/errors.js';
+import { createLookupGuard } from '../../src/guard/index.js';
 import { createIdempotency } from '../../src/idempotency/idempotency.js';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createLimiter } from '../../src/limiter/limiter.js';
@@ -99,6 +100,14 @@ function traffic(metrics: Metrics) {
     window: '1s',
     observer: metrics.observer,
   });
+  // A lookup flooded with unknown ids: it degrades, and the filter answers them.
+  const guard = createLookupGuard({
+    name: 'players',
+    lookup: async (id: string) => (id.startsWith('p') ? { id } : null),
+    minSamples: 10,
+    known: { expected: 1000 },
+    observer: metrics.observer,
+  });
   const idempotency = createIdempotency({ store, name: 'payout-requests', observer: metrics.observer });
   const gate = new VersionGate({ store, name: 'accounts', observer: metrics.observer });
   const buffer = new ReorderBuffer<number>({
@@ -130,6 +139,7 @@ function traffic(metrics: Metrics) {
       .catch(() => {});
     for (let i = 0; i < 3; i++) await remote.take('hot');
     for (let k = 0; k < 256; k++) await bucketed.take(`u${k}`);
+    for (let k = 0; k < 20; k++) await guard.get(k % 10 === 0 ? `p${k}` : `forged-${round}-${k}`);
     await down.take('any');
     await gate.upsert('a1', round, { round });
     await gate.upsert('a1', round, { round });
