@@ -150,6 +150,22 @@ const ROWS: Row[] = [
   },
   {
     entry: '.',
+    export: 'createLookupGuard',
+    what: 'createLookupGuard',
+    call: (m) => m.createLookupGuard({ lookup: async () => null, nullRatoi: 0.5 }),
+    key: 'nullRatoi',
+    suggest: 'nullRatio',
+  },
+  {
+    entry: '.',
+    export: 'BloomFilter',
+    what: 'new BloomFilter',
+    call: (m) => new m.BloomFilter({ expected: 10, falsePositivRate: 0.01 }),
+    key: 'known.falsePositivRate',
+    suggest: 'falsePositiveRate',
+  },
+  {
+    entry: '.',
     export: 'createTenantRegistry',
     what: 'createTenantRegistry',
     call: (m) => m.createTenantRegistry({ stor: m.memoryStore() }),
