@@ -321,6 +321,8 @@ describe('createLookupGuard: bad input', () => {
     [{ lookup, clock: {} }, 'clock'],
     [{ lookup, onStateChange: 'x' }, 'onStateChange'],
     [{ lookup, known: { expected: -1 } }, 'known.expected'],
+    [{ lookup, known: { expected: 10, falsePositivRate: 0.1 } }, 'known.falsePositivRate'],
+    [{ lookup, known: 'all' }, 'known'],
     [{ lookup, nullRatoi: 0.5 }, 'nullRatoi'],
   ])('refuses %o naming %s', (options, option) => {
     let err: unknown;

@@ -1,7 +1,7 @@
 import { wholeMs } from '../core/clock.js';
-import { InvalidArgumentError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { LruMap } from '../core/lru-map.js';
-import { BloomFilter, MAX_BLOOM_KEY_LENGTH } from '../windows/bloom-filter.js';
+import { BloomFilter, type BloomFilterOptions, MAX_BLOOM_KEY_LENGTH } from '../windows/bloom-filter.js';
 import { LookupWindow } from '../windows/lookup-window.js';
 import { type LookupGuardOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import type { LookupGuardState, LookupGuardStats } from './types.js';
@@ -62,7 +62,7 @@ interface Flight<V> {
  */
 export function createLookupGuard<V>(options: LookupGuardOptions<V>): LookupGuard<V> {
   const o = resolveOptions(options);
-  const filter = o.known === undefined ? undefined : new BloomFilter(o.known);
+  const filter = o.known === undefined ? undefined : knownFilter(o.known);
   return new Guard(o, filter);
 }
 
@@ -269,4 +269,16 @@ function checkKey(key: unknown): string {
     );
   }
   return key;
+}
+
+/** The guard's filter of known keys: a bad `known` is refused naming the guard's option. */
+function knownFilter(known: BloomFilterOptions): BloomFilter {
+  if (known === null || typeof known !== 'object')
+    throw new InvalidOptionError('known', 'an object like { expected }', known);
+  try {
+    return new BloomFilter(known);
+  } catch (err) {
+    if (!(err instanceof InvalidOptionError)) throw err;
+    throw new InvalidOptionError(`known.${err.option}`, err.expected, err.got);
+  }
 }

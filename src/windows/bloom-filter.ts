@@ -73,13 +73,14 @@ export class BloomFilter {
   #size = 0;
 
   constructor(options: BloomFilterOptions) {
-    if (!isPlainObject(options as unknown)) throw new InvalidOptionError('known', 'an object', options);
-    knownKeys('known', options, OPTIONS);
-    this.#expected = positiveInt('known.expected', options.expected);
+    if (!isPlainObject(options as unknown))
+      throw new InvalidOptionError('options', 'an object like { expected }', options);
+    knownKeys('', options, OPTIONS);
+    this.#expected = positiveInt('expected', options.expected);
     const p = options.falsePositiveRate ?? DEFAULT_FALSE_POSITIVE_RATE;
     if (typeof p !== 'number' || !(p >= MIN_FALSE_POSITIVE_RATE && p <= MAX_FALSE_POSITIVE_RATE)) {
       throw new InvalidOptionError(
-        'known.falsePositiveRate',
+        'falsePositiveRate',
         `a number in [${MIN_FALSE_POSITIVE_RATE}, ${MAX_FALSE_POSITIVE_RATE}]`,
         options.falsePositiveRate,
       );
@@ -88,7 +89,7 @@ export class BloomFilter {
     const bits = bloomBits(this.#expected, p);
     if (bits / 8 > MAX_BLOOM_BYTES) {
       throw new InvalidOptionError(
-        'known.expected',
+        'expected',
         `at most ${MAX_BLOOM_BYTES} bytes of filter (${Math.floor((MAX_BLOOM_BYTES * 8 * LN2 * LN2) / -Math.log(p))} keys at rate ${p}); it needs ${bits / 8}`,
         options.expected,
       );

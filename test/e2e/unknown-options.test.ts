@@ -161,7 +161,7 @@ const ROWS: Row[] = [
     export: 'BloomFilter',
     what: 'new BloomFilter',
     call: (m) => new m.BloomFilter({ expected: 10, falsePositivRate: 0.01 }),
-    key: 'known.falsePositivRate',
+    key: 'falsePositivRate',
     suggest: 'falsePositiveRate',
   },
   {
