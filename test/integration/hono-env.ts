@@ -5,8 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { Redis } from 'ioredis';
-import { afterAll } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import type { Clock } from '../../src/core/clock.js';
+import { type IdempotencyKeyOptions, idempotencyKey } from '../../src/hono/index.js';
+import { createIdempotency } from '../../src/idempotency/idempotency.js';
 import { memoryStore } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import type { Store } from '../../src/store/store.js';
@@ -80,4 +82,27 @@ export function matrix(file: string): [string, Transport, StoreBinding][] {
   return TRANSPORTS.flatMap((t) =>
     stores.map((s): [string, Transport, StoreBinding] => [`${t.name}, ${s.name}`, t, s]),
   );
+}
+
+/**
+ * Inside a describe of the matrix: `middleware(options)`, an idempotencyKey of a fresh name on
+ * the binding's store, and `open(app)`, the transport's client for `app` (closed after each test).
+ */
+export function idempotencyHarness(transport: Transport, binding: StoreBinding, name: string) {
+  let client: HonoClient | undefined;
+  afterEach(async () => {
+    await client?.close();
+    client = undefined;
+  });
+  let n = 0;
+  const middleware = (options: Partial<IdempotencyKeyOptions> = {}) =>
+    idempotencyKey({
+      idempotency: createIdempotency({ store: binding.make(), name: `${name}-${n++}` }),
+      ...options,
+    });
+  const open = async (app: Hono) => {
+    client = await transport.open(app);
+    return client.send;
+  };
+  return { middleware, open };
 }

@@ -4,11 +4,11 @@
 // gets the handler's response, the failure is reported once).
 import { Hono } from 'hono';
 import { stream, streamSSE } from 'hono/streaming';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type IdempotencyKeyOptions, idempotencyKey } from '../../src/hono/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { idempotencyKey } from '../../src/hono/index.js';
 import { createIdempotency, memoryStore } from '../../src/index.js';
 import { wrapStore } from '../../src/testing/wrap-store.js';
-import { type HonoClient, matrix, TRANSPORTS } from './hono-env.js';
+import { idempotencyHarness, matrix, TRANSPORTS } from './hono-env.js';
 
 const post = (key: string, body: NonNullable<RequestInit['body']>, method = 'POST') => ({
   method,
@@ -46,21 +46,7 @@ async function firstChunk(res: Response): Promise<{ first: string; rest: () => P
 
 for (const [title, transport, binding] of matrix('hono-idempotency-stream')) {
   describe(`hono idempotencyKey, streams and bounds (${title})`, () => {
-    let client: HonoClient | undefined;
-    afterEach(async () => {
-      await client?.close();
-      client = undefined;
-    });
-    let n = 0;
-    const middleware = (options: Partial<IdempotencyKeyOptions> = {}) =>
-      idempotencyKey({
-        idempotency: createIdempotency({ store: binding.make(), name: `streams-${n++}` }),
-        ...options,
-      });
-    const open = async (app: Hono) => {
-      client = await transport.open(app);
-      return client.send;
-    };
+    const { middleware, open } = idempotencyHarness(transport, binding, 'streams');
 
     it('a PUT (not in methods) with a key and a 2 MiB body is not read by the middleware: it runs', async () => {
       let runs = 0;

@@ -5,10 +5,10 @@
 // recorded, and the handler still reads the body the middleware fingerprinted.
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type IdempotencyKeyOptions, idempotencyKey } from '../../src/hono/index.js';
+import { describe, expect, it } from 'vitest';
+import { idempotencyKey } from '../../src/hono/index.js';
 import { createIdempotency } from '../../src/index.js';
-import { type HonoClient, matrix } from './hono-env.js';
+import { idempotencyHarness, matrix } from './hono-env.js';
 
 const DOCS = 'https://github.com/onceflow/onceflow/blob/main/docs/http.md#';
 // Every byte value, twice, and bytes that are not UTF-8 (0xff, a lone continuation byte).
@@ -35,21 +35,7 @@ const post = (key: string | undefined, body: RequestInit['body'], headers: Recor
 
 for (const [title, transport, binding] of matrix('hono-idempotency')) {
   describe(`hono idempotencyKey (${title})`, () => {
-    let client: HonoClient | undefined;
-    afterEach(async () => {
-      await client?.close();
-      client = undefined;
-    });
-    let n = 0;
-    const middleware = (options: Partial<IdempotencyKeyOptions> = {}) =>
-      idempotencyKey({
-        idempotency: createIdempotency({ store: binding.make(), name: `orders-${n++}` }),
-        ...options,
-      });
-    const open = async (app: Hono) => {
-      client = await transport.open(app);
-      return client.send;
-    };
+    const { middleware, open } = idempotencyHarness(transport, binding, 'orders');
 
     it('the first request runs; a repeat replays status, headers and a binary body byte for byte', async () => {
       let runs = 0;
