@@ -2,7 +2,7 @@
 // rows as limiter_take does and runs the operation on them; after every take sent before it.
 import { InvalidArgumentError } from '../core/errors.js';
 import type { LimitCall, LimiterAdjustCommand, LimiterAdjustReply, LimitState } from '../store/limiter.js';
-import { checkBlockMs, checkPoints } from '../windows/limits/adjust.js';
+import { checkBlockMs, checkNotAfter, checkPoints } from '../windows/limits/adjust.js';
 import { ALGORITHM_CODE } from '../windows/limits/algorithms.js';
 import { checkSpec } from '../windows/limits/spec.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
@@ -22,8 +22,17 @@ export function postgresLimiterAdjust(
     name: statementName(s, 'limiter-adjust'),
     text: `SELECT * FROM ${s}.limiter_adjust($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text, $7::bigint, $8::bigint, $9::bigint, $10::bigint)`,
   };
+  // A reward with a deadline: its time is read once and given to the function, so the check
+  // against the deadline and the reward are at one instant; past it the function runs a 'get'.
+  const bounded = {
+    name: statementName(s, 'limiter-adjust-bounded'),
+    text: `WITH c AS (SELECT coalesce($9::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS t)
+      SELECT f.* FROM c, LATERAL ${s}.limiter_adjust($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[],
+        CASE WHEN c.t >= $11::bigint THEN 'get' ELSE $6::text END, $7::bigint, $8::bigint, c.t, $10::bigint) f`,
+  };
   return (command) => {
     let values: unknown[];
+    let notAfter: number | undefined;
     try {
       const { namespace, limits, op, points, durationMs, now } = command;
       if (!OPS.includes(op)) throw new InvalidArgumentError('op', OPS.join(', '), op);
@@ -35,6 +44,7 @@ export function postgresLimiterAdjust(
       });
       const p = op === 'set' || op === 'reward' || op === 'penalty' ? checkPoints(points, specs) : 0;
       const ms = op === 'block' ? checkBlockMs(durationMs, 'durationMs') : 0;
+      notAfter = checkNotAfter(op, command.notAfter);
       values = [
         keys,
         specs.map((x) => ALGORITHM_CODE[x.algorithm]),
@@ -47,11 +57,15 @@ export function postgresLimiterAdjust(
         at,
         at === null ? STATE_SLACK_MS : CLIENT_STATE_SLACK_MS,
       ];
+      if (notAfter !== undefined) values.push(notAfter);
     } catch (err) {
       return Promise.reject(err);
     }
     return afterTakes(async () => {
-      const row = (await ctx.query('limiterAdjust', 'write', { ...statement, values }))[0] as Record<
+      const row = (await ctx.query('limiterAdjust', 'write', {
+          ...(notAfter === undefined ? statement : bounded),
+          values,
+        }))[0] as Record<
         string,
         unknown
       >;

@@ -2,7 +2,7 @@
 // the takes (a barrier of the take batcher, as a delete is), on the keys the takes use.
 import { InvalidArgumentError } from '../core/errors.js';
 import type { LimitCall, LimiterAdjustCommand, LimiterAdjustReply, LimitState } from '../store/limiter.js';
-import { checkBlockMs, checkPoints } from '../windows/limits/adjust.js';
+import { checkBlockMs, checkNotAfter, checkPoints } from '../windows/limits/adjust.js';
 import { CLIENT_STATE_SLACK_MS, limiterTime, STATE_SLACK_MS } from '../windows/limits/time.js';
 import { evalScript, type RedisLike } from './eval.js';
 import { scripts } from './scripts.generated.js';
@@ -36,9 +36,11 @@ export function redisLimiterAdjust(
       });
       const p = op === 'set' || op === 'reward' || op === 'penalty' ? checkPoints(points, specs) : 0;
       const ms = op === 'block' ? checkBlockMs(durationMs, 'durationMs') : 0;
+      const notAfter = checkNotAfter(op, command.notAfter);
       keys = limits.map((call) => keyOf(namespace, call));
       const values: (string | number)[] = [op, p, ms, at, STATE_SLACK_MS, CLIENT_STATE_SLACK_MS];
       for (const spec of specs) values.push(...argsOf(spec, 'limits[].spec').slice(0, 4));
+      values.push(notAfter ?? '');
       args = JSON.stringify(values);
     } catch (err) {
       return Promise.reject(err);

@@ -94,6 +94,14 @@ export interface LimiterAdjustCommand {
   readonly durationMs?: number | undefined;
   /** Operation time; `undefined`: the store's own clock. */
   readonly now?: number | undefined;
+  /**
+   * `reward` only: give back only while the operation time is before this (store time, ms); at or
+   * after it the command changes nothing and answers as `get`. The check and the reward are one
+   * atomic step, so a reward sent late (a slow network, a busy store) cannot land past it: a
+   * local-first limiter returns an unused share only while the share still counts in the window
+   * it was charged to (src/limiter/local-first.ts).
+   */
+  readonly notAfter?: number | undefined;
 }
 
 /** One limit's state as an adjust leaves it (`delete`: as it was). */

@@ -41,7 +41,7 @@ const adjust = (
   kind: Adjust['kind'],
   at: number,
   states: ExpectedState[],
-  extra: Partial<Pick<Adjust, 'points' | 'durationMs'>> = {},
+  extra: Partial<Pick<Adjust, 'points' | 'durationMs' | 'notAfter'>> = {},
 ): Adjust => ({ op: 'adjust', kind, at, ...extra, expect: { states } });
 const p = (points: number) => ({ points });
 const invalid = (kind: Adjust['kind'], at: number, extra: Partial<Adjust>): Adjust => ({
@@ -91,6 +91,22 @@ export const limiterAdjustCases: readonly LimiterCase[] = deepFreeze<LimiterCase
       adjust('penalty', 999, [st(2, 3, 1000)], p(2)),
       // The next window starts empty.
       adjust('get', 1000, [st(0, 5, 1000)]),
+    ],
+  },
+  {
+    suite: 'limiter-adjust',
+    name: 'reward-not-after',
+    rule: 'a reward with notAfter gives back only while the operation time is before it; at or after it nothing changes (answered as a get)',
+    limits: [{ id: 'f', algorithm: 'fixed-window', limit: 5, windowMs: 1000 }],
+    steps: [
+      take(0, 4, [v(true, 1, 1000)]),
+      // 500 is not before 500: nothing given back, the state as a get answers it.
+      adjust('reward', 500, [st(4, 1, 1000)], { points: 2, notAfter: 500 }),
+      adjust('reward', 499, [st(2, 3, 1000)], { points: 2, notAfter: 500 }),
+      // Sliding windows and logs are the same check; the next window starts empty either way.
+      adjust('reward', 1000, [st(0, 5, 1000)], { points: 1, notAfter: 2000 }),
+      invalid('get', 600, { notAfter: 700 }),
+      invalid('penalty', 600, { points: 1, notAfter: 700 }),
     ],
   },
   {

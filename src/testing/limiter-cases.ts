@@ -87,6 +87,8 @@ export type LimiterStep =
       at: number;
       points?: number;
       durationMs?: number;
+      /** A reward's deadline, ms after the case's instant as `at` (see LimiterAdjustCommand). */
+      notAfter?: number;
       subject?: string;
       /** One state per limit, the fields given compared; or the error code the command rejects with. */
       expect: { states: ExpectedState[] } | { code: string };

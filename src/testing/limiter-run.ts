@@ -140,6 +140,7 @@ export async function runLimiter(
               points: step.points,
               durationMs: step.durationMs,
               now: BASE + step.at,
+              ...(step.notAfter !== undefined ? { notAfter: BASE + step.notAfter } : {}),
             }),
           );
         } catch (err) {

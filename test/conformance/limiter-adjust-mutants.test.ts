@@ -62,12 +62,20 @@ const mutants: { name: string; make: (base: Store) => Overrides; fails: string[]
     // adjust-invalid too: a reward of 1.5 read as a get is answered, not refused.
     fails: [
       'fixed-window-adjust',
+      'reward-not-after',
       'gcra-adjust',
       'sliding-log-adjust',
       'sliding-log-large-adjust',
       'sliding-window-adjust',
       'adjust-invalid',
     ],
+  },
+  {
+    name: 'limiterAdjust reward ignores its notAfter',
+    make: (base) => ({
+      limiterAdjust: (cmd) => adjustOf(base)({ ...cmd, notAfter: undefined }),
+    }),
+    fails: ['reward-not-after'],
   },
   {
     name: 'limiterAdjust penalty stops at the limit',

@@ -9,7 +9,8 @@
   ARGV[1]    one JSON array: op ('get', 'delete', 'set', 'reward', 'penalty', 'block'), points,
              block ms, now ('' for Redis TIME), the TTL slack for the server's time and for a
              caller's, then per key 4 values: algorithm code, limit, window ms, param (as
-             limiter-take's specs).
+             limiter-take's specs), then notAfter ('' for none): a reward at or after it
+             changes nothing and answers as 'get'.
   Returns    a flat array of integers: status (0 done; 1 refused, nothing changed: a penalty
              would take a limit's usage x window past 2^52), now, then per key the state after
              the operation (for 'delete' before it): used, remaining, resetAt, blockedUntil (0: none)
@@ -24,6 +25,8 @@ if now == '' then
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   slack = args[5]
 end
+local not_after = args[7 + 4 * #KEYS]
+if not_after ~= nil and not_after ~= '' and now >= not_after then op = 'get' end
 
 local function ttl(at, t)
   return max(1, at - t) + slack

@@ -4,6 +4,7 @@
 import { InvalidArgumentError } from '../../core/errors.js';
 import {
   checkBlockMs,
+  checkNotAfter,
   checkPoints,
   penaltyFits,
   rewarded,
@@ -49,16 +50,21 @@ export function blockOf(entry: AdjustEntry | undefined, now: number): number {
 
 /** One adjust: checked whole first (a malformed command, or a penalty past the cap, changes nothing). */
 export function adjustStates(
-  { limits, op, points, durationMs }: LimiterAdjustCommand,
+  command: LimiterAdjustCommand,
   access: AdjustAccess,
 ): LimiterAdjustReply {
+  const { limits, points, durationMs } = command;
+  let op = command.op;
   if (!OPS.includes(op)) throw new InvalidArgumentError('op', OPS.join(', '), op);
+  const notAfter = checkNotAfter(op, command.notAfter);
   if (!Array.isArray(limits)) throw new InvalidArgumentError('limits', 'an array of limit calls', limits);
   const entries = limits.map((call, i) => access.entry(call, i));
   const specs = limits.map((call) => call.spec);
   const p = op === 'set' || op === 'reward' || op === 'penalty' ? checkPoints(points, specs) : 0;
   const ms = op === 'block' ? checkBlockMs(durationMs, 'durationMs') : 0;
   const now = access.now();
+  // Past its deadline a reward changes nothing: it answers as a get.
+  if (notAfter !== undefined && now >= notAfter) op = 'get';
   if (op === 'penalty') {
     // All or nothing: every limit is checked before any is charged.
     for (let i = 0; i < limits.length; i++) {

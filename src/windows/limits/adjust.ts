@@ -6,6 +6,7 @@ import { InvalidArgumentError } from '../../core/errors.js';
 import { MATH } from './algorithms.js';
 import type { GcraState } from './gcra.js';
 import { floorDiv } from './int-math.js';
+import { limiterTime } from './time.js';
 import type { LimitSpec } from './types.js';
 
 // Usage x window stays at or below 2^52: every product the math forms from a usage (GCRA's
@@ -101,4 +102,14 @@ export function checkBlockMs(ms: unknown, what: string): number {
     throw new InvalidArgumentError(what, 'whole milliseconds in [0, 1 year]', ms);
   }
   return ms;
+}
+
+/**
+ * A reward's `notAfter` (see LimiterAdjustCommand): a limiter time, given with `reward` only
+ * (else a typed error); `undefined` when not given.
+ */
+export function checkNotAfter(op: string, notAfter: unknown): number | undefined {
+  if (notAfter === undefined) return undefined;
+  if (op !== 'reward') throw new InvalidArgumentError('notAfter', "absent unless op is 'reward'", notAfter);
+  return limiterTime(notAfter, 'notAfter');
 }
