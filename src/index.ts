@@ -41,6 +41,7 @@ export type {
   LimiterDecisionEvent,
   LimiterDegradedEvent,
   LimiterDeviationEvent,
+  LimiterLeaseEvent,
   ObservedDecisionReason,
   ObservedStoreOutcome,
   Observer,

@@ -66,6 +66,12 @@ export class BoundedMap<K, V> {
     this.#old.clear();
   }
 
+  /** Every entry, least recently used first (roughly: oldest generation first); not a use. */
+  *entries(): IterableIterator<[K, V]> {
+    yield* this.#old;
+    yield* this.#young;
+  }
+
   get size(): number {
     return this.#young.size + this.#old.size;
   }

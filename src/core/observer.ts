@@ -127,6 +127,22 @@ export interface LimiterDeviationEvent {
 }
 
 /**
+ * A local-first limiter's share of a hot key's budget (docs/limits.md *Local-first limits*):
+ * `granted` (`points` leased from the store in one take), `refused` (the store had less than a
+ * share left: the key's takes go to the store one by one for a while), `returned` (`points`, an
+ * unused rest, given back while it still counted), `expired` (`points` left unused past the
+ * window the share was charged to: not given back, they count until they leave the window),
+ * `failed` (the lease or return call failed; the take went to the store on its own).
+ */
+export interface LimiterLeaseEvent {
+  readonly part: 'limiter';
+  readonly type: 'lease';
+  readonly limiter: string;
+  readonly outcome: 'granted' | 'refused' | 'returned' | 'expired' | 'failed';
+  readonly points: number;
+}
+
+/**
  * The store failed or timed out for a take, and the degraded policy answered (`policy`: `deny`,
  * `allow`, `local`, or `throw` when the take rejects). `error`: the failure's code or class name.
  */
@@ -266,6 +282,7 @@ export type OnceflowEvent =
   | LimiterDecisionEvent
   | LimiterDegradedEvent
   | LimiterDeviationEvent
+  | LimiterLeaseEvent
   | ReorderPushEvent
   | ReorderGapEvent
   | AdaptiveTimeoutEvent

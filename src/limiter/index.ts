@@ -9,8 +9,14 @@ export type {
   RefusingReason,
 } from '../windows/limits/decision.js';
 export type { Algorithm } from '../windows/limits/types.js';
+export {
+  createLocalFirstLimiter,
+  type LocalFirstLimiterOptions,
+  type LocalFirstOptions,
+} from './create-local-first.js';
 export { rateLimitHeaders } from './headers.js';
 export { createLimiter, type LimiterOptions } from './limiter.js';
+export type { LocalFirstLimiter } from './local-first.js';
 export type { LimitOptions } from './options.js';
 export {
   createTenantRegistry,

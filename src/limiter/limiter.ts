@@ -14,7 +14,7 @@ import { BlockCache } from './block-cache.js';
 import { DeviationSampler } from './deviation.js';
 import { limiterNamespace } from './keys.js';
 import { type LimitOptions, toSpec } from './options.js';
-import { type Fallback, RateLimiter } from './rate-limiter.js';
+import { type Fallback, type LimiterConfig, RateLimiter } from './rate-limiter.js';
 import type { DegradedPolicy, Limiter } from './types.js';
 
 export type { DegradedPolicy, Limiter } from './types.js';
@@ -118,8 +118,26 @@ const DEGRADED_OPTIONS = ['mode', 'share'];
  * The second argument is internal (the tenant registry's, see {@link LimiterInternals}): leave it out.
  */
 export function createLimiter(input: LimiterOptions, internals: LimiterInternals = {}): Limiter {
+  pinLimiterShapes();
+  return new RateLimiter(limiterConfig(input, internals));
+}
+
+/** Internal: keeps the shapes of the limiter's objects alive (see pinnedLimiters), once per process. */
+export function pinLimiterShapes(): void {
+  pinShapes(RateLimiter, pinnedLimiters);
+}
+
+/**
+ * Internal: the validated configuration of a limiter (createLimiter's, and the local-first
+ * limiter's, which allows `extraKeys` beside the limiter's own options and checks them itself).
+ */
+export function limiterConfig(
+  input: LimiterOptions,
+  internals: LimiterInternals,
+  extraKeys: readonly string[] = [],
+): LimiterConfig {
   if (!isPlainObject(input)) throw new InvalidOptionError('options', 'an object', input);
-  knownKeys('', input, LIMITER_OPTIONS);
+  knownKeys('', input, extraKeys.length === 0 ? LIMITER_OPTIONS : [...LIMITER_OPTIONS, ...extraKeys]);
   const options = input as LimiterOptions;
   const store = options.store ?? memoryStore();
   if (typeof store?.limiterTake !== 'function') {
@@ -240,8 +258,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
   // hang too). Parsed whatever the store, so a bad value is an error everywhere, not only on Redis.
   const timeoutOption = options.timeout !== undefined ? timerDuration('timeout', options.timeout) : undefined;
   const timeoutMs = timeoutOption ?? (policy === 'throw' ? 0 : DEFAULT_TIMEOUT_MS);
-  pinShapes(RateLimiter, pinnedLimiters);
-  return new RateLimiter({
+  return {
     store,
     specs,
     namespace,
@@ -255,7 +272,7 @@ export function createLimiter(input: LimiterOptions, internals: LimiterInternals
     name,
     emit,
     deviation: DeviationSampler.for(specs, name, emit),
-  });
+  };
 }
 
 /**

@@ -341,6 +341,14 @@ export class RateLimiter implements Limiter {
   }
 
   // The calls of a take, from the limiter's cache of them for a single subject.
+  /**
+   * Internal, for local-first limits (local-first.ts): the calls of a plain key, checked as a take
+   * checks it (a bad key throws the same typed error), the same objects a take sends.
+   */
+  callsOfKey(key: string): LimitCall[] {
+    return this.#keyCache.get(key) ?? this.#callsOf(this.#subjectsOf(key) as string);
+  }
+
   #callsOf(subjects: Subjects): LimitCall[] {
     if (typeof subjects !== 'string') return this.#callsFor(subjects, this.#specs);
     let calls = this.#keyCache.get(subjects);

@@ -46,6 +46,7 @@ const REASONS = [
   'degraded-allow',
   'degraded-local',
 ] as const satisfies readonly ObservedDecisionReason[];
+const LEASE_OUTCOMES = outcomes('granted', 'refused', 'returned', 'expired', 'failed');
 const POLICIES = outcomes('deny', 'allow', 'local', 'throw');
 const PUSH = outcomes('released', 'buffered', 'late', 'duplicate', 'stale', 'rejected');
 const GAP_CAUSE = outcomes('timeout', 'overflow');
@@ -193,10 +194,24 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
         'limiter.window.deviation',
         '1',
         [name('limiter')],
-        'Sampled sliding-window keys: the bucketed estimate minus the exact admitted cost, as a share of the limit.',
+        "Sampled sliding-window keys: the bucketed estimate minus the exact admitted cost; local-first keys: the node's view of the usage minus the store's at each lease. As a share of the limit.",
       ),
       buckets: DEVIATION_BUCKETS,
     },
+    counter(
+      'limiter_leases_total',
+      'limiter.leases',
+      '{lease}',
+      [name('limiter'), enumerated('outcome', LEASE_OUTCOMES)],
+      'Local-first shares: granted, refused (less than a share left), returned, expired (unused past their window), failed.',
+    ),
+    counter(
+      'limiter_lease_points_total',
+      'limiter.lease.points',
+      '{point}',
+      [name('limiter'), enumerated('outcome', LEASE_OUTCOMES)],
+      'Points of local-first shares by outcome: granted minus returned minus expired is what the nodes admitted locally.',
+    ),
   ]),
   ...inRow('Lookup guard', [
     counter(

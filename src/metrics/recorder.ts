@@ -216,7 +216,10 @@ export class Recorder {
       case 'limiter': {
         if (e.type === 'decision') this.#add('limiter_decisions_total', [e.limiter, e.reason]);
         else if (e.type === 'degraded') this.#add('limiter_degraded_total', [e.limiter, e.policy]);
-        else
+        else if (e.type === 'lease') {
+          this.#add('limiter_leases_total', [e.limiter, e.outcome]);
+          this.#add('limiter_lease_points_total', [e.limiter, e.outcome], e.points);
+        } else
           this.#series(this.#metric('limiter_window_deviation_ratio'), [e.limiter]).observe(
             (e.estimate - e.exact) / e.max,
           );

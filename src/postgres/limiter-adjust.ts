@@ -62,13 +62,12 @@ export function postgresLimiterAdjust(
       return Promise.reject(err);
     }
     return afterTakes(async () => {
-      const row = (await ctx.query('limiterAdjust', 'write', {
+      const row = (
+        await ctx.query('limiterAdjust', 'write', {
           ...(notAfter === undefined ? statement : bounded),
           values,
-        }))[0] as Record<
-        string,
-        unknown
-      >;
+        })
+      )[0] as Record<string, unknown>;
       if (Number(row.o_status) === 1) {
         throw new InvalidArgumentError(
           'points',

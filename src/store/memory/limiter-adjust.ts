@@ -49,10 +49,7 @@ export function blockOf(entry: AdjustEntry | undefined, now: number): number {
 }
 
 /** One adjust: checked whole first (a malformed command, or a penalty past the cap, changes nothing). */
-export function adjustStates(
-  command: LimiterAdjustCommand,
-  access: AdjustAccess,
-): LimiterAdjustReply {
+export function adjustStates(command: LimiterAdjustCommand, access: AdjustAccess): LimiterAdjustReply {
   const { limits, points, durationMs } = command;
   let op = command.op;
   if (!OPS.includes(op)) throw new InvalidArgumentError('op', OPS.join(', '), op);
