@@ -35,7 +35,10 @@ function worst(algorithm: string, admitted: Admitted): number {
   for (const [t] of admitted) {
     const from = algorithm === 'fixed-window' ? t - (t % W) : t - W + 1;
     const to = algorithm === 'fixed-window' ? from + W - 1 : t;
-    most = Math.max(most, admitted.reduce((a, [u, c]) => (u >= from && u <= to ? a + c : a), 0));
+    most = Math.max(
+      most,
+      admitted.reduce((a, [u, c]) => (u >= from && u <= to ? a + c : a), 0),
+    );
   }
   return most;
 }
