@@ -93,11 +93,12 @@ const MAX_NODES = 10_000;
 export function createLocalFirstLimiter(input: LocalFirstLimiterOptions): LocalFirstLimiter {
   if (!isPlainObject(input)) throw new InvalidOptionError('options', 'an object', input);
   const { localFirst, ...rest } = input;
+  // The limiter's own options first: a misspelt `localFirst` is named as such.
+  const config = limiterConfig(rest, {}, ['localFirst']);
   if (!isPlainObject(localFirst)) {
     throw new InvalidOptionError('localFirst', 'an object like { nodes: 4 }', localFirst);
   }
   knownKeys('localFirst', localFirst, LOCAL_FIRST_OPTIONS);
-  const config = limiterConfig(rest, {}, ['localFirst']);
   const specs = config.specs;
   for (const [i, spec] of specs.entries()) {
     const at = input.limits !== undefined ? `limits[${i}].` : '';

@@ -117,6 +117,29 @@ const ROWS: Row[] = [
   },
   {
     entry: '.',
+    export: 'createLocalFirstLimiter',
+    what: 'createLocalFirstLimiter localFirst',
+    call: (m) =>
+      m.createLocalFirstLimiter({
+        algorithm: 'sliding-log',
+        limit: 10,
+        window: 1000,
+        localFirst: { nodes: 2, hotAftr: 3 },
+      }),
+    key: 'localFirst.hotAftr',
+    suggest: 'hotAfter',
+  },
+  {
+    entry: '.',
+    export: 'createLocalFirstLimiter',
+    what: 'createLocalFirstLimiter (the limiter options)',
+    call: (m) =>
+      m.createLocalFirstLimiter({ algorithm: 'sliding-log', limit: 10, window: 1000, localFrist: { nodes: 2 } }),
+    key: 'localFrist',
+    suggest: 'localFirst',
+  },
+  {
+    entry: '.',
     export: 'createLimiter',
     what: 'createLimiter limits[i]',
     call: (m) => m.createLimiter({ limits: [gcra, { ...gcra, id: 'b', brust: 5 }] }),
