@@ -6,6 +6,7 @@ import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
 import { wrapStore } from '../testing/wrap-store.js';
 import { createLocalFirstLimiter } from './create-local-first.js';
+import { createLimiter } from './limiter.js';
 import { notAfterOf } from './local-first.js';
 
 // A memory store that counts its limiter calls.
@@ -99,8 +100,9 @@ describe('createLocalFirstLimiter', () => {
 
   it('a rest is not given back once its share left the window it was charged to', async () => {
     const clock = new FakeClock(900);
+    const store = memoryStore({ clock });
     const limiter = createLocalFirstLimiter({
-      store: memoryStore({ clock }),
+      store,
       clock,
       algorithm: 'fixed-window',
       limit: 10,
@@ -110,11 +112,13 @@ describe('createLocalFirstLimiter', () => {
     await limiter.take('k');
     expect(notAfterOf(limiter.limits[0]!, 900)).toBe(1000);
     // The share of 5 was charged to [0, 1000); at 1000 its rest counts nowhere, and giving it
-    // back would take points from the next window's takes.
+    // back would take points from the next window's takes (here another node's 3).
     clock.set(1000);
-    await limiter.take('other-node-usage-stand-in');
+    await createLimiter({ store, clock, algorithm: 'fixed-window', limit: 10, window: '1s' }).take('k', {
+      cost: 3,
+    });
     await limiter.release();
-    expect((await limiter.get('k'))?.used ?? 0).toBe(0);
+    expect((await limiter.get('k'))?.used).toBe(3);
   });
 
   it('a node that dies holding a share loses at most that share, counted once', async () => {
@@ -140,6 +144,38 @@ describe('createLocalFirstLimiter', () => {
     let later = 0;
     while ((await survivor.take('k')).allowed) later++;
     expect(later).toBe(100);
+  });
+
+  it("reports the node's view against the store's at each lease (the consistency deviation)", async () => {
+    const clock = new FakeClock(0);
+    const store = memoryStore({ clock });
+    const seen: OnceflowEvent[] = [];
+    const options = {
+      store,
+      clock,
+      algorithm: 'sliding-log' as const,
+      limit: 100,
+      window: '1s' as const,
+      localFirst: { nodes: 2, share: 10, hotAfter: 1 },
+    };
+    const a = createLocalFirstLimiter({ ...options, observer: (e) => seen.push(e) });
+    const b = createLocalFirstLimiter(options);
+    await a.take('k'); // a leases 10: its view, 10 used
+    await b.take('k'); // b leases 10 meanwhile
+    for (let i = 0; i < 10; i++) await a.take('k'); // a spends its share and leases again
+    const deviation = seen.filter((e) => e.type === 'deviation');
+    // a believed 10 were used; the store had 20 (b's share) when a leased again.
+    expect(deviation).toEqual([
+      {
+        part: 'limiter',
+        type: 'deviation',
+        limiter: 'default',
+        limit: '100/1s',
+        max: 100,
+        estimate: 10,
+        exact: 20,
+      },
+    ]);
   });
 
   it('refuses what local-first cannot bound, by name', () => {

@@ -270,7 +270,7 @@ export class LocalFirstLimiter implements Limiter {
   // before this lease. The difference is what other nodes took (and gave back) meanwhile.
   #observeDeviation(entry: KeyEntry, i: number, spec: LimitSpec, storeRest: number): void {
     const emit = this.#c.emit;
-    if (emit === undefined || entry.storeAt === 0) return;
+    if (emit === undefined) return;
     const view = entry.storeLeft[i];
     if (view === undefined || entry.resetAt[i] === undefined) return;
     emit({
