@@ -3,7 +3,6 @@
 // processes: local-first-workers.test.ts).
 import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
-import { createPostgresStore } from '../../src/postgres/index.js';
 import { createRedisStore } from '../../src/redis/index.js';
 import { localFirstChecks } from '../support/local-first-checks.js';
 import { cleanupPrefix, clusterClient, REDIS_URL, runPrefix } from './redis-env.js';
