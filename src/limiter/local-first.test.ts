@@ -178,6 +178,37 @@ describe('createLocalFirstLimiter', () => {
     ]);
   });
 
+  it('release() while a share is being leased gives that share back too', async () => {
+    const clock = new FakeClock(0);
+    const base = memoryStore({ clock });
+    let letGo: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      letGo = r;
+    });
+    // A store whose takes answer only once the gate opens: the lease is in flight at release().
+    const store = wrapStore(base, {
+      limiterTake: async (cmd) => {
+        await gate;
+        return base.limiterTake!(cmd);
+      },
+    });
+    const limiter = createLocalFirstLimiter({
+      store,
+      clock,
+      algorithm: 'sliding-log',
+      limit: 100,
+      window: '10s',
+      localFirst: { nodes: 2, share: 10, hotAfter: 1 },
+    });
+    const taking = limiter.take('k');
+    const released = limiter.release();
+    letGo();
+    // The take went to the store on its own; the share was given back whole.
+    expect((await taking).allowed).toBe(true);
+    await released;
+    expect((await limiter.get('k'))?.used).toBe(1);
+  });
+
   it('refuses what local-first cannot bound, by name', () => {
     const store = memoryStore();
     const base = { store, limit: 10, window: '1s' as const, localFirst: { nodes: 2 } };

@@ -87,6 +87,8 @@ export class LocalFirstLimiter implements Limiter {
   readonly #c: LocalFirstConfig;
   readonly #keys: BoundedMap<string, KeyEntry>;
   readonly #returns = new Set<Promise<void>>();
+  // Leases in flight: release() waits for them (each gives its share back once it lands).
+  readonly #leasing = new Set<Promise<boolean>>();
   #sweeper: ReturnType<typeof setInterval> | undefined;
   #closed = false;
 
@@ -154,9 +156,13 @@ export class LocalFirstLimiter implements Limiter {
         return this.#inner.take(key, options);
       }
       const lease = this.#lease(entry);
-      entry.pending = lease.then(() => {
+      this.#leasing.add(lease);
+      // Settled either way (a clock that throws rejects this take alone): waiters then retry.
+      const settle = () => {
         entry.pending = undefined;
-      });
+        this.#leasing.delete(lease);
+      };
+      entry.pending = lease.then(settle, settle);
       if (!(await lease)) return this.#inner.take(key, options);
     }
   }
@@ -204,6 +210,11 @@ export class LocalFirstLimiter implements Limiter {
     // The share admits until the lease ends, and never past the window it was charged to.
     entry.until = now + Math.min(leaseMs, entry.notAfter - storeAt);
     this.#event('granted', share);
+    if (this.#closed) {
+      // release() ran while this lease was in flight: the share goes straight back.
+      this.#retire(entry);
+      return false;
+    }
     this.#sweep();
     return true;
   }
@@ -323,6 +334,7 @@ export class LocalFirstLimiter implements Limiter {
     this.#stopSweep();
     for (const [, entry] of this.#keys.entries()) this.#retire(entry);
     this.#keys.clear();
+    await Promise.allSettled([...this.#leasing]);
     await Promise.all([...this.#returns]);
   }
 
