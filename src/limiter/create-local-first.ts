@@ -18,12 +18,13 @@ export interface LocalFirstOptions {
   /**
    * Points of one share (a positive integer, at most the smallest limit). Default
    * `floor(limit / (10 x nodes))`, at least 1: the slack `nodes x share` is then at most a tenth
-   * of the limit, and a hot key costs one store call per `share` takes on each node.
+   * of the limit where `limit >= 10 x nodes` (else `nodes` points), and a hot key costs one store
+   * call per `share` takes on each node.
    */
   share?: number;
   /**
-   * How long a node decides from one share before it gives back the rest and leases again.
-   * Default: a quarter of the (shortest) window, at most 1 s. Shorter: the nodes' views meet
+   * How long a node decides from one share before it gives back the rest and leases again, from
+   * 1 ms to the shortest window. Default: a quarter of the shortest window, at most 1 s. Shorter: the nodes' views meet
    * sooner (less deviation); longer: fewer store calls for keys used in bursts.
    */
   lease?: Duration;
@@ -34,9 +35,10 @@ export interface LocalFirstOptions {
    */
   hotAfter?: number;
   /**
-   * Keys this node tracks (hot, or counted while cold). Default 10,000 (~300 bytes each: ~3 MB).
-   * The least recently used go first; a key dropped while it holds a share loses its rest (it
-   * counts as spent until it leaves the window: never counted twice).
+   * Keys this node tracks (hot, or counted while cold): at least this many, at most twice.
+   * Default 10,000 (~300 bytes each: 3 to 6 MB). The least recently used go first; a key
+   * dropped while it holds a share loses its rest (it counts as spent until it leaves the
+   * window: never counted twice).
    */
   maxKeys?: number;
 }
@@ -60,7 +62,8 @@ const DEFAULT_SLACK_FRACTION = 10;
 const DEFAULT_LEASE_FRACTION = 4;
 const MAX_DEFAULT_LEASE_MS = 1000;
 const DEFAULT_HOT_AFTER = 4;
-// 10,000 keys x ~300 bytes (the entry, its arrays, the key and its calls) ≈ 3 MB per limiter.
+// 10,000 to 20,000 keys x ~300 bytes (the entry, its arrays, the key and its calls): 3 to 6 MB
+// per limiter, where a busy node's hot keys are counted in hundreds.
 const DEFAULT_MAX_KEYS = 10_000;
 // More processes than this leasing one key is a fleet for which shares of one point would still
 // overshoot by thousands: such a key belongs on the store one take at a time.
@@ -142,7 +145,25 @@ export function createLocalFirstLimiter(input: LocalFirstLimiterOptions): LocalF
     localFirst.lease === undefined
       ? Math.max(1, Math.min(MAX_DEFAULT_LEASE_MS, Math.floor(shortest / DEFAULT_LEASE_FRACTION)))
       : timerDuration('localFirst.lease', localFirst.lease);
-  if (leaseMs < 1) throw new InvalidOptionError('localFirst.lease', 'at least 1 ms', localFirst.lease);
+  if (leaseMs < 1 || leaseMs > shortest) {
+    // Longer than a window, a refused share would keep a key's takes exact for more than a
+    // window after the room came back, and a share never admits past its window anyway.
+    throw new InvalidOptionError(
+      'localFirst.lease',
+      `from 1 ms to the shortest window (${shortest} ms)`,
+      localFirst.lease,
+    );
+  }
+  if (input.clock === 'client') {
+    // A share's rest is given back by the store's time against the share's window; per-process
+    // wall clocks drift apart, and a rest given back at a time behind another node's charge would
+    // re-date that charge (see LimiterAdjustCommand.notAfter).
+    throw new InvalidOptionError(
+      'clock',
+      "'store' (default) or one Clock shared by every node, with localFirst (not 'client': each process's own clock)",
+      input.clock,
+    );
+  }
   const hotAfter = positiveInt('localFirst.hotAfter', localFirst.hotAfter ?? DEFAULT_HOT_AFTER);
   const maxKeys = positiveInt('localFirst.maxKeys', localFirst.maxKeys ?? DEFAULT_MAX_KEYS);
   pinLimiterShapes();

@@ -72,12 +72,19 @@ interface KeyEntry {
   pending: Promise<void> | undefined;
   /** Local time of the last take: idle entries are dropped by the sweep. */
   lastUsed: number;
+  /**
+   * Dropped: nothing is admitted from it any more. A share that lands on it later is given back
+   * (`'return'`: evicted, released, or the key rewarded or penalised) or dropped (`'drop'`: the
+   * key was reset or set, which replaced the usage the share was part of).
+   */
+  dead: false | 'return' | 'drop';
 }
 
 /**
  * A limiter that decides hot keys locally from leased shares (built by createLocalFirstLimiter).
  * Everything but `take` goes to the store as the plain limiter does, after dropping this node's
- * share of the key (a reset, set or block must not be overridden by a share leased before it).
+ * share of the key (what a reset, set, reward or penalty leaves must not be overridden by a share
+ * leased before it).
  */
 export class LocalFirstLimiter implements Limiter {
   readonly limits: readonly LimitSpec[];
@@ -97,8 +104,8 @@ export class LocalFirstLimiter implements Limiter {
     this.#c = config;
     this.limits = inner.limits;
     this.slack = config.nodes * config.share;
-    // BoundedMap holds up to 2 x its bound (see bounded-map.ts): maxKeys is what it keeps.
-    this.#keys = new BoundedMap(config.maxKeys);
+    // A BoundedMap keeps between half its bound and its bound (bounded-map.ts): at least maxKeys.
+    this.#keys = new BoundedMap(2 * config.maxKeys);
   }
 
   take(key: LimiterKey, options?: TakeOptions): Promise<Decision> {
@@ -147,15 +154,19 @@ export class LocalFirstLimiter implements Limiter {
     // most until the store refuses a share and every take goes to the store.
     for (;;) {
       if (entry.pending !== undefined) await entry.pending;
+      // Checked before admitting: a dropped entry's share (the key was reset, set, or evicted
+      // and leased again by a new entry) never admits, so a node holds one live share a key.
+      if (entry.dead !== false || this.#closed || this.#keys.get(key) !== entry) {
+        if (entry.dead === false) entry.dead = 'return';
+        return this.#inner.take(key, options);
+      }
       const now = this.#c.local.now();
       if (entry.left >= cost && now < entry.until) {
         entry.left -= cost;
         return this.#localDecision(entry, cost, now);
       }
-      if (now < entry.directUntil || this.#closed || this.#keys.get(key) !== entry) {
-        return this.#inner.take(key, options);
-      }
-      const lease = this.#lease(entry);
+      if (now < entry.directUntil) return this.#inner.take(key, options);
+      const lease = this.#lease(key, entry);
       this.#leasing.add(lease);
       // Settled either way (a clock that throws rejects this take alone): waiters then retry.
       const settle = () => {
@@ -169,7 +180,7 @@ export class LocalFirstLimiter implements Limiter {
 
   // Gives back the unused rest of the share held (if any), then leases a new one. Resolves
   // whether a share is held now.
-  async #lease(entry: KeyEntry): Promise<boolean> {
+  async #lease(key: string, entry: KeyEntry): Promise<boolean> {
     this.#retire(entry);
     const { store, namespace, passIn, timeoutMs, share, local, leaseMs } = this.#c;
     let reply: LimiterTakeReply;
@@ -210,9 +221,16 @@ export class LocalFirstLimiter implements Limiter {
     // The share admits until the lease ends, and never past the window it was charged to.
     entry.until = now + Math.min(leaseMs, entry.notAfter - storeAt);
     this.#event('granted', share);
-    if (this.#closed) {
-      // release() ran while this lease was in flight: the share goes straight back.
-      this.#retire(entry);
+    if (this.#closed || entry.dead !== false || this.#keys.get(key) !== entry) {
+      // release() ran, or the key was dropped or evicted, while this lease was in flight: no take
+      // admits from the share; it goes back unless a reset or set replaced what it was part of.
+      if (entry.dead === 'drop') {
+        entry.left = 0;
+        entry.until = 0;
+      } else {
+        entry.dead = 'return';
+        this.#retire(entry);
+      }
       return false;
     }
     this.#sweep();
@@ -231,6 +249,8 @@ export class LocalFirstLimiter implements Limiter {
       return;
     }
     const { store, namespace, passIn } = this.#c;
+    // Read now: by the time the store answers, this entry may hold a newer share.
+    const notAfter = entry.notAfter;
     const adjust = store.limiterAdjust;
     if (adjust === undefined) {
       this.#event('expired', left);
@@ -242,13 +262,13 @@ export class LocalFirstLimiter implements Limiter {
         limits: entry.calls,
         op: 'reward',
         points: left,
-        notAfter: entry.notAfter,
+        notAfter,
         now: passIn?.now(),
       })
       .then(
         (reply) => {
           // Past notAfter the store answers as a get: the rest stayed charged.
-          this.#event(reply.now < entry.notAfter ? 'returned' : 'expired', left);
+          this.#event(reply.now < notAfter ? 'returned' : 'expired', left);
         },
         () => this.#event('failed', left),
       )
@@ -311,6 +331,7 @@ export class LocalFirstLimiter implements Limiter {
         if (entry.left > 0 && now >= entry.until && entry.pending === undefined) this.#retire(entry);
         if (entry.left > 0) held++;
         else if (now - entry.lastUsed >= 2 * this.#c.leaseMs && entry.pending === undefined) {
+          entry.dead = 'return';
           this.#keys.delete(key);
         }
       }
@@ -338,20 +359,23 @@ export class LocalFirstLimiter implements Limiter {
     await Promise.all([...this.#returns]);
   }
 
-  // The other operations: this node's share of the key is dropped first (given back where it
-  // still counts), so what the operation sets is not overridden by a share leased before it.
-  #forget(key: LimiterKey): void {
+  // The other operations: this node's share of the key is dropped first, so what the operation
+  // sets is not overridden by a share leased before it (nor by one in flight: it goes back when
+  // it lands). `giveBack`: the rest is given back first (a reward or penalty adds to the usage the
+  // store holds, the share's included); else it is dropped (a reset or set replaces that usage).
+  #forget(key: LimiterKey, giveBack: boolean): void {
     if (typeof key !== 'string') return;
     const entry = this.#keys.get(key);
-    if (entry !== undefined) {
-      entry.left = 0;
-      entry.until = 0;
-      this.#keys.delete(key);
-    }
+    if (entry === undefined) return;
+    if (giveBack) this.#retire(entry);
+    entry.left = 0;
+    entry.until = 0;
+    entry.dead = giveBack ? 'return' : 'drop';
+    this.#keys.delete(key);
   }
 
   reset(key: LimiterKey): Promise<boolean> {
-    this.#forget(key);
+    this.#forget(key, false);
     return this.#inner.reset(key);
   }
 
@@ -360,22 +384,23 @@ export class LocalFirstLimiter implements Limiter {
   }
 
   set(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
-    this.#forget(key);
+    this.#forget(key, false);
     return this.#inner.set(key, points);
   }
 
   reward(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
-    this.#forget(key);
+    this.#forget(key, true);
     return this.#inner.reward(key, points);
   }
 
   penalty(key: LimiterKey, points: number): Promise<LimiterState | undefined> {
-    this.#forget(key);
+    this.#forget(key, true);
     return this.#inner.penalty(key, points);
   }
 
+  // Refused as the plain limiter refuses it without a `blockDuration` limit (local-first limits
+  // have none: a share the store refused would block the key).
   block(key: LimiterKey, duration: Parameters<Limiter['block']>[1]): Promise<void> {
-    this.#forget(key);
     return this.#inner.block(key, duration);
   }
 
@@ -383,6 +408,7 @@ export class LocalFirstLimiter implements Limiter {
     for (const [, entry] of this.#keys.entries()) {
       entry.left = 0;
       entry.until = 0;
+      entry.dead = 'drop';
     }
     this.#keys.clear();
     this.#inner.clearBlocks();
@@ -405,6 +431,7 @@ function newEntry(calls: LimitCall[], now: number): KeyEntry {
     directUntil: 0,
     pending: undefined,
     lastUsed: now,
+    dead: false,
   };
 }
 

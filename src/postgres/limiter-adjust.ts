@@ -22,11 +22,16 @@ export function postgresLimiterAdjust(
     name: statementName(s, 'limiter-adjust'),
     text: `SELECT * FROM ${s}.limiter_adjust($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text, $7::bigint, $8::bigint, $9::bigint, $10::bigint)`,
   };
-  // A reward with a deadline: its time is read once and given to the function, so the check
-  // against the deadline and the reward are at one instant; past it the function runs a 'get'.
+  // A reward with a deadline: the rows are locked first (in key order, as every limiter function
+  // locks them), then the time is read once and given to the function, so the check against the
+  // deadline and the reward are at one instant, and no charge committed before it is newer than
+  // it (a reward re-dates what is left to its time: it must not move a newer charge back). Past
+  // the deadline the function runs a 'get'.
   const bounded = {
     name: statementName(s, 'limiter-adjust-bounded'),
-    text: `WITH c AS (SELECT coalesce($9::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS t)
+    text: `WITH l AS (SELECT s.key FROM ${s}.limiter_state AS s WHERE s.key = ANY ($1::text[]) ORDER BY s.key FOR UPDATE),
+      c AS (SELECT coalesce($9::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS t
+        FROM (SELECT count(*) FROM l) AS n)
       SELECT f.* FROM c, LATERAL ${s}.limiter_adjust($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[],
         CASE WHEN c.t >= $11::bigint THEN 'get' ELSE $6::text END, $7::bigint, $8::bigint, c.t, $10::bigint) f`,
   };
