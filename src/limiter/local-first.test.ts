@@ -304,6 +304,12 @@ describe('createLocalFirstLimiter', () => {
     expect(() =>
       createLocalFirstLimiter({ ...base, algorithm: 'fixed-window', localFirst: {} as never }),
     ).toThrow(/localFirst.nodes/);
+    expect(() =>
+      createLocalFirstLimiter({ ...base, algorithm: 'fixed-window', localFirst: { nodes: 2, lease: '2s' } }),
+    ).toThrow(/localFirst.lease/);
+    expect(() => createLocalFirstLimiter({ ...base, algorithm: 'fixed-window', clock: 'client' })).toThrow(
+      /clock/,
+    );
   });
 });
 
