@@ -103,6 +103,7 @@ export {
   bloomBits,
   MAX_BLOOM_BYTES,
   MAX_BLOOM_KEY_LENGTH,
+  type SavedBloomFilter,
 } from './windows/bloom-filter.js';
 export {
   type GapRange,
@@ -115,6 +116,7 @@ export {
   type SavedReorderBuffer,
   type TickResult,
 } from './windows/reorder-buffer.js';
+export { type SavedSeenFilter, SeenFilter, type SeenFilterOptions } from './windows/seen-filter.js';
 export {
   type AdmitOutcome,
   type SavedWindow,
