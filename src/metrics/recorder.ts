@@ -196,6 +196,10 @@ export class Recorder {
   #core(e: OnceflowEvent): void {
     switch (e.part) {
       case 'ledger': {
+        if (e.type === 'pre-check') {
+          this.#add('ledger_prechecks_total', [e.ledger, e.outcome]);
+          return;
+        }
         this.#add(e.type === 'apply' ? 'ledger_applies_total' : 'ledger_resolves_total', [
           e.ledger,
           e.outcome,
