@@ -37,6 +37,7 @@ export type {
   IdempotencyLeaseLostEvent,
   IdempotencyRunEvent,
   LedgerApplyEvent,
+  LedgerPreCheckEvent,
   LedgerResolveEvent,
   LimiterDecisionEvent,
   LimiterDegradedEvent,
@@ -45,6 +46,7 @@ export type {
   ObservedStoreOutcome,
   Observer,
   OnceflowEvent,
+  PreCheckOutcome,
   ReorderGapEvent,
   ReorderPushEvent,
   SnowflakeEvent,
@@ -64,6 +66,7 @@ export {
   type LedgerOptions,
   type ResolveResult,
 } from './ledger/ledger.js';
+export type { SeenQuery } from './ledger/pre-check.js';
 export * from './limiter/index.js';
 export {
   type Compensator,

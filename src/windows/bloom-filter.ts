@@ -120,11 +120,23 @@ export class BloomFilter {
 
   /** Adds `key`. Returns `true` when it set a new bit (the key was surely not in before). */
   add(key: string): boolean {
-    let h1 = fnv1a(checkKey(key));
-    const h2 = murmurMix(key);
+    return this.addHashed(fnv1a(checkKey(key)), murmurMix(key));
+  }
+
+  /** `false`: `key` was never added. `true`: it was, or it is a false positive. */
+  mightContain(key: string): boolean {
+    return this.mightContainHashed(fnv1a(checkKey(key)), murmurMix(key));
+  }
+
+  /**
+   * {@link BloomFilter.add} of a key already hashed by {@link bloomHashes}: filters of one sizing
+   * (a {@link SeenFilter}'s two generations) probe one key with one hashing.
+   */
+  addHashed(h1: number, h2: number): boolean {
+    let h = h1;
     let fresh = false;
     for (let i = 0; i < this.#hashes; i++) {
-      const bit = (h1 >>> 0) % this.#bits;
+      const bit = (h >>> 0) % this.#bits;
       const word = bit >>> 5;
       const mask = 1 << (bit & 31);
       const w = this.#words[word] as number;
@@ -132,20 +144,19 @@ export class BloomFilter {
         this.#words[word] = w | mask;
         fresh = true;
       }
-      h1 = nextIndex(h1, h2, i);
+      h = nextIndex(h, h2, i);
     }
     if (fresh) this.#size++;
     return fresh;
   }
 
-  /** `false`: `key` was never added. `true`: it was, or it is a false positive. */
-  mightContain(key: string): boolean {
-    let h1 = fnv1a(checkKey(key));
-    const h2 = murmurMix(key);
+  /** {@link BloomFilter.mightContain} of a key already hashed by {@link bloomHashes}. */
+  mightContainHashed(h1: number, h2: number): boolean {
+    let h = h1;
     for (let i = 0; i < this.#hashes; i++) {
-      const bit = (h1 >>> 0) % this.#bits;
+      const bit = (h >>> 0) % this.#bits;
       if (((this.#words[bit >>> 5] as number) & (1 << (bit & 31))) === 0) return false;
-      h1 = nextIndex(h1, h2, i);
+      h = nextIndex(h, h2, i);
     }
     return true;
   }
@@ -279,6 +290,15 @@ function fromBase64(text: string): Uint8Array | undefined {
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;
+}
+
+/**
+ * The two 32-bit hashes a {@link BloomFilter} derives its indexes from, for `addHashed` and
+ * `mightContainHashed`. Internal to the windows layer (not exported from the package).
+ */
+export function bloomHashes(key: string, into: [number, number]): void {
+  into[0] = fnv1a(checkKey(key));
+  into[1] = murmurMix(key);
 }
 
 function checkKey(key: unknown): string {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
-import { BloomFilter, type SavedBloomFilter } from './bloom-filter.js';
+import { BloomFilter, bloomHashes, type SavedBloomFilter } from './bloom-filter.js';
 
 /** Options of {@link SeenFilter}. */
 export interface SeenFilterOptions {
@@ -27,6 +27,11 @@ export interface SavedSeenFilter {
 
 const OPTIONS = keysOf<SeenFilterOptions>({ expected: true, falsePositiveRate: true });
 const SAVED_KEYS = keysOf<SavedSeenFilter>({ version: true, current: true, previous: true });
+
+// One key's two hashes, reused by every call: both generations share one sizing, so a key is hashed
+// once per add or check, not once per generation. Safe to share: nothing awaits between its write
+// and its reads.
+const hashes: [number, number] = [0, 0];
 
 /**
  * A pre-check of "seen before?" in front of a store's dedup read: `mightContain(id) === false`
@@ -75,22 +80,26 @@ export class SeenFilter {
    * allocates.
    */
   add(id: string): void {
+    bloomHashes(id, hashes);
+    const [h1, h2] = hashes;
     const current = this.#current;
     // `size` counts ids that set a new bit, and a full generation rotates only for an id it does
     // not already answer for: a repeat never fills a generation nor pushes older ids out.
-    if (current.size >= current.expected && !current.mightContain(id)) {
+    if (current.size >= current.expected && !current.mightContainHashed(h1, h2)) {
       const older = this.#previous;
       older.reset();
       this.#previous = current;
       this.#current = older;
       this.#rotations++;
     }
-    this.#current.add(id);
+    this.#current.addHashed(h1, h2);
   }
 
   /** `false`: `id` was not added within the remembered span. `true`: maybe (ask the store). */
   mightContain(id: string): boolean {
-    return this.#current.mightContain(id) || this.#previous.mightContain(id);
+    bloomHashes(id, hashes);
+    const [h1, h2] = hashes;
+    return this.#current.mightContainHashed(h1, h2) || this.#previous.mightContainHashed(h1, h2);
   }
 
   /** Forgets every id (both generations). */
