@@ -315,6 +315,8 @@ const PINNED: Record<string, Surface> = {
       'StreamFeatures',
       'StreamId',
       'StreamLedgerOptions',
+      'StreamPreCheck',
+      'StreamPreCheckEvent',
       'StreamProducer',
       'StreamProducerOptions',
       'StreamWindow',
