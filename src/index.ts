@@ -35,6 +35,7 @@ export type {
   GuardGetEvent,
   GuardStateEvent,
   IdempotencyLeaseLostEvent,
+  IdempotencyPreCheckEvent,
   IdempotencyRunEvent,
   LedgerApplyEvent,
   LedgerPreCheckEvent,

@@ -91,6 +91,14 @@ export interface IdempotencyRunEvent {
   readonly key: string;
 }
 
+/** An idempotency's `seen` check (`idempotency.seen`): see {@link PreCheckOutcome}. */
+export interface IdempotencyPreCheckEvent {
+  readonly part: 'idempotency';
+  readonly type: 'pre-check';
+  readonly scope: string;
+  readonly outcome: PreCheckOutcome;
+}
+
 /** A run lost its lease while its function ran (another caller may run it too): page on it. */
 export interface IdempotencyLeaseLostEvent {
   readonly part: 'idempotency';
@@ -280,6 +288,7 @@ export type OnceflowEvent =
   | LedgerPreCheckEvent
   | IdempotencyRunEvent
   | IdempotencyLeaseLostEvent
+  | IdempotencyPreCheckEvent
   | LimiterDecisionEvent
   | LimiterDegradedEvent
   | LimiterDeviationEvent

@@ -179,6 +179,13 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       [name('scope')],
       'Runs that lost their lease while their function ran (another caller may run it too).',
     ),
+    counter(
+      'idempotency_prechecks_total',
+      'idempotency.prechecks',
+      '{check}',
+      [name('scope'), enumerated('outcome', PRE_CHECK)],
+      'Idempotency seen checks by outcome (skipped: the Bloom pre-check answered never seen, no store read).',
+    ),
   ]),
   ...inRow('Limiter', [
     counter(

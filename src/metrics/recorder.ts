@@ -213,6 +213,10 @@ export class Recorder {
           this.#add('idempotency_leases_lost_total', [e.scope]);
           return;
         }
+        if (e.type === 'pre-check') {
+          this.#add('idempotency_prechecks_total', [e.scope, e.outcome]);
+          return;
+        }
         this.#add('idempotency_runs_total', [e.scope, e.outcome]);
         if (e.takeover) this.#add('idempotency_takeovers_total', [e.scope]);
         return;

@@ -116,7 +116,12 @@ function traffic(metrics: Metrics) {
     known: { expected: 1000 },
     observer: metrics.observer,
   });
-  const idempotency = createIdempotency({ store, name: 'payout-requests', observer: metrics.observer });
+  const idempotency = createIdempotency({
+    store,
+    name: 'payout-requests',
+    observer: metrics.observer,
+    preCheck: new SeenFilter({ expected: 1000 }),
+  });
   const gate = new VersionGate({ store, name: 'accounts', observer: metrics.observer });
   const buffer = new ReorderBuffer<number>({
     capacity: 4,
@@ -141,7 +146,9 @@ function traffic(metrics: Metrics) {
       expect((await ledger.apply(entry)).outcome).toBe('duplicate');
       if (player === 0) expect((await ledger.resolve(entry)).outcome).toBe('duplicate');
       await limiter.take(`p${player}`);
+      expect(await idempotency.seen(`r${round}|p${player}`)).toBe(false); // skipped
       await idempotency.run({ key: `r${round}|p${player}` }, () => player);
+      expect(await idempotency.seen(`r${round}|p${player}`)).toBe(true); // read-seen
       await idempotency.run({ key: `r${round}|p${player}` }, () => player);
     }
     await lossyLedger
