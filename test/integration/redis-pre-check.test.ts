@@ -1,6 +1,6 @@
 // The ledger pre-check on a real Redis store: `seen` reads the owner's window from Redis (the read
 // the filter skips), a false positive reads it and goes on, and the flooded replay of
-// test/property/ledger-pre-check.test.ts applies every event exactly once here too.
+// test/property/pre-check.test.ts applies every event exactly once here too.
 import { describe, expect, it } from 'vitest';
 import { createLedger } from '../../src/ledger/ledger.js';
 import { createRedisStore } from '../../src/redis/index.js';

@@ -1,12 +1,18 @@
 // A false positive of the pre-check never drops or delays an event (issue 28, DESIGN §3.12): a
-// SeenFilter flooded until most never-seen ids answer "maybe", in front of `ledger.seen`, and a
-// random at-least-once stream (repeats, reorders, concurrent deliveries) through the buffer layer
-// of test/support/pre-check-replay.ts, compared with the same stream through the layer without a
-// pre-check. The memory store is the reference; test/integration/redis-pre-check.test.ts runs
+// SeenFilter flooded until most never-seen ids answer "maybe", in front of `ledger.seen` (and of
+// `idempotency.seen`), and a random at-least-once stream (repeats, reorders, concurrent
+// deliveries) through the buffer layer of test/support/pre-check-replay.ts, compared with the same
+// stream through the layer without a pre-check. The memory store is the reference; test/integration/redis-pre-check.test.ts runs
 // the same replay on Redis.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLedger, memoryStore, SeenFilter } from '../../src/index.js';
+import {
+  createIdempotency,
+  createLedger,
+  type Idempotency,
+  memoryStore,
+  SeenFilter,
+} from '../../src/index.js';
 import {
   checkExactlyOnce,
   measuredFalsePositiveRate,
@@ -100,5 +106,71 @@ describe('ledger pre-check: a flooded filter never drops or delays an event', ()
     expect(skipped).toBeGreaterThan(0);
     expect(falsePositiveReads).toBeGreaterThan(0);
     expect(forgotten).toBeGreaterThan(0);
+  });
+});
+
+describe('idempotency pre-check: a flooded filter never drops or delays a call', () => {
+  it('property: every key runs its function exactly once, by the delivery the plain path runs it with', async () => {
+    let skipped = 0;
+    let falsePositiveReads = 0;
+    await fc.assert(
+      fc.asyncProperty(streamArb, async ({ events, deliveries, concurrency }) => {
+        // The buffer layer: seen → dropped; else run, which decides (executed once, then replayed).
+        const layer = (idem: Idempotency) => {
+          const runs: number[] = [];
+          const fates: string[] = new Array(deliveries.length);
+          const deliver = async (at: number) => {
+            const id = deliveries[at] as number;
+            const key = (events[id] as ReplayEvent).signature;
+            if (await idem.seen(key)) {
+              fates[at] = 'dropped';
+              return;
+            }
+            const r = await idem.run({ key }, () => {
+              runs.push(id);
+              return id;
+            });
+            fates[at] = r.outcome;
+          };
+          return { runs, fates, deliver };
+        };
+        const filter = flooded();
+        const outcomes: string[] = [];
+        const plain = layer(createIdempotency({ store: memoryStore() }));
+        const pre = layer(
+          createIdempotency({
+            store: memoryStore(),
+            preCheck: filter,
+            observer: (e) => {
+              if (e.part === 'idempotency' && e.type === 'pre-check') outcomes.push(e.outcome);
+            },
+          }),
+        );
+        for (const [side, junk] of [
+          [plain, 0],
+          [pre, 8],
+        ] as const) {
+          for (let i = 0; i < deliveries.length; i += concurrency) {
+            for (let j = 0; j < junk; j++) filter.add(`idem-junk:${i}:${j}`);
+            const batch: Promise<void>[] = [];
+            for (let at = i; at < Math.min(i + concurrency, deliveries.length); at++)
+              batch.push(side.deliver(at));
+            await Promise.all(batch);
+          }
+        }
+        // Each event's function ran exactly once, and by the same delivery on both paths.
+        expect([...pre.runs].sort((a, b) => a - b)).toEqual(events.map((_, id) => id));
+        const executedAt = (fates: string[]) => fates.flatMap((f, at) => (f === 'executed' ? [at] : []));
+        expect(executedAt(pre.fates)).toEqual(executedAt(plain.fates));
+        pre.fates.forEach((f, at) => {
+          if (f === 'dropped') expect(plain.fates[at]).toBe('dropped');
+        });
+        skipped += outcomes.filter((o) => o === 'skipped').length;
+        falsePositiveReads += outcomes.filter((o) => o === 'read-unseen').length;
+      }),
+      { numRuns: 100 },
+    );
+    expect(skipped).toBeGreaterThan(0);
+    expect(falsePositiveReads).toBeGreaterThan(0);
   });
 });
