@@ -35,8 +35,10 @@ export type {
   GuardGetEvent,
   GuardStateEvent,
   IdempotencyLeaseLostEvent,
+  IdempotencyPreCheckEvent,
   IdempotencyRunEvent,
   LedgerApplyEvent,
+  LedgerPreCheckEvent,
   LedgerResolveEvent,
   LimiterDecisionEvent,
   LimiterDegradedEvent,
@@ -46,6 +48,7 @@ export type {
   ObservedStoreOutcome,
   Observer,
   OnceflowEvent,
+  PreCheckOutcome,
   ReorderGapEvent,
   ReorderPushEvent,
   SnowflakeEvent,
@@ -65,6 +68,7 @@ export {
   type LedgerOptions,
   type ResolveResult,
 } from './ledger/ledger.js';
+export type { SeenQuery } from './ledger/pre-check.js';
 export * from './limiter/index.js';
 export {
   type Compensator,
@@ -104,6 +108,7 @@ export {
   bloomBits,
   MAX_BLOOM_BYTES,
   MAX_BLOOM_KEY_LENGTH,
+  type SavedBloomFilter,
 } from './windows/bloom-filter.js';
 export {
   type GapRange,
@@ -116,6 +121,7 @@ export {
   type SavedReorderBuffer,
   type TickResult,
 } from './windows/reorder-buffer.js';
+export { type SavedSeenFilter, SeenFilter, type SeenFilterOptions } from './windows/seen-filter.js';
 export {
   type AdmitOutcome,
   type SavedWindow,

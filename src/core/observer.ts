@@ -58,6 +58,22 @@ export type LedgerResolveEvent =
     };
 
 /**
+ * One read-only "seen before?" check of a buffer layer, in front of the authoritative atomic step
+ * (docs/pre-checks.md): `skipped` (the Bloom pre-check proved it never seen here: no store read),
+ * `read-seen` (the store holds it: a duplicate), `read-unseen` (the store does not: a false
+ * positive of the pre-check, or no pre-check configured).
+ */
+export type PreCheckOutcome = 'skipped' | 'read-seen' | 'read-unseen';
+
+/** A ledger's `seen` check (`ledger.seen`): see {@link PreCheckOutcome}. */
+export interface LedgerPreCheckEvent {
+  readonly part: 'ledger';
+  readonly type: 'pre-check';
+  readonly ledger: string;
+  readonly outcome: PreCheckOutcome;
+}
+
+/**
  * One idempotent run's answer: `executed` (the function ran and its result was recorded; `takeover`
  * when it took over a lease that ran out), `replayed`, `in-progress`, `mismatch`, or `failed` (the
  * function or the store failed; `error` is a code or class name). `scope` is the configured name.
@@ -73,6 +89,14 @@ export interface IdempotencyRunEvent {
   readonly error?: string;
   /** Unbounded: never a metric label. */
   readonly key: string;
+}
+
+/** An idempotency's `seen` check (`idempotency.seen`): see {@link PreCheckOutcome}. */
+export interface IdempotencyPreCheckEvent {
+  readonly part: 'idempotency';
+  readonly type: 'pre-check';
+  readonly scope: string;
+  readonly outcome: PreCheckOutcome;
 }
 
 /** A run lost its lease while its function ran (another caller may run it too): page on it. */
@@ -277,8 +301,10 @@ export interface StoreCallEvent {
 export type OnceflowEvent =
   | LedgerApplyEvent
   | LedgerResolveEvent
+  | LedgerPreCheckEvent
   | IdempotencyRunEvent
   | IdempotencyLeaseLostEvent
+  | IdempotencyPreCheckEvent
   | LimiterDecisionEvent
   | LimiterDegradedEvent
   | LimiterDeviationEvent

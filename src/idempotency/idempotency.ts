@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Duration } from '../core/duration.js';
 import {
   InvalidArgumentError,
+  InvalidOptionError,
   isOnceflowError,
   LeaseLostError,
   ResultTooLargeError,
@@ -80,6 +81,22 @@ export interface Idempotency {
    * result may or may not be recorded).
    */
   run<T>(call: IdempotencyCall, fn: () => T | Promise<T>, options?: RunOptions): Promise<RunResult<T>>;
+  /**
+   * Read-only "seen before?" for a buffer layer: `true` when the store holds a live completed
+   * record of `key` (`run` would replay it), read on the store's clock; `false` when it does not
+   * (none, expired, or in progress), **or** when the `preCheck` filter proves this idempotency never
+   * ran the key (no store read). `false` is advisory: go on and `run`, which decides. Needs a store
+   * with `idempotencyGet` (memory, Redis, PostgreSQL). Emits `idempotency.pre-check`.
+   *
+   * @example
+   * ```ts
+   * const idem = createIdempotency({ preCheck: new SeenFilter({ expected: 10_000 }) });
+   * await idem.seen('order-1'); // false (the filter answered: no store read)
+   * await idem.run({ key: 'order-1' }, () => 'charged');
+   * await idem.seen('order-1'); // true (the filter said maybe, the record is completed)
+   * ```
+   */
+  seen(key: string): Promise<boolean>;
 }
 
 const CALL_FIELDS = keysOf<IdempotencyCall>({ key: true, payload: true });
@@ -130,7 +147,33 @@ export function idempotencyOf(resolved: ResolvedIdempotencyOptions): Idempotency
     name: resolved.name,
     maxResultBytes: resolved.maxResultBytes,
     run: (call, fn, runOptions) => run(resolved, call, fn, runOptions),
+    seen: (key) => seen(resolved, key),
   };
+}
+
+/** See {@link Idempotency.seen}. */
+async function seen(o: ResolvedIdempotencyOptions, raw: string): Promise<boolean> {
+  const key = withinLimit('key', nonEmptyStringArg('key', raw), 'keyBytes');
+  const get = o.ops.idempotencyGet;
+  if (get === undefined) {
+    throw new InvalidOptionError('store', 'a store with idempotencyGet (for seen)', 'a store without it');
+  }
+  const emit = o.emit;
+  if (o.preCheck !== undefined && !o.preCheck.mightContain(key)) {
+    if (emit !== undefined)
+      emit({ part: 'idempotency', type: 'pre-check', scope: o.name, outcome: 'skipped' });
+    return false;
+  }
+  const completed = (await get(o.name, key)) === 'completed';
+  if (emit !== undefined) {
+    emit({
+      part: 'idempotency',
+      type: 'pre-check',
+      scope: o.name,
+      outcome: completed ? 'read-seen' : 'read-unseen',
+    });
+  }
+  return completed;
 }
 
 // Not `async`: the validated run's own promise is returned as is (no second promise and its extra
@@ -160,6 +203,9 @@ function run<T>(
   } catch (err) {
     return Promise.reject(err);
   }
+  // Before the store call, so a `seen` racing this run already reads the store: a key whose run
+  // then fails (released) only costs a later `seen` one read.
+  if (o.preCheck !== undefined) o.preCheck.add(key);
   const emit = o.emit;
   if (emit === undefined) return settle(o, key, hash, budget, fn, undefined);
   const name = o.name;

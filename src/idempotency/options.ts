@@ -7,6 +7,7 @@ import { isPlainObject, keysOf, knownKeys, nonEmptyString } from '../core/valida
 import type { IdempotencyStoreOps } from '../store/idempotency.js';
 import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
+import { SeenFilter } from '../windows/seen-filter.js';
 import { jsonSerializer, type Serializer } from './serializer.js';
 
 /** Options of {@link createIdempotency}. */
@@ -37,6 +38,12 @@ export interface IdempotencyOptions {
    * mismatch, failed) and every lost lease (`idempotency.lease-lost`): see docs/observability.md.
    */
   observer?: Observer;
+  /**
+   * A Bloom pre-check in front of `seen(key)`: a key it never saw here answers `false` without the
+   * store read; `run` adds every key it is given. Advisory only: `run` still decides every call
+   * (docs/pre-checks.md). None by default.
+   */
+  preCheck?: SeenFilter;
 }
 
 /** Every key of {@link IdempotencyOptions}. */
@@ -49,6 +56,7 @@ export const IDEMPOTENCY_OPTIONS = keysOf<IdempotencyOptions>({
   maxResultBytes: true,
   serializer: true,
   observer: true,
+  preCheck: true,
 });
 
 /**
@@ -75,8 +83,9 @@ const MAX_RESULT_BYTES = 536_870_912;
 // number is a double).
 const MAX_TTL_MS = 3_155_760_000_000;
 
-/** The idempotency operations a store must have. */
-export type IdempotencyOps = Required<IdempotencyStoreOps>;
+/** The idempotency operations a store must have (`idempotencyGet`: only for `seen`). */
+export type IdempotencyOps = Required<Omit<IdempotencyStoreOps, 'idempotencyGet'>> &
+  Pick<IdempotencyStoreOps, 'idempotencyGet'>;
 
 /** {@link IdempotencyOptions}, validated. */
 export interface ResolvedIdempotencyOptions {
@@ -88,6 +97,7 @@ export interface ResolvedIdempotencyOptions {
   readonly maxResultBytes: number;
   readonly serializer: Serializer;
   readonly emit: Emit | undefined;
+  readonly preCheck: SeenFilter | undefined;
 }
 
 const OPS = ['idempotencyBegin', 'idempotencyRenew', 'idempotencyComplete', 'idempotencyRelease'] as const;
@@ -113,6 +123,7 @@ export function resolveOptions(options: IdempotencyOptions): ResolvedIdempotency
     idempotencyComplete: bound.idempotencyComplete.bind(bound),
     idempotencyRelease: bound.idempotencyRelease.bind(bound),
   };
+  if (typeof bound.idempotencyGet === 'function') ops.idempotencyGet = bound.idempotencyGet.bind(bound);
   // `undefined` is the default; anything else (null included) must be a name, as for a ledger.
   const name = optionWithinLimit(
     'name',
@@ -151,7 +162,11 @@ export function resolveOptions(options: IdempotencyOptions): ResolvedIdempotency
     );
   }
   const emit = observing(options.observer, 'observer');
-  return { ops, name, leaseMs, ttlMs, hashPayload, maxResultBytes, serializer, emit };
+  const preCheck = options.preCheck;
+  if (preCheck !== undefined && !(preCheck instanceof SeenFilter)) {
+    throw new InvalidOptionError('preCheck', 'a SeenFilter (new SeenFilter({ expected }))', preCheck);
+  }
+  return { ops, name, leaseMs, ttlMs, hashPayload, maxResultBytes, serializer, emit, preCheck };
 }
 
 /**

@@ -30,8 +30,10 @@ import type {
   Store,
   WindowState,
 } from '../store/store.js';
+import type { SeenFilter } from '../windows/seen-filter.js';
 import { checkQuery, ownerArg, scopeArg } from './arguments.js';
 import { observed } from './observed.js';
+import { preCheckId, preCheckOption, rebuildFrom, type SeenQuery, seenArgs, seenIn } from './pre-check.js';
 
 /** Options of {@link createLedger}. */
 export interface LedgerOptions {
@@ -54,6 +56,12 @@ export interface LedgerOptions {
    * error): see docs/observability.md. None by default: an unobserved ledger builds no event.
    */
   observer?: Observer;
+  /**
+   * A Bloom pre-check in front of {@link Ledger.seen}: a signature it never saw here answers
+   * `false` without the store read. `apply` adds every signature it is given. Advisory only:
+   * `apply` still decides every entry (docs/pre-checks.md). None by default.
+   */
+  preCheck?: SeenFilter;
 }
 
 /** One event to apply exactly once. */
@@ -174,6 +182,38 @@ export interface Ledger {
    * ```
    */
   resolve(entry: LedgerEntry): Promise<ResolveResult>;
+  /**
+   * Read-only "seen before?" for a buffer layer, before work an event should not get twice:
+   * `true` when the owner's window holds the signature (the store says so: `apply` would answer
+   * `duplicate`, so the event may be dropped); `false` when it does not, **or** when the
+   * `preCheck` filter proves this ledger never saw it (no store read). `false` is advisory: go on
+   * and `apply`, which decides (another process, or an id the filter forgot, gets `duplicate`
+   * there). Emits `ledger.pre-check` (`skipped`, `read-seen`, `read-unseen`).
+   *
+   * @example
+   * ```ts
+   * const ledger = createLedger({ capacity: 4, preCheck: new SeenFilter({ expected: 10_000 }) });
+   * const entry = { owner: 'p1', signature: 's1', deltas: { coins: 5 } };
+   * await ledger.seen(entry); // false (the filter answered: no store read)
+   * await ledger.apply(entry);
+   * await ledger.seen(entry); // true (the filter said maybe, the window holds it)
+   * ```
+   */
+  seen(query: SeenQuery): Promise<boolean>;
+  /**
+   * Adds every signature of each owner's window to the `preCheck` filter (after a restart without
+   * a saved filter): one window read per owner. Resolves to the signatures added.
+   *
+   * @example
+   * ```ts
+   * const store = memoryStore();
+   * await createLedger({ store, capacity: 4 }).apply({ owner: 'p1', signature: 's1', deltas: { coins: 1 } });
+   * const restarted = createLedger({ store, capacity: 4, preCheck: new SeenFilter({ expected: 10_000 }) });
+   * await restarted.rebuildPreCheck(['p1']); // 1
+   * await restarted.seen({ owner: 'p1', signature: 's1' }); // true
+   * ```
+   */
+  rebuildPreCheck(owners: Iterable<string>): Promise<number>;
   /** An owner's balances (`{}` when it never had an entry). */
   balances(owner: string): Promise<Balances>;
   /** An owner's window, oldest first, and its horizon. */
@@ -190,6 +230,7 @@ const LEDGER_OPTIONS = keysOf<LedgerOptions>({
   horizon: true,
   name: true,
   observer: true,
+  preCheck: true,
 });
 const ENTRY_FIELDS = keysOf<LedgerEntry>({
   owner: true,
@@ -238,7 +279,8 @@ export function createLedger(options: LedgerOptions): Ledger {
     options.name === undefined
       ? 'default'
       : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
-  return new ExactLedger(name, capacity, store, horizon, observing(options.observer, 'observer'));
+  const emit = observing(options.observer, 'observer');
+  return new ExactLedger(name, capacity, store, horizon, emit, preCheckOption(options.preCheck));
 }
 
 /**
@@ -256,14 +298,23 @@ class ExactLedger implements Ledger {
   readonly #store: Store;
   readonly #horizon: boolean;
   readonly #emit: Emit | undefined;
+  readonly #preCheck: SeenFilter | undefined;
 
-  constructor(name: string, capacity: number, store: Store, horizon: boolean, emit: Emit | undefined) {
+  constructor(
+    name: string,
+    capacity: number,
+    store: Store,
+    horizon: boolean,
+    emit: Emit | undefined,
+    preCheck?: SeenFilter,
+  ) {
     pinShapes(ExactLedger, pinnedLedgers);
     this.#name = name;
     this.#capacity = capacity;
     this.#store = store;
     this.#horizon = horizon;
     this.#emit = emit;
+    this.#preCheck = preCheck;
   }
 
   get name(): string {
@@ -284,6 +335,9 @@ class ExactLedger implements Ledger {
     let cmd: LedgerApplyCommand;
     try {
       cmd = this.#toCommand(entry);
+      // Before the store call, so a `seen` racing this apply already reads the store: an entry the
+      // store then refuses (stale, a failure) only costs a later `seen` one read.
+      if (this.#preCheck !== undefined) this.#preCheck.add(preCheckId(cmd.owner, cmd.signature));
       const answer = this.#store.ledgerApply(cmd);
       const emit = this.#emit;
       return emit === undefined ? answer : observed(answer, emit, 'apply', this.#name, cmd.owner);
@@ -309,6 +363,22 @@ class ExactLedger implements Ledger {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  async seen(query: SeenQuery): Promise<boolean> {
+    const { owner, signature } = seenArgs(query);
+    return seenIn(this.#store, this.#name, this.#preCheck, this.#emit, owner, signature);
+  }
+
+  async rebuildPreCheck(owners: Iterable<string>): Promise<number> {
+    if (this.#preCheck === undefined) {
+      throw new InvalidOptionError(
+        'preCheck',
+        'a SeenFilter to rebuild (createLedger({ preCheck }))',
+        undefined,
+      );
+    }
+    return rebuildFrom(this.#store, this.#name, this.#preCheck, owners);
   }
 
   async balances(owner: string): Promise<Balances> {

@@ -1,7 +1,7 @@
 // The metric table of onceflow/metrics: every name, label, unit and dashboard panel comes from
 // here (the Prometheus recorder, the OpenTelemetry recorder, scripts/gen-dashboard.mjs and the
 // docs test read it), so a name is spelt once.
-import type { ObservedDecisionReason } from '../core/observer.js';
+import type { ObservedDecisionReason, PreCheckOutcome } from '../core/observer.js';
 import type { WsErrorCode } from '../ws/errors.js';
 
 /** A label: `values` lists every value it can take (an enumerated label); none: a configured name. */
@@ -52,6 +52,7 @@ const PUSH = outcomes('released', 'buffered', 'late', 'duplicate', 'stale', 'rej
 const GAP_CAUSE = outcomes('timeout', 'overflow');
 const GATE = outcomes('applied', 'duplicate', 'stale', 'failed');
 const WAIT_CAUSE = outcomes('rollback', 'sequence');
+const PRE_CHECK = outcomes('skipped', 'read-seen', 'read-unseen') satisfies readonly PreCheckOutcome[];
 const GUARD_GET = outcomes('backend', 'joined', 'absent-filter', 'absent-null-cache');
 const GUARD_STATE = outcomes('normal', 'degraded');
 const BOOL = outcomes('true', 'false');
@@ -149,6 +150,13 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       [name('ledger'), enumerated('operation', outcomes('apply', 'resolve'))],
       'Ledger calls that failed with a store outcome of unknown (the entry may have been applied).',
     ),
+    counter(
+      'ledger_prechecks_total',
+      'ledger.prechecks',
+      '{check}',
+      [name('ledger'), enumerated('outcome', PRE_CHECK)],
+      'Ledger seen checks by outcome (skipped: the Bloom pre-check answered never seen, no store read).',
+    ),
   ]),
   ...inRow('Idempotency', [
     counter(
@@ -171,6 +179,13 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       '{run}',
       [name('scope')],
       'Runs that lost their lease while their function ran (another caller may run it too).',
+    ),
+    counter(
+      'idempotency_prechecks_total',
+      'idempotency.prechecks',
+      '{check}',
+      [name('scope'), enumerated('outcome', PRE_CHECK)],
+      'Idempotency seen checks by outcome (skipped: the Bloom pre-check answered never seen, no store read).',
     ),
   ]),
   ...inRow('Limiter', [

@@ -196,6 +196,10 @@ export class Recorder {
   #core(e: OnceflowEvent): void {
     switch (e.part) {
       case 'ledger': {
+        if (e.type === 'pre-check') {
+          this.#add('ledger_prechecks_total', [e.ledger, e.outcome]);
+          return;
+        }
         this.#add(e.type === 'apply' ? 'ledger_applies_total' : 'ledger_resolves_total', [
           e.ledger,
           e.outcome,
@@ -207,6 +211,10 @@ export class Recorder {
       case 'idempotency': {
         if (e.type === 'lease-lost') {
           this.#add('idempotency_leases_lost_total', [e.scope]);
+          return;
+        }
+        if (e.type === 'pre-check') {
+          this.#add('idempotency_prechecks_total', [e.scope, e.outcome]);
           return;
         }
         this.#add('idempotency_runs_total', [e.scope, e.outcome]);

@@ -1,5 +1,9 @@
 import { InvalidArgumentError } from '../core/errors.js';
-import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../store/idempotency.js';
+import type {
+  IdempotencyBeginCommand,
+  IdempotencyBeginReply,
+  IdempotencyRecordState,
+} from '../store/idempotency.js';
 import type { PgContext } from './context.js';
 import type { PgCleanup, PgIdempotencyOps } from './ops.js';
 import { fromBytes, intColumn, pgBytes, pgText, statementName, unexpectedReply } from './pg-args.js';
@@ -33,6 +37,12 @@ export function postgresIdempotencyOps(ctx: PgContext): PgIdempotencyOps {
     release: {
       name: statementName(s, 'idempotency-release'),
       text: `SELECT ${s}.idempotency_release($1::text, $2::text, $3::text) AS done`,
+    },
+    // A plain read (no function, no migration): the record's liveness judged as the functions of
+    // migration 004 judge it, on the database's clock; one row whether or not the record exists.
+    get: {
+      name: statementName(s, 'idempotency-get'),
+      text: `SELECT CASE WHEN i.status = 'completed' AND t.now_ms < i.expires_at THEN 'completed' WHEN i.status = 'in-progress' AND t.now_ms < i.lease_expires_at THEN 'in-progress' ELSE 'absent' END AS state FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms) AS t LEFT JOIN ${s}.idempotency AS i ON i.name = $1::text AND i.key = $2::text`,
     },
   } as const;
 
@@ -100,6 +110,16 @@ export function postgresIdempotencyOps(ctx: PgContext): PgIdempotencyOps {
         'idempotencyRelease',
         await ctx.query('idempotencyRelease', 'write', { ...sql.release, values }),
       );
+    },
+
+    async idempotencyGet(name, key): Promise<IdempotencyRecordState> {
+      const values = [pgText('name', name), pgText('key', key)];
+      const [row] = await ctx.query('idempotencyGet', 'read', { ...sql.get, values });
+      const state = row?.['state'];
+      if (state !== 'completed' && state !== 'in-progress' && state !== 'absent') {
+        throw unexpectedReply('idempotencyGet', row);
+      }
+      return state;
     },
   };
 }

@@ -7,7 +7,7 @@ import type {
 } from '../store/idempotency.js';
 import { type BatchItem, createBatcher } from './batcher.js';
 import { type Durability, evalWaited } from './durability.js';
-import type { RedisLike } from './eval.js';
+import { evalScript, type RedisLike } from './eval.js';
 import { escapeId } from './keys.js';
 import { NodeBatchRefused, type NodeClient, type NodeRouter } from './node-batch.js';
 import { scripts } from './scripts.generated.js';
@@ -182,6 +182,26 @@ export function redisIdempotencyOps(
       } catch (err) {
         return Promise.reject(err);
       }
+    },
+
+    // Not batched: a read-only script of its own, as rare as the pre-checks that ask it (only a
+    // filter's "maybe"); the batch script's replies have no room for a state without a value.
+    async idempotencyGet(name, key) {
+      const record = recordKey(text('name', name), text('key', key));
+      const closed = isClosedClient(client);
+      let reply: unknown;
+      try {
+        reply = await evalScript(client, scripts.idempotencyGet, [record], []);
+      } catch (err) {
+        throw redisStoreError('idempotencyGet', err, closed, 'read');
+      }
+      if (reply !== 'completed' && reply !== 'in-progress' && reply !== 'absent') {
+        throw new StoreError('idempotencyGet', new Error(`unexpected reply ${String(reply)}`), {
+          outcome: 'not-applied',
+          retriable: false,
+        });
+      }
+      return reply;
     },
   };
 }

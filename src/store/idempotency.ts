@@ -43,6 +43,12 @@ export type IdempotencyBeginReply =
   | { readonly outcome: 'in-progress'; readonly retryAfterMs: number; readonly now: number }
   | { readonly outcome: 'mismatch'; readonly now: number };
 
+/**
+ * What {@link IdempotencyStoreOps.idempotencyGet} found: `completed` (a live completed record: a
+ * begin would replay it), `in-progress` (a live lease), `absent` (no record, or a dead one).
+ */
+export type IdempotencyRecordState = 'completed' | 'in-progress' | 'absent';
+
 /** The idempotency operations of a store. */
 export interface IdempotencyStoreOps {
   /** Reads the record of (name, key) and takes it when no live record is there, in one atomic step. */
@@ -68,4 +74,10 @@ export interface IdempotencyStoreOps {
   ): Promise<boolean>;
   /** Deletes the in-progress record (its `fn` failed), iff `token` holds a live lease on it. */
   idempotencyRelease?(name: string, key: string, token: string): Promise<boolean>;
+  /**
+   * The state of the record of (name, key), read on the store's clock, changing nothing: the
+   * read-only "seen before?" of a buffer layer (`idempotency.seen`, docs/pre-checks.md). Optional
+   * even beside the four above: `run` never needs it.
+   */
+  idempotencyGet?(name: string, key: string): Promise<IdempotencyRecordState>;
 }

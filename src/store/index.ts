@@ -25,6 +25,7 @@ export type {
   Balances,
   IdempotencyBeginCommand,
   IdempotencyBeginReply,
+  IdempotencyRecordState,
   IdempotencyStoreOps,
   JournalEntry,
   JournalQuery,

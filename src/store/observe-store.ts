@@ -27,6 +27,7 @@ const OPERATIONS: Record<Exclude<keyof Store, 'kind'>, Arity> = {
   idempotencyRenew: 4,
   idempotencyComplete: 5,
   idempotencyRelease: 3,
+  idempotencyGet: 2,
 };
 
 type Arity = 0 | 1 | 2 | 3 | 4 | 5;

@@ -24,6 +24,7 @@ export type { JsonValue } from '../core/json-copy.js';
 export type {
   IdempotencyBeginCommand,
   IdempotencyBeginReply,
+  IdempotencyRecordState,
   IdempotencyStoreOps,
 } from './idempotency.js';
 export type {

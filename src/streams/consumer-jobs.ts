@@ -8,6 +8,7 @@ import type { ResolvedOptions, StreamConsumerEvent } from './consumer-options.js
 import { type Delivery, errorText, type RawEntry } from './delivery.js';
 import type { ScheduledJob } from './key-scheduler.js';
 import type { ApplyAckItem, ApplyAckReply, LedgerPath } from './ledger-path.js';
+import { handled, seenBefore } from './pre-check.js';
 import type { Held } from './reclaim.js';
 import { createTickBatcher } from './tick-batcher.js';
 
@@ -28,7 +29,7 @@ export interface JobContext<E> {
   readonly o: ResolvedOptions<E>;
   readonly ledger: LedgerPath<E> | undefined;
   /** The consumer's counts (its StreamConsumerStats). */
-  readonly stats: { acked: number; failed: number; deadLettered: number };
+  readonly stats: { acked: number; failed: number; deadLettered: number; duplicates: number };
   /** Per entry, the first and last error message, for its dead letter. */
   readonly errors: LruMap<string, { first: string; last: string }>;
   emit(event: StreamConsumerEvent): void;
@@ -144,8 +145,13 @@ export async function runJob<E>(c: JobContext<E>, job: ScheduledJob<Held<E>>): P
         command === undefined
           ? ack(c, job.id, job.token)
           : bookAndAck(c, job, attempts, { id: job.id, token: job.token, command });
+    } else if (c.o.preCheck !== undefined && (await seenBefore(c.o.preCheck, (e) => c.emit(e), delivery))) {
+      // The authoritative read says its effect is done: acked without the handler.
+      c.stats.duplicates++;
+      settle = ack(c, job.id, job.token);
     } else {
       await (c.o.handler as (d: Delivery<E>) => unknown)(delivery);
+      if (c.o.preCheck !== undefined) handled(c.o.preCheck, delivery);
       settle = ack(c, job.id, job.token);
     }
   } catch (err) {

@@ -11,6 +11,7 @@ import { storeTimeout } from '../redis/redis-store.js';
 import { keySlot } from '../redis/slot.js';
 import type { Delivery } from './delivery.js';
 import type { StreamLedgerOptions } from './ledger-path.js';
+import { preCheckOption, type StreamPreCheck, type StreamPreCheckEvent } from './pre-check.js';
 
 /**
  * The client a consumer needs: `call` for every command, and `duplicate()` for the connection of
@@ -84,6 +85,11 @@ export type StreamConsumerEvent =
       readonly pending: number;
       readonly lag: number | undefined;
     }
+  /**
+   * One pre-check of an entry with an event id (`preCheck` option): `skipped` (the filter never
+   * saw the id: the handler runs, no read), `read-seen` (acked without the handler), `read-unseen`.
+   */
+  | StreamPreCheckEvent
   /** A Redis call of the consumer failed (it goes on: reads are retried, entries redelivered). */
   | {
       readonly part: 'stream-consumer';
@@ -153,6 +159,11 @@ export interface StreamConsumerOptions<E = unknown> {
    * otherwise at least 100 ms and at most 2^31 - 1 ms.
    */
   statsInterval?: Duration;
+  /**
+   * A Bloom pre-check before the handler, for entries with an event id (field `i`): see
+   * {@link StreamPreCheck} and docs/pre-checks.md. Handler path only. None by default.
+   */
+  preCheck?: StreamPreCheck<E>;
 }
 
 export interface ResolvedOptions<E> {
@@ -182,6 +193,7 @@ export interface ResolvedOptions<E> {
   readonly cluster: boolean;
   /** 0: no `lag` events. */
   readonly statsIntervalMs: number;
+  readonly preCheck: StreamPreCheck<E> | undefined;
 }
 
 // Each report is a round trip on the main connection: ten a second per consumer is already far
@@ -210,6 +222,7 @@ const CONSUMER_OPTIONS = [
   'observer',
   'timeout',
   'statsInterval',
+  'preCheck',
 ] as const;
 
 /** The options checked once, with their defaults (p-queue style: one assert per option). */
@@ -334,5 +347,6 @@ export function resolveOptions<E>(options: StreamConsumerOptions<E>): ResolvedOp
     emit,
     cluster,
     statsIntervalMs,
+    preCheck: preCheckOption<E>(options.preCheck, options.ledger !== undefined),
   };
 }

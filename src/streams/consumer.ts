@@ -33,6 +33,8 @@ export interface StreamConsumerStats {
   failed: number;
   deadLettered: number;
   fenced: number;
+  /** Entries acked without the handler: the `preCheck` read said their effect was done. */
+  duplicates: number;
 }
 
 /** A consumer of one stream in one group (see {@link createStreamConsumer}). */
@@ -102,7 +104,14 @@ export function createStreamConsumer<E = unknown>(options: StreamConsumerOptions
           // As holdLimits's maxHeld: what the consumer holds at most.
           runningBound(o, true) + o.batch,
         );
-  const stats: StreamConsumerStats = { delivered: 0, acked: 0, failed: 0, deadLettered: 0, fenced: 0 };
+  const stats: StreamConsumerStats = {
+    delivered: 0,
+    acked: 0,
+    failed: 0,
+    deadLettered: 0,
+    fenced: 0,
+    duplicates: 0,
+  };
   let started = false;
   return {
     get stats() {

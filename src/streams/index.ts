@@ -24,6 +24,7 @@ export {
   parseDeadLetter,
   writeDeadLetter,
 } from './dead-letter.js';
+export type { StreamPreCheck, StreamPreCheckEvent } from './pre-check.js';
 export { createStreamProducer, type StreamProducer } from './producer.js';
 export { BacklogFullError, DeadLetterFailedError, PublishFailedError } from './producer-errors.js';
 export type { ProducerEvent, StreamProducerOptions } from './producer-options.js';

@@ -58,11 +58,18 @@ export type IdempotencyStep =
       tokens: string[];
       leaseMs?: number;
     }
+  | {
+      /** `idempotencyGet`: the record's state (suite `idempotency-get`). */
+      op: 'get';
+      name?: string;
+      key?: string;
+      expect: 'completed' | 'in-progress' | 'absent';
+    }
   | { /** A real wait, for a lease or a ttl to run out on the store's clock. */ op: 'sleep'; ms: number };
 
 /** One idempotency case: the steps in order on a fresh set of names. */
 export interface IdempotencyCase {
-  suite: 'idempotency';
+  suite: 'idempotency' | 'idempotency-get';
   name: string;
   /** Which rule of DESIGN §3.6 the case pins down. */
   rule: string;
@@ -250,6 +257,63 @@ export const idempotencyCases: readonly IdempotencyCase[] = deepFreeze<Idempoten
         token: 't4',
         expect: { outcome: 'acquired', takeover: false },
       },
+    ],
+  },
+]);
+
+/**
+ * The cases of the `idempotency-get` suite: `idempotencyGet`, the read-only state of a record (the
+ * read of `idempotency.seen` and its pre-check, docs/pre-checks.md), optional beside the others.
+ */
+export const idempotencyGetCases: readonly IdempotencyCase[] = deepFreeze<IdempotencyCase[]>([
+  {
+    suite: 'idempotency-get',
+    name: 'get-follows-the-record',
+    rule: 'idempotencyGet answers absent before a begin, in-progress while a lease is held, completed after complete, absent again after a release; per name and key',
+    steps: [
+      { op: 'get', expect: 'absent' },
+      { op: 'begin', token: 't1', expect: { outcome: 'acquired', takeover: false } },
+      { op: 'get', expect: 'in-progress' },
+      { op: 'get', key: 'other', expect: 'absent' },
+      { op: 'get', name: 'other', expect: 'absent' },
+      { op: 'complete', token: 't1', value: 'v', expect: true },
+      { op: 'get', expect: 'completed' },
+      { op: 'begin', key: 'r', token: 't2', expect: { outcome: 'acquired', takeover: false } },
+      { op: 'release', key: 'r', token: 't2', expect: true },
+      { op: 'get', key: 'r', expect: 'absent' },
+    ],
+  },
+  {
+    suite: 'idempotency-get',
+    name: 'get-changes-nothing',
+    rule: 'idempotencyGet is a read: the holder still renews and completes after it, and a begin still replays the value',
+    steps: [
+      { op: 'begin', token: 't1', expect: { outcome: 'acquired', takeover: false } },
+      { op: 'get', expect: 'in-progress' },
+      { op: 'get', expect: 'in-progress' },
+      { op: 'renew', token: 't1', expect: true },
+      { op: 'complete', token: 't1', value: 'v', expect: true },
+      { op: 'get', expect: 'completed' },
+      { op: 'begin', token: 't2', expect: { outcome: 'completed', value: 'v' } },
+    ],
+  },
+  {
+    suite: 'idempotency-get',
+    name: 'get-dead-is-absent',
+    rule: "a record whose lease ran out, or whose value is past its ttl, reads absent on the store's clock, whether or not the store has deleted it yet",
+    steps: [
+      {
+        op: 'begin',
+        key: 'lease',
+        token: 't1',
+        leaseMs: 40,
+        expect: { outcome: 'acquired', takeover: false },
+      },
+      { op: 'begin', key: 'ttl', token: 't2', expect: { outcome: 'acquired', takeover: false } },
+      { op: 'complete', key: 'ttl', token: 't2', value: 'v', ttlMs: 40, expect: true },
+      { op: 'sleep', ms: 100 },
+      { op: 'get', key: 'lease', expect: 'absent' },
+      { op: 'get', key: 'ttl', expect: 'absent' },
     ],
   },
 ]);

@@ -9,7 +9,10 @@ import type { ExpectedBegin, IdempotencyCase, IdempotencyStep } from './idempote
 const DEFAULT_MS = 60_000;
 
 type Ops = Required<
-  Pick<Store, 'idempotencyBegin' | 'idempotencyRenew' | 'idempotencyComplete' | 'idempotencyRelease'>
+  Pick<
+    Store,
+    'idempotencyBegin' | 'idempotencyRenew' | 'idempotencyComplete' | 'idempotencyRelease' | 'idempotencyGet'
+  >
 >;
 
 /** Runs one idempotency case on `store`, its names under `prefix`; resolves to its failures. */
@@ -80,6 +83,8 @@ export async function runIdempotency(store: Store, c: IdempotencyCase, prefix: s
         );
       case 'release':
         return differ('released', await ops.idempotencyRelease(name, key, step.token), step.expect);
+      case 'get':
+        return differ('state', await ops.idempotencyGet(name, key), step.expect);
     }
   }
 

@@ -8,7 +8,7 @@
  * @module
  */
 import { cases, retentionCases } from './cases.js';
-import { idempotencyCases } from './idempotency-cases.js';
+import { idempotencyCases, idempotencyGetCases } from './idempotency-cases.js';
 import { limiterAdjustCases } from './limiter-adjust-cases.js';
 import { limiterCases } from './limiter-cases.js';
 import { orderingCases } from './ordering-cases.js';
@@ -36,7 +36,8 @@ export { wrapStore } from './wrap-store.js';
  * differences; nothing throws on a mismatch. A suite whose optional operations the store lacks is
  * reported as `unsupported`, not failed, unless `require` names it. `cases` are the ledger's,
  * `retentionCases` the ledger's on a store with a small journal retention (`options.retention`),
- * `limiterCases`, `limiterAdjustCases`, `orderingCases` and `idempotencyCases` the others'.
+ * `limiterCases`, `limiterAdjustCases`, `orderingCases`, `idempotencyCases` and `idempotencyGetCases`
+ * the others'.
  *
  * @example
  * ```ts
@@ -46,7 +47,7 @@ export { wrapStore } from './wrap-store.js';
  * const store = memoryStore();
  * const [first] = conformance.cases;
  * (await conformance.runCase(store, first)).failures; // []
- * conformance.suites.map((s) => s.name); // ['ledger', 'ledger-retention', 'limiter', 'limiter-state', 'limiter-outage', 'limiter-adjust', 'version-gate', 'checkpoint', 'snowflake-clock', 'idempotency']
+ * conformance.suites.map((s) => s.name); // ['ledger', 'ledger-retention', 'limiter', 'limiter-state', 'limiter-outage', 'limiter-adjust', 'version-gate', 'checkpoint', 'snowflake-clock', 'idempotency', 'idempotency-get']
  * ```
  */
 export const conformance = {
@@ -57,6 +58,7 @@ export const conformance = {
   limiterAdjustCases,
   orderingCases,
   idempotencyCases,
+  idempotencyGetCases,
   run,
   runCase,
 } as const;

@@ -7,7 +7,7 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { isPlainObject, knownKeys } from '../core/validate.js';
 import type { Store } from '../store/store.js';
 import { type ConformanceCase, cases, retentionCases } from './cases.js';
-import { type IdempotencyCase, idempotencyCases } from './idempotency-cases.js';
+import { type IdempotencyCase, idempotencyCases, idempotencyGetCases } from './idempotency-cases.js';
 import { runIdempotency } from './idempotency-run.js';
 import { runLedgerCase } from './ledger-run.js';
 import { limiterAdjustCases } from './limiter-adjust-cases.js';
@@ -29,7 +29,8 @@ export type SuiteName =
   | 'version-gate'
   | 'checkpoint'
   | 'snowflake-clock'
-  | 'idempotency';
+  | 'idempotency'
+  | 'idempotency-get';
 
 /** Any case of the kit: a ledger case (no `suite`), a limiter, an ordering or an idempotency case. */
 export type AnyCase = ConformanceCase | LimiterCase | OrderingCase | IdempotencyCase;
@@ -179,6 +180,19 @@ export const suites: readonly Suite[] = Object.freeze(
       ops: ['idempotencyBegin', 'idempotencyRenew', 'idempotencyComplete', 'idempotencyRelease'],
       cases: byName('idempotency', idempotencyCases),
     },
+    {
+      name: 'idempotency-get',
+      description:
+        "idempotencyGet, the read-only state of a record (a pre-check's read): as the record's transitions left it, on the store clock, changing nothing",
+      ops: [
+        'idempotencyBegin',
+        'idempotencyRenew',
+        'idempotencyComplete',
+        'idempotencyRelease',
+        'idempotencyGet',
+      ],
+      cases: byName('idempotency-get', idempotencyGetCases),
+    },
   ].map((s) => Object.freeze(s) as Suite),
 );
 
@@ -269,10 +283,14 @@ export async function runCase(store: Store, c: AnyCase, options: RunOptions = {}
   const failures =
     'limits' in c
       ? await runLimiter(store, c, `${prefix}${c.name}`, options.outage)
-      : c.suite === 'idempotency'
+      : isIdempotencyCase(c)
         ? await runIdempotency(store, c, `${prefix}${c.name}`)
         : await runOrdering(store, c, `${prefix}${c.name}`);
   return { suite: suiteName, name: c.name, rule: c.rule, failures };
+}
+
+function isIdempotencyCase(c: AnyCase): c is IdempotencyCase {
+  return 'suite' in c && (c.suite === 'idempotency' || c.suite === 'idempotency-get');
 }
 
 function randomPrefix(): string {
@@ -290,6 +308,7 @@ const SUITE_NAMES = new Set<string>([
   'checkpoint',
   'snowflake-clock',
   'idempotency',
+  'idempotency-get',
 ] satisfies SuiteName[]);
 
 // The store under test must be given (a kit run against nothing would pass nothing), and the

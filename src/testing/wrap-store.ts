@@ -27,6 +27,7 @@ const CONTRACT: Record<keyof Store, true> = {
   idempotencyRenew: true,
   idempotencyComplete: true,
   idempotencyRelease: true,
+  idempotencyGet: true,
 };
 
 /**

@@ -154,3 +154,47 @@ describe('BloomFilter bounds and bad input', () => {
     expect(f.size).toBe(0);
   });
 });
+
+describe('BloomFilter toJSON / from', () => {
+  it('round-trips through JSON text: the same answers, size and sizing', () => {
+    const f = new BloomFilter({ expected: 2_000, falsePositiveRate: 0.02 });
+    for (let i = 0; i < 1_500; i++) f.add(`k${i}`);
+    const again = BloomFilter.from(JSON.parse(JSON.stringify(f)));
+    expect(again.size).toBe(f.size);
+    expect(again.bits).toBe(f.bits);
+    expect(again.hashes).toBe(f.hashes);
+    expect(again.targetFalsePositiveRate).toBe(0.02);
+    for (let i = 0; i < 5_000; i++) expect(again.mightContain(`k${i}`)).toBe(f.mightContain(`k${i}`));
+  });
+
+  it('the bit set is the 32-bit words little-endian: bit i of the filter is bit i % 8 of byte i / 8', () => {
+    const f = new BloomFilter({ expected: 100, falsePositiveRate: 0.01 });
+    f.add('a');
+    const bytes = Uint8Array.from(atob(f.toJSON().bits), (c) => c.charCodeAt(0));
+    expect(bytes.length).toBe(f.bytes);
+    const set: number[] = [];
+    bytes.forEach((b, i) => {
+      for (let j = 0; j < 8; j++) if (b & (1 << j)) set.push(i * 8 + j);
+    });
+    expect(set.length).toBeGreaterThan(0);
+    expect(set.length).toBeLessThanOrEqual(f.hashes);
+    // A filter with only those bits set answers as the original for 'a' and an absent key.
+    const copy = BloomFilter.from({ expected: 100, falsePositiveRate: 0.01, size: 1, bits: f.toJSON().bits });
+    expect(copy.mightContain('a')).toBe(true);
+    expect(copy.mightContain('b')).toBe(f.mightContain('b'));
+  });
+
+  it.each([
+    [{ expected: 10, falsePositiveRate: 0.01, size: 0, bits: '' }, 'saved.bits'],
+    [{ expected: 10, falsePositiveRate: 0.01, size: 0, bits: '***' }, 'saved.bits'],
+    [{ expected: 10, falsePositiveRate: 0.01, size: -1, bits: btoa('\0'.repeat(12)) }, 'saved.size'],
+    [{ expected: 0, falsePositiveRate: 0.01, size: 0, bits: '' }, 'saved.expected'],
+    [{ expected: 10, falsePositiveRate: 2, size: 0, bits: '' }, 'saved.falsePositiveRate'],
+    [{ expected: 10, falsePositiveRate: 0.01, size: 0, bits: '', extra: 1 }, 'saved.extra'],
+    ['bits', 'saved'],
+  ])('refuses %o naming %s', (saved, path) => {
+    const err = thrown(() => BloomFilter.from(saved as never));
+    expect(isOnceflowError(err, 'ERR_INVALID_ARGUMENT')).toBe(true);
+    expect((err as { path: string }).path).toBe(path);
+  });
+});

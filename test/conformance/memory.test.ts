@@ -68,6 +68,7 @@ conformanceSuite({ label: 'memory store', store: memoryStore(), retention }, () 
       'checkpoint',
       'snowflake-clock',
       'idempotency',
+      'idempotency-get',
     ]);
     const required = await conformance.run(ledgerOnly, {
       suites: ['ledger', 'version-gate'],

@@ -189,6 +189,14 @@ const ROWS: Row[] = [
   },
   {
     entry: '.',
+    export: 'SeenFilter',
+    what: 'new SeenFilter',
+    call: (m) => new m.SeenFilter({ expected: 10, falsePositivRate: 0.01 }),
+    key: 'falsePositivRate',
+    suggest: 'falsePositiveRate',
+  },
+  {
+    entry: '.',
     export: 'createTenantRegistry',
     what: 'createTenantRegistry',
     call: (m) => m.createTenantRegistry({ stor: m.memoryStore() }),

@@ -21,6 +21,7 @@ import { memoryStore } from '../../src/store/memory/memory-store.js';
 import { freePort } from '../../src/testing/ports.js';
 import { wrapStore } from '../../src/testing/wrap-store.js';
 import { ReorderBuffer } from '../../src/windows/reorder-buffer.js';
+import { SeenFilter } from '../../src/windows/seen-filter.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const PROMETHEUS = '/usr/bin/prometheus';
@@ -46,7 +47,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A settlement run's traffic, one round: every part reports through `metrics`. */
 function traffic(metrics: Metrics) {
   const store = metrics.observeStore(memoryStore());
-  const ledger = createLedger({ store, capacity: 4, name: 'settlements', observer: metrics.observer });
+  // A pre-check in front of `seen`: the buffer layer's "seen before?" (ledger_prechecks_total).
+  const ledger = createLedger({
+    store,
+    capacity: 4,
+    name: 'settlements',
+    observer: metrics.observer,
+    preCheck: new SeenFilter({ expected: 1000 }),
+  });
   // A store whose applies fail with an unknown outcome: the uncertain calls of the consistency row.
   const lossy = metrics.observeStore(
     wrapStore(memoryStore(), {
@@ -108,7 +116,12 @@ function traffic(metrics: Metrics) {
     known: { expected: 1000 },
     observer: metrics.observer,
   });
-  const idempotency = createIdempotency({ store, name: 'payout-requests', observer: metrics.observer });
+  const idempotency = createIdempotency({
+    store,
+    name: 'payout-requests',
+    observer: metrics.observer,
+    preCheck: new SeenFilter({ expected: 1000 }),
+  });
   const gate = new VersionGate({ store, name: 'accounts', observer: metrics.observer });
   const buffer = new ReorderBuffer<number>({
     capacity: 4,
@@ -126,12 +139,16 @@ function traffic(metrics: Metrics) {
         signature: `r${round}|p${player}`,
         deltas: { coins: BigInt(player) },
       };
+      expect(await ledger.seen(entry)).toBe(false); // skipped: never seen here
       await ledger.apply(entry);
+      expect(await ledger.seen(entry)).toBe(true); // read-seen
       // At-least-once delivery: every settlement arrives twice.
       expect((await ledger.apply(entry)).outcome).toBe('duplicate');
       if (player === 0) expect((await ledger.resolve(entry)).outcome).toBe('duplicate');
       await limiter.take(`p${player}`);
+      expect(await idempotency.seen(`r${round}|p${player}`)).toBe(false); // skipped
       await idempotency.run({ key: `r${round}|p${player}` }, () => player);
+      expect(await idempotency.seen(`r${round}|p${player}`)).toBe(true); // read-seen
       await idempotency.run({ key: `r${round}|p${player}` }, () => player);
     }
     await lossyLedger

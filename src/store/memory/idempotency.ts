@@ -1,6 +1,11 @@
 import { type Clock, wholeMs } from '../../core/clock.js';
 import { InvalidArgumentError, StoreError } from '../../core/errors.js';
-import type { IdempotencyBeginCommand, IdempotencyBeginReply, IdempotencyStoreOps } from '../idempotency.js';
+import type {
+  IdempotencyBeginCommand,
+  IdempotencyBeginReply,
+  IdempotencyRecordState,
+  IdempotencyStoreOps,
+} from '../idempotency.js';
 
 interface IdemRecord {
   inProgress: boolean;
@@ -92,6 +97,20 @@ export class MemoryIdempotencyRecords implements Required<IdempotencyStoreOps> {
         record.expiresAt = now + ttlMs;
       }
       return Promise.resolve(record !== undefined);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  idempotencyGet(name: string, key: string): Promise<IdempotencyRecordState> {
+    try {
+      if (typeof name !== 'string') throw new InvalidArgumentError('name', 'a string', name);
+      if (typeof key !== 'string') throw new InvalidArgumentError('key', 'a string', key);
+      const now = this.#now('idempotencyGet');
+      const record = this.#records.get(recordKey(name, key));
+      // Dead (its lease or ttl past) answers as absent, whether or not the sweep dropped it yet.
+      if (record === undefined || now >= record.expiresAt) return Promise.resolve('absent');
+      return Promise.resolve(record.inProgress ? 'in-progress' : 'completed');
     } catch (err) {
       return Promise.reject(err);
     }

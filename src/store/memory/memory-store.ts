@@ -4,7 +4,11 @@ import { ownRecord } from '../../core/own-record.js';
 import { isPlainObject, keysOf, knownKeys, nonNegativeInt, type Order } from '../../core/validate.js';
 import { SignatureWindow } from '../../windows/signature-window.js';
 import { checkCapacity, checkCommandSizes, checkDeltaPairs } from '../apply-command.js';
-import type { IdempotencyBeginCommand, IdempotencyBeginReply } from '../idempotency.js';
+import type {
+  IdempotencyBeginCommand,
+  IdempotencyBeginReply,
+  IdempotencyRecordState,
+} from '../idempotency.js';
 import type {
   LimiterAdjustCommand,
   LimiterAdjustReply,
@@ -317,6 +321,10 @@ class MemoryStore implements Store {
 
   idempotencyRelease(name: string, key: string, token: string): Promise<boolean> {
     return this.#idempotency.idempotencyRelease(name, key, token);
+  }
+
+  idempotencyGet(name: string, key: string): Promise<IdempotencyRecordState> {
+    return this.#idempotency.idempotencyGet(name, key);
   }
 
   #ledgerOf(name: string): LedgerState {
