@@ -34,7 +34,10 @@ describe('timerDelay / timerDuration', () => {
 // not go through timerDelay must be listed here with the reason its delay is bounded.
 const BOUNDED_UPSTREAM: Record<string, { calls: number; why: string }> = {
   'limiter/take-helpers.ts': { calls: 1, why: "the store timeout: timerDuration('timeout')" },
-  'limiter/local-first.ts': { calls: 1, why: "the sweep: every lease period, timerDuration('localFirst.lease')" },
+  'limiter/local-first.ts': {
+    calls: 1,
+    why: "the sweep: every lease period, timerDuration('localFirst.lease')",
+  },
   'idempotency/lease-renewer.ts': { calls: 1, why: "a third or sixth of timerDuration('lease')" },
   'idempotency/idempotency.ts': { calls: 1, why: 'a poll: at most POLL_MAX_MS (1 s) and the wait budget' },
   'ordering/compensator.ts': { calls: 1, why: 'a retry: timerDelay of the jittered backoff, a line above' },

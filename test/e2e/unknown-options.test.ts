@@ -134,7 +134,12 @@ const ROWS: Row[] = [
     export: 'createLocalFirstLimiter',
     what: 'createLocalFirstLimiter (the limiter options)',
     call: (m) =>
-      m.createLocalFirstLimiter({ algorithm: 'sliding-log', limit: 10, window: 1000, localFrist: { nodes: 2 } }),
+      m.createLocalFirstLimiter({
+        algorithm: 'sliding-log',
+        limit: 10,
+        window: 1000,
+        localFrist: { nodes: 2 },
+      }),
     key: 'localFrist',
     suggest: 'localFirst',
   },
