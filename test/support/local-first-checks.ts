@@ -3,24 +3,31 @@
 // key never admit more than limit + nodes x share in any window; a node that dies holding a share
 // loses at most it; an unused rest goes back only while its share still counts. Run by
 // test/integration/local-first-redis.test.ts (Redis, the cluster) and postgres-local-first.test.ts.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/core/clock.js';
 import { createLocalFirstLimiter } from '../../src/limiter/create-local-first.js';
 import { createLimiter } from '../../src/limiter/limiter.js';
+import type { LocalFirstLimiter } from '../../src/limiter/local-first.js';
 import type { Store } from '../../src/store/store.js';
 
 const W = 1000;
 
-// mulberry32: a seeded schedule, the same on every run.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+// One seeded schedule per algorithm, the same on every run: most steps a few ms apart (the store
+// saturated, shares straddling window edges), now and then a node dying holding what it holds.
+function schedule(seed: number) {
+  return fc.sample(
+    fc.record({
+      advance: fc.oneof(
+        { weight: 4, arbitrary: fc.integer({ min: 0, max: 3 }) },
+        { weight: 1, arbitrary: fc.integer({ min: 0, max: 300 }) },
+      ),
+      node: fc.nat(2),
+      cost: fc.integer({ min: 1, max: 2 }),
+      die: fc.integer({ min: 0, max: 49 }).map((n) => n === 0),
+    }),
+    { seed, numRuns: 600 },
+  );
 }
 
 export function localFirstChecks(target: { label: string; store: () => Store }): void {
@@ -32,8 +39,9 @@ export function localFirstChecks(target: { label: string; store: () => Store }):
         const share = 4;
         const clock = new FakeClock(1_700_000_000_000 - 50);
         const store = target.store();
-        const make = () =>
-          createLocalFirstLimiter({
+        const made: LocalFirstLimiter[] = [];
+        const make = () => {
+          const limiter = createLocalFirstLimiter({
             store,
             clock,
             name: `lf-${algorithm}`,
@@ -43,20 +51,20 @@ export function localFirstChecks(target: { label: string; store: () => Store }):
             ...(algorithm === 'sliding-window' ? { granularity: 100 } : {}),
             localFirst: { nodes, share, hotAfter: 2, lease: 300 },
           });
+          made.push(limiter);
+          return limiter;
+        };
         const limiters = Array.from({ length: nodes }, make);
-        const random = prng(algorithm.length * 7919);
         const admitted: [number, number][] = [];
-        for (let step = 0; step < 600; step++) {
-          clock.advance(random() < 0.8 ? Math.floor(random() * 4) : Math.floor(random() * 300));
-          const i = Math.floor(random() * nodes);
-          // Now and then a node dies holding what it holds, and a new one takes its place.
-          if (random() < 0.02) {
+        for (const step of schedule(algorithm.length * 7919)) {
+          clock.advance(step.advance);
+          const i = step.node % nodes;
+          if (step.die) {
             limiters[i] = make();
             continue;
           }
-          const cost = 1 + Math.floor(random() * 2);
-          const d = await (limiters[i] as ReturnType<typeof make>).take('hot', { cost });
-          if (d.allowed) admitted.push([clock.now(), cost]);
+          const d = await (limiters[i] as LocalFirstLimiter).take('hot', { cost: step.cost });
+          if (d.allowed) admitted.push([clock.now(), step.cost]);
         }
         const sum = (from: number, to: number) =>
           admitted.reduce((a, [t, c]) => (t >= from && t <= to ? a + c : a), 0);
@@ -76,7 +84,8 @@ export function localFirstChecks(target: { label: string; store: () => Store }):
         }
         // Saturated: far more was asked than a window holds, over several windows.
         expect(admitted.length).toBeGreaterThan(2 * L);
-        for (const l of limiters) await l.release();
+        // Every node, the dead ones too: their sweep timers stop.
+        for (const l of made) await l.release();
       });
     }
 
