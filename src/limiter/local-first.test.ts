@@ -311,6 +311,21 @@ describe('createLocalFirstLimiter', () => {
       /clock/,
     );
   });
+
+  it('refuses malformed takes as a plain limiter does, hot key or not', async () => {
+    const limiter = createLocalFirstLimiter({
+      algorithm: 'fixed-window',
+      limit: 100,
+      window: '1s',
+      localFirst: { nodes: 1, share: 10, hotAfter: 1 },
+    });
+    await limiter.take('k');
+    await expect(limiter.take('k', { cots: 2 } as never)).rejects.toThrow(/cost/);
+    await expect(limiter.take('k', 3 as never)).rejects.toThrow(/options/);
+    await expect(limiter.take('k', { cost: -1 })).rejects.toThrow(/cost/);
+    await expect(limiter.take('', {})).rejects.toThrow();
+    await limiter.release();
+  });
 });
 
 // The bound, as a property: N nodes (limiters on one memory store, one fake clock) take two hot

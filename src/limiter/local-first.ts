@@ -27,7 +27,7 @@ import { type Decision, decide, type LimitDecision } from '../windows/limits/dec
 import type { LimitSpec } from '../windows/limits/types.js';
 import { verdict } from '../windows/limits/verdict.js';
 import type { RateLimiter } from './rate-limiter.js';
-import { timed } from './take-helpers.js';
+import { costOf, timed } from './take-helpers.js';
 import type { Limiter, LimiterKey, LimiterState, TakeOptions } from './types.js';
 
 /** What the local-first limiter needs, validated (see local-first-options.ts). */
@@ -112,11 +112,15 @@ export class LocalFirstLimiter implements Limiter {
     if (typeof key !== 'string' || this.#closed || options?.maxWait !== undefined) {
       return this.#inner.take(key, options);
     }
-    const cost = options?.cost ?? 1;
-    // A cost a share cannot hold, or a malformed one (the store path refuses it by name).
-    if (!(Number.isSafeInteger(cost) && cost >= 0 && cost <= this.#c.share)) {
-      return this.#inner.take(key, options);
+    let cost: number;
+    try {
+      // Checked as a plain take checks it: malformed options or a misspelt `cost` are refused.
+      cost = costOf(options);
+    } catch (err) {
+      return Promise.reject(err);
     }
+    // A cost a share cannot hold goes to the store on its own.
+    if (cost > this.#c.share) return this.#inner.take(key, options);
     const now = this.#c.local.now();
     let entry = this.#keys.get(key);
     if (entry === undefined) {
