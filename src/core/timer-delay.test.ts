@@ -36,7 +36,7 @@ const BOUNDED_UPSTREAM: Record<string, { calls: number; why: string }> = {
   'limiter/take-helpers.ts': { calls: 1, why: "the store timeout: timerDuration('timeout')" },
   'limiter/local-first.ts': {
     calls: 1,
-    why: "the sweep: every lease period, timerDuration('localFirst.lease')",
+    why: "the sweep: every lease period (timerDuration('localFirst.lease')), at least 100 ms",
   },
   'idempotency/lease-renewer.ts': { calls: 1, why: "a third or sixth of timerDuration('lease')" },
   'idempotency/idempotency.ts': { calls: 1, why: 'a poll: at most POLL_MAX_MS (1 s) and the wait budget' },
