@@ -83,7 +83,9 @@ export interface Idempotency {
   run<T>(call: IdempotencyCall, fn: () => T | Promise<T>, options?: RunOptions): Promise<RunResult<T>>;
   /**
    * Read-only "seen before?" for a buffer layer: `true` when the store holds a live completed
-   * record of `key` (`run` would replay it), read on the store's clock; `false` when it does not
+   * record of `key`, read on the store's clock (whatever payload it ran with: `run` replays it for
+   * the same payload and answers `mismatch` for another, so where one key may come with
+   * conflicting payloads, call `run` rather than drop on `seen`); `false` when it does not
    * (none, expired, or in progress), **or** when the `preCheck` filter proves this idempotency never
    * ran the key (no store read). `false` is advisory: go on and `run`, which decides. Needs a store
    * with `idempotencyGet` (memory, Redis, PostgreSQL). Emits `idempotency.pre-check`.

@@ -357,6 +357,8 @@ class ExactLedger implements Ledger {
           this.#store.kind,
         );
       }
+      // A resolve may book the entry into the window, as an apply does: the filter learns it first.
+      if (this.#preCheck !== undefined) this.#preCheck.add(preCheckId(cmd.owner, cmd.signature));
       const answer = this.#store.ledgerResolve(cmd);
       const emit = this.#emit;
       return emit === undefined ? answer : observed(answer, emit, 'resolve', this.#name, cmd.owner);

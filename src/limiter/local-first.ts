@@ -333,19 +333,22 @@ export class LocalFirstLimiter implements Limiter {
   // not hold the process open.
   #sweep(): void {
     if (this.#sweeper !== undefined || this.#closed) return;
-    this.#sweeper = setInterval(() => {
-      const now = this.#c.local.now();
-      let held = 0;
-      for (const [key, entry] of this.#keys.entries()) {
-        if (entry.left > 0 && now >= entry.until && entry.pending === undefined) this.#retire(entry);
-        if (entry.left > 0) held++;
-        else if (now - entry.lastUsed >= 2 * this.#c.leaseMs && entry.pending === undefined) {
-          entry.dead = 'return';
-          this.#keys.delete(key);
+    this.#sweeper = setInterval(
+      () => {
+        const now = this.#c.local.now();
+        let held = 0;
+        for (const [key, entry] of this.#keys.entries()) {
+          if (entry.left > 0 && now >= entry.until && entry.pending === undefined) this.#retire(entry);
+          if (entry.left > 0) held++;
+          else if (now - entry.lastUsed >= 2 * this.#c.leaseMs && entry.pending === undefined) {
+            entry.dead = 'return';
+            this.#keys.delete(key);
+          }
         }
-      }
-      if (held === 0) this.#stopSweep();
-    }, Math.max(this.#c.leaseMs, MIN_SWEEP_MS));
+        if (held === 0) this.#stopSweep();
+      },
+      Math.max(this.#c.leaseMs, MIN_SWEEP_MS),
+    );
     this.#sweeper.unref?.();
   }
 

@@ -20,8 +20,9 @@ export interface StreamPreCheck<E = unknown> {
   /**
    * The authoritative read, asked only when the filter answers "maybe": `true` when the effect of
    * `eventId` is already done (the entry is then acked without the handler, as a duplicate);
-   * `false` runs the handler. A throw (or rejection) is a handler error: the entry stays pending
-   * and is delivered again.
+   * `false` runs the handler. A throw (or rejection) runs the handler, as a consumer without a
+   * pre-check would (its handler is idempotent already: deliveries are at least once), and is
+   * reported (`outcome: 'read-failed'`): a failing read never holds an entry back.
    */
   seen: (eventId: string, delivery: Delivery<E>) => boolean | Promise<boolean>;
 }
@@ -60,18 +61,22 @@ export function preCheckOption<E>(value: unknown, hasLedger: boolean): StreamPre
   return value as unknown as StreamPreCheck<E>;
 }
 
-/** The event a consumer reports for one pre-check (see docs/observability.md). */
+/**
+ * The event a consumer reports for one pre-check (see docs/observability.md): `read-failed` (with
+ * the `error`) when the `seen` read threw and the handler ran.
+ */
 export interface StreamPreCheckEvent {
   readonly part: 'stream-consumer';
   readonly type: 'pre-check';
   readonly id: string;
-  readonly outcome: PreCheckOutcome;
+  readonly outcome: PreCheckOutcome | 'read-failed';
+  readonly error?: unknown;
 }
 
 /**
  * Whether `delivery` was handled before, by the pre-check: `false` (run the handler) when it has
- * no event id, an id longer than a filter takes, an id the filter never saw, or one the `seen`
- * read denies; `true` only when the `seen` read says so.
+ * no event id, an id longer than a filter takes, an id the filter never saw, one the `seen` read
+ * denies, or when that read fails; `true` only when the `seen` read says so.
  */
 export async function seenBefore<E>(
   check: StreamPreCheck<E>,
@@ -84,7 +89,13 @@ export async function seenBefore<E>(
     emit({ part: 'stream-consumer', type: 'pre-check', id: delivery.id, outcome: 'skipped' });
     return false;
   }
-  const seen = (await check.seen(eventId, delivery)) === true;
+  let seen: boolean;
+  try {
+    seen = (await check.seen(eventId, delivery)) === true;
+  } catch (error) {
+    emit({ part: 'stream-consumer', type: 'pre-check', id: delivery.id, outcome: 'read-failed', error });
+    return false;
+  }
   emit({
     part: 'stream-consumer',
     type: 'pre-check',

@@ -90,6 +90,7 @@ export class BloomFilter {
   readonly #expected: number;
   readonly #rate: number;
   #size = 0;
+  #setBits = 0;
 
   constructor(options: BloomFilterOptions) {
     if (!isPlainObject(options as unknown))
@@ -142,6 +143,7 @@ export class BloomFilter {
       const w = this.#words[word] as number;
       if ((w & mask) === 0) {
         this.#words[word] = w | mask;
+        this.#setBits++;
         fresh = true;
       }
       h = nextIndex(h, h2, i);
@@ -205,7 +207,11 @@ export class BloomFilter {
         (saved as never)[field],
       );
     }
-    const bytes = typeof saved.bits === 'string' ? fromBase64(saved.bits) : undefined;
+    // The length is checked before decoding: a huge string is refused without being read.
+    const bytes =
+      typeof saved.bits === 'string' && saved.bits.length === 4 * Math.ceil(filter.bytes / 3)
+        ? fromBase64(saved.bits)
+        : undefined;
     if (bytes === undefined || bytes.length !== filter.bytes) {
       throw new InvalidArgumentError(
         `${path}.bits`,
@@ -217,8 +223,23 @@ export class BloomFilter {
       throw new InvalidArgumentError(`${path}.size`, 'a non-negative safe integer', saved.size);
     }
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    for (let i = 0; i < filter.#words.length; i++) filter.#words[i] = view.getUint32(i * 4, true);
+    let setBits = 0;
+    for (let i = 0; i < filter.#words.length; i++) {
+      const w = view.getUint32(i * 4, true);
+      filter.#words[i] = w;
+      setBits += popcount(w);
+    }
+    // Every counted key set 1 to k bits, and every set bit was set by a counted key: a form whose
+    // bits and size disagree (bits set with no key, more keys than bits) was not written by toJSON.
+    if (saved.size > setBits || setBits > saved.size * filter.#hashes) {
+      throw new InvalidArgumentError(
+        `${path}.size`,
+        `a count of keys that fits the ${setBits} bits set (from ${Math.ceil(setBits / filter.#hashes)} to ${setBits})`,
+        saved.size,
+      );
+    }
     filter.#size = saved.size;
+    filter.#setBits = setBits;
     return filter;
   }
 
@@ -226,6 +247,12 @@ export class BloomFilter {
   reset(): void {
     this.#words.fill(0);
     this.#size = 0;
+    this.#setBits = 0;
+  }
+
+  /** Bits set now (of {@link BloomFilter.bits}): the fill the false-positive rate follows. */
+  get setBits(): number {
+    return this.#setBits;
   }
 
   /**
@@ -262,11 +289,12 @@ export class BloomFilter {
   }
 
   /**
-   * The false-positive rate now, from the keys added so far: (1 - e^(-k·size/m))^k. Above the
-   * target once more than `expected` keys were added: a sign to rebuild the filter larger.
+   * The false-positive rate now, from the bits set: (set / m)^k, the chance that k positions of a
+   * never-added key all land on set bits. Above the target once more than `expected` keys were
+   * added: a sign to rebuild the filter larger.
    */
   estimatedFalsePositiveRate(): number {
-    return (1 - Math.exp((-this.#hashes * this.#size) / this.#bits)) ** this.#hashes;
+    return (this.#setBits / this.#bits) ** this.#hashes;
   }
 }
 
@@ -278,6 +306,13 @@ function toBase64(bytes: Uint8Array): string {
     text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   }
   return btoa(text);
+}
+
+// Bits set in a 32-bit word (SWAR).
+function popcount(word: number): number {
+  let v = word - ((word >>> 1) & 0x55555555);
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
 }
 
 function fromBase64(text: string): Uint8Array | undefined {

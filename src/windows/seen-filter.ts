@@ -5,14 +5,15 @@ import { BloomFilter, bloomHashes, type SavedBloomFilter } from './bloom-filter.
 /** Options of {@link SeenFilter}. */
 export interface SeenFilterOptions {
   /**
-   * New ids per generation: an id added is remembered until at least this many other new ids were
-   * added after it (up to twice as many). Size it from the span your repeats arrive within, like a
-   * window's capacity (DESIGN §3.2): a repeat that comes later than that only loses the skipped
-   * read, never its dedup.
+   * New ids per generation: an id added is remembered while about this many other new ids are
+   * added after it (up to twice as many; surely while {@link SeenFilter.span} are). Size it from
+   * the span your repeats arrive within, like a window's capacity (DESIGN §3.2): a repeat that
+   * comes later than that only loses the skipped read, never its dedup.
    */
   expected: number;
   /**
-   * Each generation's false-positive rate when full, in [1e-9, 0.5]. Default 0.01. The pair answers
+   * Each generation's false-positive rate when full, in [1e-9, 0.5]. Default 0.01. A generation is
+   * full when as many of its bits are set as `expected` ids set on average, so the pair answers
    * "maybe seen" for a never-seen id at most 1 - (1 - p)^2 (< 2p) of the time: one store read each.
    */
   falsePositiveRate?: number;
@@ -38,14 +39,15 @@ const hashes: [number, number] = [0, 0];
  * proves the id was never added within the remembered span, so a caller may skip the read; `true`
  * ("maybe seen": a real repeat or a false positive) must go to the store, which decides.
  *
- * Two {@link BloomFilter}s, `current` and `previous`: `add` goes to `current`; once `current` holds
- * `expected` new ids it becomes `previous` and the old `previous` is cleared to be the new
- * `current`. So it never grows: **memory is fixed at 2 x bloomBits(expected, p) / 8 bytes**
- * ({@link SeenFilter.bytes}; ~2.4 bytes per expected id at 1%), and each generation holds at most
- * `expected` ids, so the false-positive rate never drifts above its bound however long it runs.
- * An id is remembered for at least `expected` later new ids (no false negative within that span);
- * older ids may be forgotten, which costs a skipped read's benefit, never correctness, as long as
- * the store's own atomic step still dedups (the ledger's apply, the idempotency begin).
+ * Two {@link BloomFilter}s, `current` and `previous`: `add` goes to `current`; once `current` has
+ * as many bits set as `expected` ids set on average, it becomes `previous` and the old `previous`
+ * is cleared to be the new `current`. So it never grows: **memory is fixed at 2 x bloomBits(expected,
+ * p) / 8 bytes** ({@link SeenFilter.bytes}; ~2.4 bytes per expected id at 1%), and no generation
+ * is fuller than its sizing, so the false-positive rate never drifts above its bound however long
+ * it runs. An id is remembered while about `expected` later new ids are added, and surely while
+ * {@link SeenFilter.span} are (no false negative within that span); older ids may be forgotten,
+ * which costs a skipped read's benefit, never correctness, as long as the store's own atomic step
+ * still dedups (the ledger's apply, the idempotency begin).
  *
  * Pure (no I/O, no timers). `toJSON()` / `SeenFilter.from(saved)` carry it over a restart.
  *
@@ -64,6 +66,11 @@ export class SeenFilter {
   #current: BloomFilter;
   #previous: BloomFilter;
   #rotations = 0;
+  // The bits `expected` distinct ids set on average, m (1 - e^(-k n / m)): a generation this full
+  // answers "maybe" for a never-seen id at its target rate. Counting set bits, not ids, keeps the
+  // rate whatever the ids: an id that was already a false positive sets no bit, so a count of ids
+  // that set one would let a generation take ever more ids (at p = 0.5, ~0.9 "maybe").
+  readonly #fullBits: number;
 
   constructor(options: SeenFilterOptions) {
     if (!isPlainObject(options as unknown))
@@ -72,6 +79,8 @@ export class SeenFilter {
     // BloomFilter validates `expected` and `falsePositiveRate` and names them itself.
     this.#current = new BloomFilter(options);
     this.#previous = new BloomFilter(options);
+    const m = this.#current.bits;
+    this.#fullBits = Math.round(m * (1 - Math.exp((-this.#current.hashes * this.#current.expected) / m)));
   }
 
   /**
@@ -83,9 +92,9 @@ export class SeenFilter {
     bloomHashes(id, hashes);
     const [h1, h2] = hashes;
     const current = this.#current;
-    // `size` counts ids that set a new bit, and a full generation rotates only for an id it does
-    // not already answer for: a repeat never fills a generation nor pushes older ids out.
-    if (current.size >= current.expected && !current.mightContainHashed(h1, h2)) {
+    // A full generation rotates only for an id it does not already answer for: a repeat never
+    // fills a generation nor pushes older ids out.
+    if (current.setBits >= this.#fullBits && !current.mightContainHashed(h1, h2)) {
       const older = this.#previous;
       older.reset();
       this.#previous = current;
@@ -121,6 +130,15 @@ export class SeenFilter {
   /** Fixed memory of both bit sets: 2 x bloomBits(expected, p) / 8. */
   get bytes(): number {
     return this.#current.bytes * 2;
+  }
+
+  /**
+   * New ids an added id is surely remembered for: a generation is full at its fill of `expected`
+   * ids, and each id sets at most k bits, so it takes at least that fill / k ids (about 0.7 x
+   * `expected` at 1%; in practice close to `expected`).
+   */
+  get span(): number {
+    return Math.ceil(this.#fullBits / this.#current.hashes);
   }
 
   /** How many times `current` filled and became `previous` (a generation was forgotten). */
@@ -169,7 +187,11 @@ export class SeenFilter {
     if (saved.version !== 1) throw new InvalidArgumentError('saved.version', '1', saved.version);
     const current = BloomFilter.from(saved.current, 'saved.current');
     const previous = BloomFilter.from(saved.previous, 'saved.previous');
-    if (previous.bits !== current.bits || previous.hashes !== current.hashes) {
+    // One sizing for both: generations swap at each rotation.
+    if (
+      previous.expected !== current.expected ||
+      previous.targetFalsePositiveRate !== current.targetFalsePositiveRate
+    ) {
       throw new InvalidArgumentError(
         'saved.previous',
         'the sizing of saved.current',

@@ -43,8 +43,8 @@ const streamArb = fc
 
 // Small generations at the widest rate: 64 ids at 50% is 96 bits and 1 hash, so the pair answers
 // "maybe" for about half (just after a rotation) to 1 - 0.5^2 = 75% (both full) of never-seen
-// ids, the most the rotation lets it reach; and it forgets a real event after 64 to 128 newer ids
-// (the junk below pushes them out: false negatives too).
+// ids, the most the rotation lets it reach; and it forgets a real event after about 64 to 128
+// newer ids (the junk below pushes them out: false negatives too).
 const flooded = () => {
   const filter = new SeenFilter({ expected: 64, falsePositiveRate: 0.5 });
   for (let i = 0; i < 1_000; i++) filter.add(`junk:${i}`);
