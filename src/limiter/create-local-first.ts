@@ -24,8 +24,9 @@ export interface LocalFirstOptions {
   share?: number;
   /**
    * How long a node decides from one share before it gives back the rest and leases again, from
-   * 1 ms to the shortest window. Default: a quarter of the shortest window, at most 1 s. Shorter: the nodes' views meet
-   * sooner (less deviation); longer: fewer store calls for keys used in bursts.
+   * 1 ms to the shortest window. Default: a quarter of the shortest window, at most 1 s. Shorter:
+   * the nodes' views meet sooner (less deviation); longer: fewer store calls for keys used in
+   * bursts.
    */
   lease?: Duration;
   /**

@@ -16,8 +16,11 @@
 // `limit + N x S` is admitted in any window: `slack = N x S`. Returning an unused rest keeps this:
 // the store gives it back only while the share's charge still counts in the window it was charged
 // to (`notAfter`, checked in the same atomic step), and only after this node stopped admitting
-// from that share. A node that dies holding a share never returns it: those points count as spent
-// until they leave the window (the node loses at most S; nothing is counted twice).
+// from that share (a reward re-dates what the key has left to its own time, so that time is the
+// store's, or one clock every node shares: never behind another node's charge). A node that dies
+// holding a share never returns it: those points count as spent until they leave the window (the
+// node loses at most S; nothing is counted twice). "One share at a time" holds through resets and
+// evictions too: a share in flight for a dropped entry never admits (it goes back when it lands).
 import { BoundedMap } from '../core/bounded-map.js';
 import type { Clock } from '../core/clock.js';
 import type { Emit } from '../core/observer.js';
