@@ -136,7 +136,9 @@ export interface LimiterDecisionEvent {
  * `estimate` of the cost admitted in the window (the limit minus the decision's `remaining`)
  * against the `exact` cost this limiter admitted for that key in the last window, from a log of its
  * own admissions. Exact only where this process is the key's only taker (the embedded store, or
- * keys pinned to one process); see docs/metrics.md *Consistency deviation*.
+ * keys pinned to one process); see docs/metrics.md *Consistency deviation*. A local-first limiter
+ * reports the same event at each share it leases: this node's view of the usage (`estimate`, as
+ * of its last lease) against the store's just before this lease (`exact`).
  */
 export interface LimiterDeviationEvent {
   readonly part: 'limiter';
