@@ -390,6 +390,13 @@ export const METRICS: readonly MetricDefinition[] = Object.freeze([
       'Ledger bookings of a stream consumer by outcome.',
     ),
     counter(
+      'stream_consumer_prechecks_total',
+      'stream.consumer.prechecks',
+      '{entry}',
+      [enumerated('outcome', outcomes('skipped', 'read-seen', 'read-unseen', 'read-failed'))],
+      'Pre-checks of entries with an event id (skipped: the Bloom filter answered never seen, no read; read-seen: acked without the handler; read-failed: the read threw, the handler ran).',
+    ),
+    counter(
       'stream_consumer_dead_letters_total',
       'stream.consumer.dead_letters',
       '{entry}',

@@ -346,6 +346,9 @@ export class Recorder {
       case 'fenced':
         this.#add('stream_consumer_fenced_total', []);
         return;
+      case 'pre-check':
+        this.#add('stream_consumer_prechecks_total', [e.outcome]);
+        return;
       case 'handler-error':
         this.#add('stream_consumer_handler_errors_total', []);
         return;
