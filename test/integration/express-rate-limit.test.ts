@@ -187,6 +187,38 @@ describe.each(TARGETS)('rateLimit on the $name store', (target) => {
     });
   });
 
+  it('counting by address under trust proxy true: every request refused to the error handler, nothing counted', async () => {
+    const clock = new FakeClock(T0);
+    const limiter = twoLimits(target.store(), clock, 'trusting');
+    const app = express();
+    app.set('trust proxy', true);
+    app.get('/', rateLimit({ limiter }), (_req, res) => void res.send('ok'));
+    const errors: unknown[] = [];
+    app.use((err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      errors.push(err);
+      res.status(500).end();
+    });
+    const server = await listen(app);
+    try {
+      const answer = await fetch(`${server.url}/`, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+      expect(answer.status).toBe(500);
+      expect(String(errors[0])).toMatch(/trust proxy/);
+      expect(await limiter.get('203.0.113.9')).toBeUndefined();
+      // With a key of its own, the setting does not matter.
+      const keyed = express();
+      keyed.set('trust proxy', true);
+      keyed.get('/', rateLimit({ limiter, key: () => 'user-1' }), (_req, res) => void res.send('ok'));
+      const other = await listen(keyed);
+      try {
+        expect((await fetch(`${other.url}/`)).status).toBe(200);
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
   it('refuses unknown and bad options by name', () => {
     const limiter = twoLimits(target.store(), new FakeClock(T0));
     expect(() => rateLimit({ limiter, skipp: () => true } as never)).toThrow(/skipp/);
