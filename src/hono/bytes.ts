@@ -25,6 +25,11 @@ export async function readBounded(
     }
     chunks.push(value);
   }
+  return concat(chunks, size);
+}
+
+/** The chunks as one array of `size` bytes (the one chunk itself when there is one). */
+export function concat(chunks: Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0] as Uint8Array;
   const out = new Uint8Array(size);
   let at = 0;

@@ -3,7 +3,7 @@
 // bound, so a streamed response (SSE, `stream()`, a ReadableStream) reaches the client as written.
 import { recordedHeader } from '../http/idempotency-key.js';
 import type { RecordedResponse } from '../http/request.js';
-import { toBase64 } from './bytes.js';
+import { concat, toBase64 } from './bytes.js';
 
 /** A response on its way to the client, and its record once known. */
 export interface Relay {
@@ -124,15 +124,4 @@ function recordedHeaders(res: Response): [string, string][] {
   const headers: [string, string][] = [];
   for (const [name, value] of res.headers) if (recordedHeader(name)) headers.push([name, value]);
   return headers;
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0] as Uint8Array;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
 }

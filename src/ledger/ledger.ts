@@ -202,7 +202,8 @@ export interface Ledger {
   seen(query: SeenQuery): Promise<boolean>;
   /**
    * Adds every signature of each owner's window to the `preCheck` filter (after a restart without
-   * a saved filter): one window read per owner. Resolves to the signatures added.
+   * a saved filter): one window read per owner, 16 in flight; at most 100,000 owners per call
+   * (page a larger population). Resolves to the signatures added.
    *
    * @example
    * ```ts
@@ -368,7 +369,7 @@ class ExactLedger implements Ledger {
   }
 
   async seen(query: SeenQuery): Promise<boolean> {
-    const { owner, signature } = seenArgs(query);
+    const { owner, signature } = seenArgs(query, ENTRY_FIELDS);
     return seenIn(this.#store, this.#name, this.#preCheck, this.#emit, owner, signature);
   }
 

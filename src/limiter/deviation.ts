@@ -2,6 +2,7 @@
 // exact log of what this limiter admitted, set against the store's estimate after each admission
 // (the `limiter.deviation` event; docs/limits.md "Measuring the estimate's deviation").
 
+import { fmix32, fnv1a } from '../core/hash.js';
 import type { Emit } from '../core/observer.js';
 import type { LimitCall } from '../store/limiter.js';
 import type { Decision } from '../windows/limits/decision.js';
@@ -231,15 +232,5 @@ function prune(log: KeyLog, cutoff: number): void {
  * would be sampled together), and the finaliser spreads every input bit over the result.
  */
 function hash(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(fnv1a(s));
 }

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { fmix32, fnv1a } from '../core/hash.js';
 import { isPlainObject, keysOf, knownKeys, positiveInt } from '../core/validate.js';
 
 /** Options of {@link BloomFilter}: how many keys it is sized for and the false-positive rate it then has. */
@@ -350,16 +351,6 @@ function nextIndex(h: number, h2: number, i: number): number {
   return (h + h2 + i) >>> 0;
 }
 
-/** FNV-1a, 32-bit, over UTF-16 code units. */
-function fnv1a(key: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) {
-    h ^= key.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 /**
  * A murmur3-style 32-bit hash over UTF-16 code units (one unit per round, then the murmur3
  * finaliser): independent enough of FNV-1a that the pair behaves as two hash functions.
@@ -373,10 +364,5 @@ function murmurMix(key: string): number {
     h = (h << 13) | (h >>> 19);
     h = (Math.imul(h, 5) + 0xe6546b64) | 0;
   }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(h);
 }
