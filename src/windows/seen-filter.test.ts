@@ -159,7 +159,7 @@ describe('SeenFilter: toJSON / from (a restart)', () => {
       [null, 'saved'],
       [{ ...good, version: 2 }, 'saved.version'],
       [{ ...good, extra: true }, 'saved.extra'],
-      [{ ...good, previous: other.previous }, 'saved.previous'],
+      [{ ...good, previous: other.previous }, 'saved.previous.expected'],
       [{ ...good, current: { ...good.current, bits: 'AAAA' } }, 'saved.current.bits'],
       [{ ...good, previous: { ...good.previous, size: 1.5 } }, 'saved.previous.size'],
     ];

@@ -26,6 +26,14 @@ export interface SavedSeenFilter {
   readonly previous: SavedBloomFilter;
 }
 
+/** The two generations SeenFilter.from restored, handed to the constructor (module-internal). */
+class Restored {
+  constructor(
+    readonly current: BloomFilter,
+    readonly previous: BloomFilter,
+  ) {}
+}
+
 const OPTIONS = keysOf<SeenFilterOptions>({ expected: true, falsePositiveRate: true });
 const SAVED_KEYS = keysOf<SavedSeenFilter>({ version: true, current: true, previous: true });
 
@@ -73,12 +81,18 @@ export class SeenFilter {
   readonly #fullBits: number;
 
   constructor(options: SeenFilterOptions) {
-    if (!isPlainObject(options as unknown))
-      throw new InvalidOptionError('options', 'an object like { expected }', options);
-    knownKeys('', options, OPTIONS);
-    // BloomFilter validates `expected` and `falsePositiveRate` and names them itself.
-    this.#current = new BloomFilter(options);
-    this.#previous = new BloomFilter(options);
+    if (options instanceof Restored) {
+      // SeenFilter.from: the generations it restored, not two fresh bit sets to throw away.
+      this.#current = options.current;
+      this.#previous = options.previous;
+    } else {
+      if (!isPlainObject(options as unknown))
+        throw new InvalidOptionError('options', 'an object like { expected }', options);
+      knownKeys('', options, OPTIONS);
+      // BloomFilter validates `expected` and `falsePositiveRate` and names them itself.
+      this.#current = new BloomFilter(options);
+      this.#previous = new BloomFilter(options);
+    }
     const m = this.#current.bits;
     this.#fullBits = Math.round(m * (1 - Math.exp((-this.#current.hashes * this.#current.expected) / m)));
   }
@@ -188,22 +202,15 @@ export class SeenFilter {
     const current = BloomFilter.from(saved.current, 'saved.current');
     const previous = BloomFilter.from(saved.previous, 'saved.previous');
     // One sizing for both: generations swap at each rotation.
-    if (
-      previous.expected !== current.expected ||
-      previous.targetFalsePositiveRate !== current.targetFalsePositiveRate
-    ) {
-      throw new InvalidArgumentError(
-        'saved.previous',
-        'the sizing of saved.current',
-        saved.previous.expected,
-      );
+    for (const field of ['expected', 'falsePositiveRate'] as const) {
+      if (saved.previous[field] !== saved.current[field]) {
+        throw new InvalidArgumentError(
+          `saved.previous.${field}`,
+          `saved.current.${field} (${saved.current[field]}): one sizing for both generations`,
+          saved.previous[field],
+        );
+      }
     }
-    const filter = new SeenFilter({
-      expected: current.expected,
-      falsePositiveRate: current.targetFalsePositiveRate,
-    });
-    filter.#current = current;
-    filter.#previous = previous;
-    return filter;
+    return new SeenFilter(new Restored(current, previous) as never);
   }
 }
