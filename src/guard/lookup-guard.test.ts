@@ -387,3 +387,36 @@ describe('createLookupGuard: events', () => {
     for (const e of seen) expect(e).toMatchObject({ guard: 'players' });
   });
 });
+
+describe('a lookup that never answers', () => {
+  it('rejects its gets after `timeout`, counts as a slow call, and the next get looks up again', async () => {
+    const clock = new FakeClock(1_000_000);
+    let calls = 0;
+    const guard = createLookupGuard<string>({
+      lookup: () => {
+        calls++;
+        return new Promise<string>(() => {});
+      },
+      window: '10s',
+      minSamples: 1,
+      p99: '10ms',
+      timeout: '30ms',
+      clock,
+    });
+    const first = guard.get('k');
+    const joined = guard.get('k');
+    for (const waiting of [first, joined]) {
+      const error = await waiting.catch((err: unknown) => err);
+      expect(isOnceflowError(error, 'ERR_STORE')).toBe(true);
+      expect(String(error)).toMatch(/within 30 ms/);
+    }
+    // One call slower than p99 in the window (the fake clock never moved): degraded.
+    expect(guard.stats().state).toBe('degraded');
+    void guard.get('k').catch(() => {});
+    expect(calls).toBe(2);
+  });
+
+  it('refuses a timeout that is not a duration above 0, by name', () => {
+    expect(() => createLookupGuard({ lookup: async () => null, timeout: 0 })).toThrow(/timeout/);
+  });
+});

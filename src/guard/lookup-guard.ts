@@ -1,5 +1,5 @@
 import { wholeMs } from '../core/clock.js';
-import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LruMap } from '../core/lru-map.js';
 import { BloomFilter, type BloomFilterOptions, MAX_BLOOM_KEY_LENGTH } from '../windows/bloom-filter.js';
 import { LookupWindow } from '../windows/lookup-window.js';
@@ -164,8 +164,19 @@ class Guard<V> implements LookupGuard<V> {
   }
 
   async #run(key: string, flight: Flight<V>, startedAt: number): Promise<V | null> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let late = false;
     try {
-      const found = await this.#o.lookup(key);
+      // A lookup that never answers must not hold its gets (nor the p99 rule) forever.
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          late = true;
+          reject(
+            new StoreError('lookup', `no answer for ${key.slice(0, 64)} within ${this.#o.timeoutMs} ms`),
+          );
+        }, this.#o.timeoutMs);
+      });
+      const found = await Promise.race([this.#o.lookup(key), timedOut]);
       const value = found === undefined ? null : found;
       if (value !== null) {
         this.#filter?.add(key);
@@ -176,9 +187,11 @@ class Guard<V> implements LookupGuard<V> {
       }
       return value;
     } finally {
+      clearTimeout(timer);
       const end = this.#now();
-      // A failed call counts for latency too: a backend that times out is the slowest of all.
-      this.#window.backend(end, Math.max(0, end - startedAt));
+      // A failed call counts for latency too: a backend that times out is the slowest of all (at
+      // least the timeout, whatever the guard's clock says).
+      this.#window.backend(end, Math.max(0, end - startedAt, late ? this.#o.timeoutMs : 0));
       if (this.#inflight.get(key) === flight) this.#inflight.delete(key);
     }
   }

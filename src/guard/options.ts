@@ -3,6 +3,7 @@ import { type Duration, parseDuration } from '../core/duration.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { optionWithinLimit } from '../core/limits.js';
 import { type Emit, type Observer, observing } from '../core/observer.js';
+import { timerDelay, timerDuration } from '../core/timer-delay.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString, positiveInt } from '../core/validate.js';
 import type { BloomFilterOptions } from '../windows/bloom-filter.js';
 import type { LookupGuardState, LookupGuardStats } from './types.js';
@@ -19,6 +20,12 @@ export interface LookupGuardOptions<V> {
   p99?: Duration;
   /** Answers (and, for the p99 rule, backend calls) a window needs before it can degrade. Default 100. */
   minSamples?: number;
+  /**
+   * How long a lookup is waited for: past it, every get waiting on it rejects (`ERR_STORE`,
+   * operation `lookup`), the call counts as one slower than `p99`, and the next get looks up
+   * again. Default 10 x `p99` (10 s). The lookup itself is not cancelled.
+   */
+  timeout?: Duration;
   /** How long a null answer is reused in degraded mode (> 0). Default `'5s'`. */
   nullTtl?: Duration;
   /** Most null answers held (least recently used go first), at most 1,000,000. Default 10,000. */
@@ -45,6 +52,7 @@ const OPTIONS = keysOf<LookupGuardOptions<unknown>>({
   nullRatio: true,
   p99: true,
   minSamples: true,
+  timeout: true,
   nullTtl: true,
   maxNullKeys: true,
   known: true,
@@ -67,6 +75,9 @@ const DEFAULT_P99 = '1s';
 // 100: below it a ratio rests on too few answers (4 nulls of 5 is 80%), and the p99 of fewer than
 // 100 calls is the single slowest one.
 const DEFAULT_MIN_SAMPLES = 100;
+// 10 x p99: a lookup that slow is far past the overload signal (it counts as slow either way), and
+// a healthy backend never comes near it; with the 1 s default, 10 s, a common HTTP client bound.
+const DEFAULT_TIMEOUT_P99S = 10;
 // 5 s: seed 001 §3.3's table ("返回空对象缓存 | 5s"): long enough to absorb a flood's repeats of one
 // key, short enough that a key created without `add` is seen within seconds.
 const DEFAULT_NULL_TTL = '5s';
@@ -85,6 +96,7 @@ export interface ResolvedOptions<V> {
   readonly windowMs: number;
   readonly nullRatio: number;
   readonly p99Ms: number;
+  readonly timeoutMs: number;
   readonly minSamples: number;
   readonly nullTtlMs: number;
   readonly maxNullKeys: number;
@@ -112,6 +124,11 @@ export function resolveOptions<V>(options: LookupGuardOptions<V>): ResolvedOptio
   }
   const p99Ms = parseDuration(options.p99 ?? DEFAULT_P99, 'p99');
   if (p99Ms <= 0) throw new InvalidOptionError('p99', 'a duration above 0', options.p99);
+  const timeoutMs =
+    options.timeout === undefined
+      ? timerDelay(DEFAULT_TIMEOUT_P99S * p99Ms)
+      : timerDuration('timeout', options.timeout);
+  if (timeoutMs <= 0) throw new InvalidOptionError('timeout', 'a duration above 0', options.timeout);
   const nullTtlMs = parseDuration(options.nullTtl ?? DEFAULT_NULL_TTL, 'nullTtl');
   if (nullTtlMs <= 0) throw new InvalidOptionError('nullTtl', 'a duration above 0', options.nullTtl);
   const maxNullKeys = positiveInt('maxNullKeys', options.maxNullKeys ?? DEFAULT_MAX_NULL_KEYS);
@@ -130,6 +147,7 @@ export function resolveOptions<V>(options: LookupGuardOptions<V>): ResolvedOptio
     windowMs,
     nullRatio,
     p99Ms,
+    timeoutMs,
     minSamples: positiveInt('minSamples', options.minSamples ?? DEFAULT_MIN_SAMPLES),
     nullTtlMs,
     maxNullKeys,
