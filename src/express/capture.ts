@@ -4,7 +4,7 @@
 // is stored, so a client that has seen the whole response and retries gets the replay, never a 409.
 import type { OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
 import type { Request, Response } from 'express';
-import { recordedHeader } from '../http/idempotency-key.js';
+import { headersByName, REPLAYED_HEADER, recordedHeader } from '../http/idempotency-key.js';
 import type { RecordedResponse } from '../http/request.js';
 
 /** One response being captured. */
@@ -196,16 +196,10 @@ function omitted(res: Response): RecordedResponse {
 }
 
 /** Sends a recorded response again: its status, its headers, its body bytes, and the replayed header. */
-export function replay(res: Response, recorded: RecordedResponse, replayedHeader: string): void {
+export function replay(res: Response, recorded: RecordedResponse): void {
   res.status(recorded.status);
-  const byName = new Map<string, string[]>();
-  for (const [name, value] of recorded.headers) {
-    const list = byName.get(name);
-    if (list === undefined) byName.set(name, [value]);
-    else list.push(value);
-  }
-  for (const [name, values] of byName)
+  for (const [name, values] of headersByName(recorded))
     res.setHeader(name, values.length === 1 ? (values[0] as string) : values);
-  res.setHeader(replayedHeader, 'true');
+  res.setHeader(REPLAYED_HEADER, 'true');
   res.end(Buffer.from(recorded.body, 'base64'));
 }

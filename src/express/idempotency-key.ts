@@ -5,7 +5,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { InvalidOptionError } from '../core/errors.js';
 import { isPlainObject } from '../core/validate.js';
 import { bodyDigest } from '../http/body-digest.js';
-import { type HttpIdempotencyOptions, httpIdempotency, REPLAYED_HEADER } from '../http/idempotency-key.js';
+import { type HttpIdempotencyOptions, httpIdempotency } from '../http/idempotency-key.js';
 import { type Capture, captureResponse, replay } from './capture.js';
 import { sendAnswer } from './rate-limit.js';
 import { requestInfo } from './request-info.js';
@@ -73,7 +73,7 @@ export function idempotencyKey(options: IdempotencyKeyOptions): RequestHandler {
             capture?.release();
             return;
           case 'replay':
-            replay(res, verdict.response, REPLAYED_HEADER);
+            replay(res, verdict.response);
             return;
           case 'answer':
             sendAnswer(res, verdict.answer);

@@ -10,6 +10,7 @@ import {
   HTTP_IDEMPOTENCY_OPTIONS,
   type HttpIdempotency,
   type HttpIdempotencyOptions,
+  headersByName,
   httpIdempotency,
   type IdempotencyVerdict,
   REPLAYED_HEADER,
@@ -243,12 +244,7 @@ async function captureHook(request: FastifyRequest, reply: FastifyReply, payload
 
 function sendReplay(reply: FastifyReply, response: RecordedResponse): FastifyReply {
   reply.code(response.status);
-  const byName = new Map<string, string[]>();
-  for (const [name, value] of response.headers) {
-    const values = byName.get(name);
-    if (values === undefined) byName.set(name, [value]);
-    else values.push(value);
-  }
+  const byName = headersByName(response);
   for (const [name, values] of byName) reply.header(name, values.length === 1 ? values[0] : values);
   reply.header(REPLAYED_HEADER, 'true');
   // No body and no type: sent as the first reply was (a payload of bytes would get Fastify's

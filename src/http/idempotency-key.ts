@@ -95,6 +95,20 @@ export function recordedHeader(name: string): boolean {
   return !DROPPED.has(lower) && !lower.startsWith('x-ratelimit-');
 }
 
+/**
+ * A recorded response's headers by name, in recorded order (a repeated header, such as
+ * `set-cookie`, keeps every value): what a replay sets, one call per name.
+ */
+export function headersByName(recorded: RecordedResponse): Map<string, string[]> {
+  const byName = new Map<string, string[]>();
+  for (const [name, value] of recorded.headers) {
+    const values = byName.get(name);
+    if (values === undefined) byName.set(name, [value]);
+    else values.push(value);
+  }
+  return byName;
+}
+
 /** What became of a request. */
 export type IdempotencyVerdict =
   /** Not for this middleware (another method, or no key where none is required): run it as it is. */
