@@ -7,7 +7,7 @@ import { isPlainObject, keysOf, knownKeys, nonEmptyString } from '../core/valida
 import type { IdempotencyStoreOps } from '../store/idempotency.js';
 import { memoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/store.js';
-import { SeenFilter } from '../windows/seen-filter.js';
+import { type SeenFilter, seenFilterOption } from '../windows/seen-filter.js';
 import { jsonSerializer, type Serializer } from './serializer.js';
 
 /** Options of {@link createIdempotency}. */
@@ -162,10 +162,7 @@ export function resolveOptions(options: IdempotencyOptions): ResolvedIdempotency
     );
   }
   const emit = observing(options.observer, 'observer');
-  const preCheck = options.preCheck;
-  if (preCheck !== undefined && !(preCheck instanceof SeenFilter)) {
-    throw new InvalidOptionError('preCheck', 'a SeenFilter (new SeenFilter({ expected }))', preCheck);
-  }
+  const preCheck = seenFilterOption('preCheck', options.preCheck);
   return { ops, name, leaseMs, ttlMs, hashPayload, maxResultBytes, serializer, emit, preCheck };
 }
 

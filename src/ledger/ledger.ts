@@ -30,10 +30,10 @@ import type {
   Store,
   WindowState,
 } from '../store/store.js';
-import type { SeenFilter } from '../windows/seen-filter.js';
+import { type SeenFilter, seenFilterOption } from '../windows/seen-filter.js';
 import { checkQuery, ownerArg, scopeArg } from './arguments.js';
 import { observed } from './observed.js';
-import { preCheckId, preCheckOption, rebuildFrom, type SeenQuery, seenArgs, seenIn } from './pre-check.js';
+import { preCheckId, rebuildFrom, type SeenQuery, seenArgs, seenIn } from './pre-check.js';
 
 /** Options of {@link createLedger}. */
 export interface LedgerOptions {
@@ -281,7 +281,14 @@ export function createLedger(options: LedgerOptions): Ledger {
       ? 'default'
       : optionWithinLimit('name', nonEmptyString('name', options.name), 'nameBytes');
   const emit = observing(options.observer, 'observer');
-  return new ExactLedger(name, capacity, store, horizon, emit, preCheckOption(options.preCheck));
+  return new ExactLedger(
+    name,
+    capacity,
+    store,
+    horizon,
+    emit,
+    seenFilterOption('preCheck', options.preCheck),
+  );
 }
 
 /**

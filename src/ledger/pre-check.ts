@@ -3,13 +3,13 @@
 // this advisory read; `apply` (the one atomic step) still decides every entry it is given, so a
 // false positive costs one read and a false negative (an id rotated out, a filter not rebuilt)
 // costs the skipped read's benefit, never a drop, a delay or a second booking.
-import { InvalidArgumentError, InvalidOptionError } from '../core/errors.js';
+import { InvalidArgumentError } from '../core/errors.js';
 import { withinLimit } from '../core/limits.js';
 import type { Emit } from '../core/observer.js';
 import { isPlainObject, knownKeys, nonEmptyStringArg } from '../core/validate.js';
 import { SIGNATURE_HINT } from '../store/apply-command.js';
 import type { Store } from '../store/store.js';
-import { SeenFilter } from '../windows/seen-filter.js';
+import type { SeenFilter } from '../windows/seen-filter.js';
 import { ownerArg } from './arguments.js';
 
 /** What {@link Ledger.seen} is asked: an entry's owner and signature (its other fields may be there). */
@@ -24,12 +24,6 @@ const MAX_REBUILD_OWNERS = 100_000;
 // Window reads in flight: 16 hides a remote store's round trip (16 x ~0.2 ms of server time per
 // 1 ms round trip) without crowding a shared pool or a Redis client's pipeline.
 const REBUILD_LANES = 16;
-
-/** A `preCheck` option: a {@link SeenFilter} or undefined. */
-export function preCheckOption(value: unknown): SeenFilter | undefined {
-  if (value === undefined || value instanceof SeenFilter) return value;
-  throw new InvalidOptionError('preCheck', 'a SeenFilter (new SeenFilter({ expected }))', value);
-}
 
 /**
  * The filter's id of (owner, signature): the owner's length first, so no two pairs share an id

@@ -7,7 +7,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import type { PreCheckOutcome } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
 import { MAX_BLOOM_KEY_LENGTH } from '../windows/bloom-filter.js';
-import { SeenFilter } from '../windows/seen-filter.js';
+import { type SeenFilter, seenFilterOption } from '../windows/seen-filter.js';
 import type { Delivery } from './delivery.js';
 
 /** The `preCheck` option of `createStreamConsumer` (the handler path only). */
@@ -44,13 +44,7 @@ export function preCheckOption<E>(value: unknown, hasLedger: boolean): StreamPre
   if (!isPlainObject(value))
     throw new InvalidOptionError('preCheck', 'an object like { filter, seen }', value);
   knownKeys('preCheck', value, KEYS);
-  if (!(value.filter instanceof SeenFilter)) {
-    throw new InvalidOptionError(
-      'preCheck.filter',
-      'a SeenFilter (new SeenFilter({ expected }))',
-      value.filter,
-    );
-  }
+  seenFilterOption('preCheck.filter', value.filter, true);
   if (typeof value.seen !== 'function') {
     throw new InvalidOptionError(
       'preCheck.seen',

@@ -214,3 +214,13 @@ export class SeenFilter {
     return new SeenFilter(new Restored(current, previous) as never);
   }
 }
+
+/**
+ * An option that must be a {@link SeenFilter}: `undefined` passes unless `required` (`path` names
+ * it in the error).
+ */
+export function seenFilterOption(path: string, value: unknown, required = false): SeenFilter | undefined {
+  if ((value === undefined && !required) || value instanceof SeenFilter)
+    return value as SeenFilter | undefined;
+  throw new InvalidOptionError(path, 'a SeenFilter (new SeenFilter({ expected }))', value);
+}
