@@ -371,16 +371,29 @@ export function observing<E extends EventShape = OnceflowEvent>(
 function reportThrow(fn: object, event: EventShape, err: unknown): void {
   if (reported.has(fn)) return;
   reported.add(fn);
-  const text = `an onceflow observer threw on ${event.part}.${event.type} (reported once; its later throws are ignored): ${errorName(err)}: ${String((err as { message?: unknown } | undefined)?.message ?? err)}`;
+  warn(
+    `an onceflow observer threw on ${event.part}.${event.type} (reported once; its later throws are ignored): ${errorName(err)}: ${messageOf(err)}`,
+    'ONCEFLOW_OBSERVER_THREW',
+  );
+}
+
+/** A thrown value's message, or the value itself as text. */
+export function messageOf(err: unknown): string {
+  return String((err as { message?: unknown } | undefined)?.message ?? err);
+}
+
+/**
+ * Reports a problem no caller can be told of (a callback that threw, a result not recorded): a
+ * process warning (`OnceflowWarning`, `code`) where there is a `process`, else `console.error`.
+ * Never throws: reporting must not break the operation.
+ */
+export function warn(text: string, code: string): void {
   const proc = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process;
   try {
-    if (typeof proc?.emitWarning === 'function') {
-      proc.emitWarning(text, { type: 'OnceflowWarning', code: 'ONCEFLOW_OBSERVER_THREW' });
-    } else {
-      console.error(text);
-    }
+    if (typeof proc?.emitWarning === 'function') proc.emitWarning(text, { type: 'OnceflowWarning', code });
+    else console.error(text);
   } catch {
-    // Reporting must not break the operation either.
+    // Nowhere left to report to.
   }
 }
 

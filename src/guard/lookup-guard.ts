@@ -1,6 +1,7 @@
 import { wholeMs } from '../core/clock.js';
 import { InvalidArgumentError, InvalidOptionError, StoreError } from '../core/errors.js';
 import { LruMap } from '../core/lru-map.js';
+import { messageOf, warn } from '../core/observer.js';
 import { BloomFilter, type BloomFilterOptions, MAX_BLOOM_KEY_LENGTH } from '../windows/bloom-filter.js';
 import { LookupWindow } from '../windows/lookup-window.js';
 import { type LookupGuardOptions, type ResolvedOptions, resolveOptions } from './options.js';
@@ -265,11 +266,10 @@ class Guard<V> implements LookupGuard<V> {
   #warn(err: unknown): void {
     if (this.#warned) return;
     this.#warned = true;
-    const text = `an onceflow lookup guard's onStateChange threw (reported once): ${String((err as { message?: unknown } | undefined)?.message ?? err)}`;
-    const proc = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process;
-    if (typeof proc?.emitWarning === 'function') {
-      proc.emitWarning(text, { type: 'OnceflowWarning', code: 'ONCEFLOW_CALLBACK_THREW' });
-    } else console.error(text);
+    warn(
+      `an onceflow lookup guard's onStateChange threw (reported once): ${messageOf(err)}`,
+      'ONCEFLOW_CALLBACK_THREW',
+    );
   }
 }
 

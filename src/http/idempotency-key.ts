@@ -4,6 +4,7 @@
 // request 422, a missing key on a route that requires one 400. Built on createIdempotency: one
 // record per key, leased while the handler runs, on any onceflow store.
 import { InvalidOptionError, isOnceflowError } from '../core/errors.js';
+import { messageOf, warn } from '../core/observer.js';
 import { isPlainObject, keysOf, knownKeys } from '../core/validate.js';
 import type { Idempotency } from '../idempotency/idempotency.js';
 import { problem } from './problem.js';
@@ -282,11 +283,10 @@ function replayed(response: RecordedResponse): RecordedResponse {
 }
 
 function reportRecordError(error: unknown, info: HttpRequestInfo): void {
-  const text = `onceflow: the response of ${info.method} ${info.url} ran but was not recorded (the store failed: ${String((error as { message?: unknown } | undefined)?.message ?? error)}); a retry after the lease may run it again`;
-  const proc = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process;
-  if (typeof proc?.emitWarning === 'function')
-    proc.emitWarning(text, { type: 'OnceflowWarning', code: 'ONCEFLOW_IDEMPOTENCY_NOT_RECORDED' });
-  else console.error(text);
+  warn(
+    `onceflow: the response of ${info.method} ${info.url} ran but was not recorded (the store failed: ${messageOf(error)}); a retry after the lease may run it again`,
+    'ONCEFLOW_IDEMPOTENCY_NOT_RECORDED',
+  );
 }
 
 const answer = (a: HttpAnswer): IdempotencyVerdict => ({ kind: 'answer', answer: a });

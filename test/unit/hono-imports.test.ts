@@ -10,11 +10,12 @@ import { ROOT, scanImports, walkImports } from '../support/import-graph.js';
 const ENTRY = join(ROOT, 'src/hono/index.ts');
 // Node globals the graph may hold, each on a path named here. core/limits.ts: `utf8Bytes`
 // (Buffer.byteLength) measures stored strings for the stores; onceflow/hono reads only the
-// `LIMITS` table from it. http/idempotency-key.ts: a failure to record a response is reported
-// through `process.emitWarning` only where globalThis has a `process`, else `console.error`.
+// `LIMITS` table from it. core/observer.ts: `warn` (a failure to record a response, reported by
+// http/idempotency-key.ts) uses `process.emitWarning` only where globalThis has a `process`, else
+// `console.error`.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'src/core/limits.ts': ['Buffer'],
-  'src/http/idempotency-key.ts': ['process'],
+  'src/core/observer.ts': ['process'],
 };
 const walk = (entry: string) =>
   walkImports(entry, {
