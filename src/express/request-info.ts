@@ -1,6 +1,6 @@
 // What the framework-neutral HTTP parts read of an Express request (src/http/request.ts).
 import type { Request } from 'express';
-import type { HttpRequestInfo } from '../http/request.js';
+import { firstHeader, type HttpRequestInfo } from '../http/request.js';
 
 /**
  * The request as the HTTP parts see it: `originalUrl` (the path and query as the client sent
@@ -12,9 +12,6 @@ export function requestInfo(req: Request): HttpRequestInfo {
     method: req.method.toUpperCase(),
     url: req.originalUrl,
     ip: req.ip,
-    header(name) {
-      const value = req.headers[name.toLowerCase()];
-      return Array.isArray(value) ? value[0] : value;
-    },
+    header: (name) => firstHeader(req.headers, name),
   };
 }

@@ -1,6 +1,6 @@
 // A Fastify request as onceflow's framework-neutral HTTP parts read it.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { HttpAnswer, HttpRequestInfo } from '../http/request.js';
+import { firstHeader, type HttpAnswer, type HttpRequestInfo } from '../http/request.js';
 
 /** The {@link HttpRequestInfo} of a Fastify request (its `ip` honours Fastify's `trustProxy`). */
 export function requestInfo(request: FastifyRequest): HttpRequestInfo {
@@ -9,11 +9,7 @@ export function requestInfo(request: FastifyRequest): HttpRequestInfo {
     method: request.method.toUpperCase(),
     url: request.url,
     ip: request.ip,
-    header(name) {
-      // Node lower-cases incoming header names; a repeated header arrives as an array.
-      const value = headers[name.toLowerCase()];
-      return Array.isArray(value) ? value[0] : value;
-    },
+    header: (name) => firstHeader(headers, name),
   };
 }
 

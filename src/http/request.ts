@@ -14,6 +14,18 @@ export interface HttpRequestInfo {
   header(name: string): string | undefined;
 }
 
+/**
+ * The first value of a header in Node's incoming headers (names lower-cased by Node; a repeated
+ * header arrives as an array): what `HttpRequestInfo.header` answers for Express and Fastify.
+ */
+export function firstHeader(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  name: string,
+): string | undefined {
+  const value = headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
 /** A response as recorded and replayed by the Idempotency-Key part: byte for byte. */
 export interface RecordedResponse {
   readonly status: number;
