@@ -18,6 +18,7 @@ import { isPlainObject, isWellFormed, keysOf, knownKeys, nonEmptyString } from '
 import { limiterNamespace } from '../limiter/keys.js';
 import type { LimitCall, LimiterTakeReply } from '../store/limiter.js';
 import type { Store } from '../store/store.js';
+import { hitCounterSpec } from '../windows/limits/spec.js';
 import { limiterTime } from '../windows/limits/time.js';
 import type { LimitSpec } from '../windows/limits/types.js';
 
@@ -104,29 +105,23 @@ export class OnceflowStore {
   }
 
   #window(windowMs: number): void {
-    // The largest limit whose product with the window stays exact (limit x windowMs < 2^53): so
-    // high that no client reaches it within a window, so every hit is counted.
-    this.#huge = Math.floor(Number.MAX_SAFE_INTEGER / windowMs);
-    this.#a = Object.freeze({ id: 'hits', algorithm: 'fixed-window', limit: this.#huge, windowMs, param: 0 });
-    this.#b = Object.freeze({
-      id: 'changes',
-      algorithm: 'fixed-window',
-      limit: this.#huge,
-      windowMs,
-      param: 0,
-    });
+    this.#a = hitCounterSpec('hits', windowMs);
+    this.#b = hitCounterSpec('changes', windowMs);
+    this.#huge = this.#a.limit;
+  }
+
+  // A client's two counters, charged together by each hit; `decrement` charges the second alone (hits = 2A - B).
+  #pair(subject: string): LimitCall[] {
+    return [
+      { spec: this.#a, subject },
+      { spec: this.#b, subject },
+    ];
   }
 
   /** Counts a hit: the client's hits in this window, and when it ends. */
   async increment(key: string): Promise<ClientRateLimitInfo> {
     const subject = checkKey(key);
-    const reply = await this.#take(
-      [
-        { spec: this.#a, subject },
-        { spec: this.#b, subject },
-      ],
-      1,
-    );
+    const reply = await this.#take(this.#pair(subject), 1);
     return this.#info(reply) as ClientRateLimitInfo;
   }
 
@@ -155,10 +150,7 @@ export class OnceflowStore {
     const subject = checkKey(key);
     await this.#store.limiterDelete?.({
       namespace: this.#namespace,
-      limits: [
-        { spec: this.#a, subject },
-        { spec: this.#b, subject },
-      ],
+      limits: this.#pair(subject),
     });
   }
 
@@ -170,13 +162,7 @@ export class OnceflowStore {
   }
 
   #read(subject: string): Promise<LimiterTakeReply> {
-    return this.#take(
-      [
-        { spec: this.#a, subject },
-        { spec: this.#b, subject },
-      ],
-      0,
-    );
+    return this.#take(this.#pair(subject), 0);
   }
 
   async #take(limits: LimitCall[], cost: number, now?: number): Promise<LimiterTakeReply> {

@@ -7,7 +7,7 @@ import { LIMITS, utf8Bytes } from '../core/limits.js';
 import { isPlainObject, keysOf, knownKeys, nonEmptyString } from '../core/validate.js';
 import type { LimitCall } from '../store/limiter.js';
 import type { Store } from '../store/store.js';
-import { MAX_PRODUCT } from '../windows/limits/spec.js';
+import { hitCounterSpec } from '../windows/limits/spec.js';
 import type { LimitSpec } from '../windows/limits/types.js';
 
 /** Options of {@link rateLimitStore}. */
@@ -158,13 +158,7 @@ export function rateLimitStore(options: RateLimitStoreOptions): FastifyRateLimit
       if (spec !== undefined) return spec;
       if (!Number.isSafeInteger(timeWindow) || timeWindow < 1)
         throw new InvalidArgumentError('timeWindow', 'a positive whole number of milliseconds', timeWindow);
-      spec = {
-        id: HIT_COUNTER_ID,
-        algorithm: 'fixed-window',
-        limit: Math.floor(MAX_PRODUCT / timeWindow),
-        windowMs: timeWindow,
-        param: 0,
-      };
+      spec = hitCounterSpec(HIT_COUNTER_ID, timeWindow);
       // Bounded: a timeWindow function answering many lengths must not grow this for ever.
       if (this.#specs.size >= MAX_SPECS) this.#specs.clear();
       this.#specs.set(timeWindow, spec);

@@ -9,6 +9,22 @@ export const ALGORITHMS: readonly Algorithm[] = ['sliding-log', 'sliding-window'
 // stay exact below 2^53. limit x window <= 2^53 keeps every product of the math exact (the
 // largest is burst x window in GCRA and limit x granularity in the sliding window).
 export const MAX_PRODUCT = Number.MAX_SAFE_INTEGER;
+/**
+ * A fixed-window counter that never refuses: its limit is the largest whose product with the
+ * window stays exact (MAX_PRODUCT / window), far beyond what any client reaches in a window, so
+ * every hit is counted (the express-rate-limit and @fastify/rate-limit stores count hits this way
+ * and let their middleware decide).
+ */
+export function hitCounterSpec(id: string, windowMs: number): LimitSpec {
+  return Object.freeze({
+    id,
+    algorithm: 'fixed-window',
+    limit: Math.floor(MAX_PRODUCT / windowMs),
+    windowMs,
+    param: 0,
+  });
+}
+
 // A sliding log above limit 512 is a sorted set on Redis whose running total is a score at
 // 2^52 + total (see time.ts): a larger total would round.
 export const MAX_LOG_LIMIT = 2 ** 52;
