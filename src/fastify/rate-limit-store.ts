@@ -141,7 +141,10 @@ export function rateLimitStore(options: RateLimitStoreOptions): FastifyRateLimit
         .then(() => take({ namespace: this.#namespace, limits: [call], cost, now }))
         .then((reply) => {
           const verdict = reply.verdicts[0];
-          if (verdict === undefined) throw new Error('the store answered no verdict');
+          if (verdict === undefined)
+            throw new Error(
+              `the store answered no verdict for limiter namespace ${this.#namespace}, key ${call.subject}`,
+            );
           const current = spec.limit - verdict.remaining;
           // An empty counter reads as no window at all, as the plugin's stores answer.
           const ttl = current === 0 ? 0 : Math.max(0, verdict.resetAt - reply.now);
